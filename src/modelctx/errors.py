@@ -1,0 +1,189 @@
+"""Every exception modelctx raises, under one root.
+
+::
+
+    MCPError                      root: catch this to catch everything from modelctx
+    ├── ProtocolError             a JSON-RPC error with a code; travels on the wire
+    │   ├── ParseError            -32700  the bytes were not JSON
+    │   ├── InvalidRequest        -32600  JSON, but not a JSON-RPC request object
+    │   ├── MethodNotFound        -32601  unknown method, or a capability not served
+    │   ├── InvalidParams         -32602  params of the wrong shape, unknown tool/prompt,
+    │   │   │                             resource not found, bad cursor, bad requestState
+    │   │   └── ResourceNotFound  -32602  with data.uri
+    │   ├── InternalError         -32603  the server failed; the text is generic on purpose
+    │   ├── HeaderMismatch        -32020  HTTP headers missing, malformed or unlike the body
+    │   ├── MissingRequiredClientCapability  -32021  data.requiredCapabilities
+    │   └── UnsupportedProtocolVersion       -32022  data.supported, data.requested
+    ├── ToolError                 raised by a tool on purpose: its text reaches the client
+    │                             as an ``isError`` result (never a JSON-RPC error)
+    └── ConnectionClosed          the peer went away; pending calls fail with this
+
+*Local* errors (our own bugs, a timeout, a closed connection) never carry a JSON-RPC
+code, so they cannot be mistaken for an error the peer sent. A ``ProtocolError``
+received from a peer has ``remote=True``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "MCPError",
+    "ProtocolError",
+    "ParseError",
+    "InvalidRequest",
+    "MethodNotFound",
+    "InvalidParams",
+    "ResourceNotFound",
+    "InternalError",
+    "HeaderMismatch",
+    "MissingRequiredClientCapability",
+    "UnsupportedProtocolVersion",
+    "ToolError",
+    "ConnectionClosed",
+    "error_from_wire",
+]
+
+# JSON-RPC 2.0 codes and the codes MCP 2026-07-28 allocates (basic/index.mdx, Error Codes).
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+HEADER_MISMATCH = -32020
+MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+# Legacy codes: accepted from old peers, never emitted by the modern era.
+LEGACY_RESOURCE_NOT_FOUND = -32002
+LEGACY_URL_ELICITATION_REQUIRED = -32042
+
+
+class MCPError(Exception):
+    """Root of every modelctx exception."""
+
+
+class ProtocolError(MCPError):
+    """A JSON-RPC error: a code, a message and optional data.
+
+    ``http_status`` is the status the Streamable HTTP transport answers with when this
+    error is the whole reply (basic/transports/streamable-http.mdx, status codes).
+    """
+
+    code: int = INTERNAL_ERROR
+    http_status: int = 200
+    #: The id of the request this error answers, when it could be read.
+    request_id: str | int | None = None
+
+    def __init__(self, message: str, data: Any = None, *, remote: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+        self.remote = remote
+
+    def to_error(self) -> dict[str, Any]:
+        """The JSON-RPC ``error`` object."""
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r}, code={self.code})"
+
+
+class ParseError(ProtocolError):
+    code = PARSE_ERROR
+    http_status = 400
+
+
+class InvalidRequest(ProtocolError):
+    code = INVALID_REQUEST
+    http_status = 400
+
+
+class MethodNotFound(ProtocolError):
+    code = METHOD_NOT_FOUND
+    http_status = 404
+
+
+class InvalidParams(ProtocolError):
+    code = INVALID_PARAMS
+
+
+class ResourceNotFound(InvalidParams):
+    def __init__(self, uri: str) -> None:
+        super().__init__(f"Resource not found: {uri}", {"uri": uri})
+
+
+class InternalError(ProtocolError):
+    code = INTERNAL_ERROR
+
+
+class HeaderMismatch(ProtocolError):
+    code = HEADER_MISMATCH
+    http_status = 400
+
+
+class MissingRequiredClientCapability(ProtocolError):
+    code = MISSING_REQUIRED_CLIENT_CAPABILITY
+    http_status = 400
+
+    def __init__(self, message: str, required: dict[str, Any]) -> None:
+        super().__init__(message, {"requiredCapabilities": required})
+
+
+class UnsupportedProtocolVersion(ProtocolError):
+    code = UNSUPPORTED_PROTOCOL_VERSION
+    http_status = 400
+
+    def __init__(self, requested: Any, supported: list[str], message: str | None = None) -> None:
+        super().__init__(
+            message or "Unsupported protocol version",
+            {"supported": list(supported), "requested": requested},
+        )
+
+
+class ToolError(MCPError):
+    """Raise from a tool to report a failure the model should see.
+
+    The message becomes the text of an ``isError: true`` result. Any other exception a
+    tool raises is logged and replaced by a generic message, so internals never leak.
+    """
+
+
+class ConnectionClosed(MCPError):
+    """The connection to the peer closed; the request can no longer be answered."""
+
+
+_BY_CODE: dict[int, type[ProtocolError]] = {
+    cls.code: cls
+    for cls in (
+        ParseError,
+        InvalidRequest,
+        MethodNotFound,
+        InvalidParams,
+        InternalError,
+        HeaderMismatch,
+        ProtocolError,
+    )
+}
+
+
+def error_from_wire(error: dict[str, Any]) -> ProtocolError:
+    """Build the exception for a JSON-RPC ``error`` object received from a peer."""
+    code = error.get("code")
+    message = str(error.get("message", "")) or "(no message)"
+    data = error.get("data")
+    if code == UNSUPPORTED_PROTOCOL_VERSION and isinstance(data, dict):
+        exc: ProtocolError = UnsupportedProtocolVersion(
+            data.get("requested"), list(data.get("supported") or []), message
+        )
+    elif code == MISSING_REQUIRED_CLIENT_CAPABILITY and isinstance(data, dict):
+        exc = MissingRequiredClientCapability(message, data.get("requiredCapabilities") or {})
+    else:
+        cls = _BY_CODE.get(code) if isinstance(code, int) else None
+        exc = (cls or ProtocolError)(message, data)
+        if cls is None:
+            exc.code = code if isinstance(code, int) else INTERNAL_ERROR
+    exc.remote = True
+    return exc

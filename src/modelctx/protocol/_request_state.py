@@ -1,0 +1,118 @@
+"""Sealed ``requestState`` for multi round-trip requests (basic/patterns/mrtr.mdx).
+
+``requestState`` comes back from the client, so it is attacker-controlled input. The
+spec asks that it be integrity-protected, bound to the request it belongs to, and
+short-lived. A sealed state is ``base64url(payload) "." base64url(HMAC-SHA256)`` where
+the payload records:
+
+* ``m``: the method, and ``d``: a digest of the salient params (everything except
+  ``_meta``, ``inputResponses`` and ``requestState``), so a state minted for one call
+  cannot be replayed on another;
+* ``e``: the expiry (Unix seconds);
+* ``p``: the authenticated principal, when there is one;
+* ``a``: the answers gathered in earlier rounds, so a handler that asks several
+  questions in turn sees all of them on the last retry without server-side storage.
+
+The payload is signed, not encrypted: it holds only what the client itself sent.
+Any failure raises ``InvalidParams`` with a message that says which check failed.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+import time
+from typing import Any
+
+import msgspec
+
+from ..errors import InvalidParams
+
+__all__ = ["StateSealer", "params_digest"]
+
+_SKIP = frozenset({"_meta", "inputResponses", "requestState"})
+
+
+def params_digest(params: dict[str, Any]) -> str:
+    salient = {k: v for k, v in params.items() if k not in _SKIP}
+    canonical = msgspec.json.encode(salient, order="sorted")
+    return hashlib.sha256(canonical).hexdigest()[:32]
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+class StateSealer:
+    """Seals and opens ``requestState`` values with one secret key.
+
+    Replicas that serve the same clients must share the key (``secret``); by default a
+    random key is made per process, which is right for one process.
+    """
+
+    def __init__(self, secret: bytes | str | None = None, ttl_seconds: float = 600.0) -> None:
+        if secret is None:
+            secret = secrets.token_bytes(32)
+        elif isinstance(secret, str):
+            secret = secret.encode()
+        if len(secret) < 16:
+            raise ValueError("the requestState secret must be at least 16 bytes")
+        self._key = secret
+        self.ttl_seconds = ttl_seconds
+
+    def _mac(self, payload: bytes) -> bytes:
+        return hmac.new(self._key, payload, hashlib.sha256).digest()
+
+    def seal(
+        self,
+        method: str,
+        params: dict[str, Any],
+        answers: dict[str, Any],
+        principal: str | None = None,
+    ) -> str:
+        body: dict[str, Any] = {
+            "m": method,
+            "d": params_digest(params),
+            "e": int(time.time() + self.ttl_seconds),
+            "a": answers,
+        }
+        if principal is not None:
+            body["p"] = principal
+        payload = msgspec.json.encode(body)
+        return _b64(payload) + "." + _b64(self._mac(payload))
+
+    def open(
+        self,
+        state: Any,
+        method: str,
+        params: dict[str, Any],
+        principal: str | None = None,
+    ) -> dict[str, Any]:
+        """Verify ``state`` for this request and return the answers it carries."""
+        if not isinstance(state, str) or state.count(".") != 1:
+            raise InvalidParams("Invalid requestState: not a value this server issued")
+        encoded, tag = state.split(".")
+        try:
+            payload, mac = _unb64(encoded), _unb64(tag)
+        except (ValueError, TypeError):
+            raise InvalidParams("Invalid requestState: not a value this server issued") from None
+        if not hmac.compare_digest(mac, self._mac(payload)):
+            raise InvalidParams("Invalid requestState: integrity check failed (tampered or foreign)")
+        body = msgspec.json.decode(payload)
+        if body.get("m") != method or body.get("d") != params_digest(params):
+            raise InvalidParams(
+                "Invalid requestState: it was issued for a different request; "
+                "retry with the original params unchanged"
+            )
+        if body.get("p") != principal:
+            raise InvalidParams("Invalid requestState: it was issued to a different principal")
+        if body.get("e", 0) < time.time():
+            raise InvalidParams("Invalid requestState: expired; send the request again without it")
+        answers = body.get("a")
+        return answers if isinstance(answers, dict) else {}

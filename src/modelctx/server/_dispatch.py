@@ -1,0 +1,254 @@
+"""Dispatch: one request in, one response out, for either era, on any transport.
+
+Theory of operation. A transport decodes a message and calls ``Dispatcher.handle``
+with a ``Peer`` (what the transport knows about the other side: its handshake session
+if any, the authenticated principal) and ``send``, a coroutine that delivers messages
+related to this request (progress, logs, listen events, handshake-era server
+requests). The era is decided per request (basic/versioning.mdx):
+
+1. ``initialize`` opens a handshake session on the peer;
+2. a request whose ``params._meta`` names a protocol version is modern and is served
+   statelessly: nothing from earlier requests is used;
+3. otherwise the peer's handshake session, if there is one, supplies version and
+   capabilities;
+4. otherwise the request is malformed (-32602): it names no version.
+
+Results of modern requests get ``resultType``, ``serverInfo`` in ``_meta`` and, for
+cacheable methods, ``ttlMs`` and ``cacheScope``. Exceptions become JSON-RPC errors at
+this one boundary: ``ProtocolError`` as itself, anything else as a generic -32603
+whose detail goes to the log only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..errors import (
+    InternalError,
+    InvalidParams,
+    MethodNotFound,
+    ProtocolError,
+    UnsupportedProtocolVersion,
+)
+from ..protocol import _meta
+from ..protocol._jsonrpc import Request, error_response, result_response
+from ..protocol._versions import (
+    MODERN_VERSIONS,
+    SUPPORTED_VERSIONS,
+    negotiate_handshake,
+)
+from ._context import Call
+from ._session import HandshakeSession
+
+if TYPE_CHECKING:
+    from ._server import Server
+
+__all__ = ["Dispatcher", "Peer"]
+
+log = logging.getLogger("modelctx.server")
+
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class Peer(Protocol):
+    """The transport's view of the other side."""
+
+    session: HandshakeSession | None
+    principal: Any
+
+    def open_session(self, session: HandshakeSession) -> None:
+        """Make ``session`` the handshake session of this peer (stdio process / HTTP)."""
+
+
+# Methods that may answer input_required (basic/patterns/mrtr.mdx).
+MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+# Methods whose complete results carry ttlMs and cacheScope (server/utilities/caching.mdx).
+CACHEABLE = frozenset(
+    {
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+    }
+)
+MODERN_ONLY = frozenset({"server/discover", "subscriptions/listen"})
+HANDSHAKE_ONLY = frozenset(
+    {"ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
+)
+
+
+class Dispatcher:
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        from . import _methods
+
+        self._methods: dict[str, Callable[[Call], Awaitable[dict[str, Any]]]] = _methods.TABLE
+
+    def classify(
+        self, request: Request, peer: Peer
+    ) -> tuple[str, bool, dict[str, Any], dict[str, Any] | None, HandshakeSession | None]:
+        """(version, modern, capabilities, client info, session) for ``request``.
+
+        Raises ``UnsupportedProtocolVersion`` or ``InvalidParams`` as the spec asks.
+        """
+        params = request.params
+        meta = params.get("_meta")
+        version = meta.get(_meta.PROTOCOL_VERSION) if isinstance(meta, dict) else None
+        if version is not None:
+            if version not in MODERN_VERSIONS:
+                raise UnsupportedProtocolVersion(version, list(SUPPORTED_VERSIONS))
+            caps = meta.get(_meta.CLIENT_CAPABILITIES)
+            if not isinstance(caps, dict):
+                raise InvalidParams(
+                    f"Invalid params: _meta[{_meta.CLIENT_CAPABILITIES!r}] is required on "
+                    "every request and must be an object ({} for none)"
+                )
+            info = meta.get(_meta.CLIENT_INFO)
+            return version, True, caps, info if isinstance(info, dict) else None, None
+        session = peer.session
+        if session is not None and not session.closed:
+            session.touch()
+            return session.version, False, session.capabilities, session.client_info, session
+        if meta is not None and not isinstance(meta, dict):
+            raise InvalidParams("Invalid params: _meta must be an object")
+        raise InvalidParams(
+            f"Invalid params: _meta[{_meta.PROTOCOL_VERSION!r}] is required (modern "
+            "requests carry it on every request; older clients send initialize first)"
+        )
+
+    async def handle(self, request: Request, peer: Peer, send: Send) -> dict[str, Any] | None:
+        """The response to ``request``, or ``None`` when it must not be answered."""
+        try:
+            result = await self._handle(request, peer, send)
+        except ProtocolError as exc:
+            return error_response(request.id, exc)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("internal error while handling %s (id %r)", request.method, request.id)
+            return error_response(request.id, InternalError("Internal error"))
+        return None if result is None else result_response(request.id, result)
+
+    async def _handle(self, request: Request, peer: Peer, send: Send) -> dict[str, Any] | None:
+        method = request.method
+        if method == "initialize":
+            return self._initialize(request, peer)
+        version, modern, caps, info, session = self.classify(request, peer)
+        handler = self._methods.get(method)
+        if handler is None or (modern and method in HANDSHAKE_ONLY) or (
+            not modern and method in MODERN_ONLY
+        ):
+            raise MethodNotFound(f"Method not found: {method}")
+        if not self.server._serves(method):
+            raise MethodNotFound(
+                f"Method not found: {method} (this server declares no such capability)"
+            )
+        call = Call(
+            self.server,
+            request.id,
+            method,
+            request.params,
+            version,
+            modern,
+            caps,
+            info,
+            send,
+            session,
+            peer.principal,
+        )
+        if modern:
+            level = request.params["_meta"].get(_meta.LOG_LEVEL)
+            if level is not None:
+                rank = _meta.LOG_LEVELS.get(level) if isinstance(level, str) else None
+                if rank is None:
+                    raise InvalidParams(
+                        f"Invalid params: unknown log level {level!r}; use one of "
+                        f"{', '.join(_meta.LOG_LEVELS)}"
+                    )
+                call.log_rank = rank
+        elif session is not None:
+            call.log_rank = session.log_rank
+        middleware = self.server._middleware
+        if middleware:
+            result = await _chain(middleware, handler)(call)
+        else:
+            result = await handler(call)
+        if result is None:
+            return None
+        if modern:
+            self._decorate(method, result)
+        return result
+
+    def _decorate(self, method: str, result: dict[str, Any]) -> None:
+        if "resultType" not in result:
+            result["resultType"] = "complete"
+        meta = result.get("_meta")
+        if meta is None:
+            result["_meta"] = {_meta.SERVER_INFO: self.server.info}
+        else:
+            meta.setdefault(_meta.SERVER_INFO, self.server.info)
+        if method in CACHEABLE and result["resultType"] == "complete":
+            config = self.server.config
+            result.setdefault("ttlMs", config.ttl_ms)
+            result.setdefault("cacheScope", config.cache_scope)
+
+    def _initialize(self, request: Request, peer: Peer) -> dict[str, Any]:
+        params = request.params
+        caps = params.get("capabilities")
+        info = params.get("clientInfo")
+        requested = params.get("protocolVersion")
+        if not isinstance(requested, str):
+            raise InvalidParams("Invalid params: initialize needs protocolVersion (a string)")
+        if caps is not None and not isinstance(caps, dict):
+            raise InvalidParams("Invalid params: capabilities must be an object")
+        version = negotiate_handshake(requested)
+        old = peer.session
+        if old is not None:
+            old.close()
+        session = HandshakeSession(
+            uuid.uuid4().hex, version, caps or {}, info if isinstance(info, dict) else None
+        )
+        peer.open_session(session)
+        result: dict[str, Any] = {
+            "protocolVersion": version,
+            "capabilities": self.server.capabilities(handshake=True),
+            "serverInfo": self.server.info,
+        }
+        if self.server.instructions:
+            result["instructions"] = self.server.instructions
+        return result
+
+    def notification(self, method: str, params: dict[str, Any], peer: Peer) -> None:
+        """Act on a client notification (never answered)."""
+        if method == "notifications/cancelled":
+            request_id = params.get("requestId")
+            task = peer_inflight(peer).get(request_id) if request_id is not None else None
+            if task is not None:
+                task.cancel()
+        elif method == "notifications/initialized":
+            session = peer.session
+            if session is not None and not session.initialized:
+                session.initialized = True
+                self.server._start_session_listener(session)
+        # Other notifications (roots/list_changed, progress from the client…) carry
+        # nothing this server acts on; they are ignored as JSON-RPC allows.
+
+
+def peer_inflight(peer: Any) -> dict[Any, asyncio.Task]:
+    inflight = getattr(peer, "inflight", None)
+    return inflight if inflight is not None else {}
+
+
+def _chain(middleware: list, handler: Callable[[Call], Awaitable[Any]]):
+    """Wrap ``handler`` in middleware: each is ``async (call, call_next) -> result``."""
+    wrapped = handler
+    for layer in reversed(middleware):
+        wrapped = (lambda layer, inner: lambda call: layer(call, inner))(layer, wrapped)
+    return wrapped
+

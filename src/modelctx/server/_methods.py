@@ -1,0 +1,457 @@
+"""The server's methods, one coroutine each: ``async (call) -> result``.
+
+They are written once for both eras; the few differences ask ``call.modern``. Results
+are plain dicts; the dispatcher adds the modern era's ``resultType``, ``serverInfo``
+and cache hints.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from typing import Any
+
+from ..errors import InvalidParams, ProtocolError, ResourceNotFound, ToolError
+from ..protocol import _meta
+from ._bus import Event
+from ._content import EmbeddedResource, ToolResult, is_content, to_content_blocks, to_jsonable
+from ._context import Call, Context, InputRequired
+from ._registry import call_handler
+
+__all__ = ["TABLE"]
+
+log = logging.getLogger("modelctx.server")
+
+
+# -- pagination (server/utilities/pagination.mdx) -----------------------------------------
+def _encode_cursor(kind: str, offset: int) -> str:
+    return base64.urlsafe_b64encode(f"{kind}:{offset}".encode()).decode().rstrip("=")
+
+
+def _decode_cursor(kind: str, cursor: Any) -> int:
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        got_kind, offset = text.split(":")
+        value = int(offset)
+        if got_kind != kind or value < 0:
+            raise ValueError
+        return value
+    except (ValueError, TypeError, UnicodeDecodeError):
+        raise InvalidParams(f"Invalid params: cursor {cursor!r} is not one this server issued") from None
+
+
+def _page(call: Call, kind: str, key: str) -> dict[str, Any]:
+    server = call.server
+    items = server._registry.wire_list(kind)
+    cursor = call.params.get("cursor")
+    start = 0 if cursor is None else _decode_cursor(kind, cursor)
+    size = server.config.page_size
+    result: dict[str, Any] = {}
+    if size is None:
+        result[key] = items if start == 0 else items[start:]
+    else:
+        result[key] = items[start : start + size]
+        if start + size < len(items):
+            result["nextCursor"] = _encode_cursor(kind, start + size)
+    if call.modern:
+        hints = server._registry.cache_hints(kind)
+        if hints:
+            # The shortest freshness of any item; private if any item is private. One
+            # scope for every page of a list, as caching.mdx asks.
+            result["ttlMs"] = min([server.config.ttl_ms, *(h.ttl_ms for h in hints)])
+            result["cacheScope"] = (
+                "private"
+                if server.config.cache_scope == "private" or any(h.scope == "private" for h in hints)
+                else "public"
+            )
+    return result
+
+
+async def tools_list(call: Call) -> dict[str, Any]:
+    return _page(call, "tools", "tools")
+
+
+async def resources_list(call: Call) -> dict[str, Any]:
+    return _page(call, "resources", "resources")
+
+
+async def templates_list(call: Call) -> dict[str, Any]:
+    return _page(call, "templates", "resourceTemplates")
+
+
+async def prompts_list(call: Call) -> dict[str, Any]:
+    return _page(call, "prompts", "prompts")
+
+
+async def discover(call: Call) -> dict[str, Any]:
+    server = call.server
+    result: dict[str, Any] = {
+        "supportedVersions": list(server.config.versions),
+        "capabilities": server.capabilities(handshake=False),
+    }
+    if server.instructions:
+        result["instructions"] = server.instructions
+    return result
+
+
+# -- multi round-trip plumbing --------------------------------------------------------
+def _load_answers(call: Call) -> None:
+    params = call.params
+    if not call.modern:
+        return
+    answers: dict[str, Any] = {}
+    if "requestState" in params:
+        answers = call.server._sealer.open(
+            params["requestState"], call.method, params, _principal_id(call.principal)
+        )
+    responses = params.get("inputResponses")
+    if responses is not None:
+        if not isinstance(responses, dict):
+            raise InvalidParams("Invalid params: inputResponses must be an object")
+        answers.update(responses)
+    call.answers = answers
+
+
+def _principal_id(principal: Any) -> str | None:
+    if principal is None:
+        return None
+    return str(getattr(principal, "subject", principal))
+
+
+def _input_required(call: Call, asked: InputRequired) -> dict[str, Any]:
+    state = call.server._sealer.seal(
+        call.method, call.params, call.answers, _principal_id(call.principal)
+    )
+    return {
+        "resultType": "input_required",
+        "inputRequests": {asked.key: asked.request},
+        "requestState": state,
+    }
+
+
+def _kwargs(signature: Any, arguments: Any, call: Call) -> dict[str, Any]:
+    kwargs = signature.bind(arguments)
+    if signature.context_param is not None:
+        kwargs[signature.context_param] = Context(call)
+    return kwargs
+
+
+# -- tools (server/tools.mdx) --------------------------------------------------------
+async def tools_call(call: Call) -> dict[str, Any]:
+    params = call.params
+    name = params.get("name")
+    if not isinstance(name, str):
+        raise InvalidParams("Invalid params: tools/call needs name (a string)")
+    tool = call.server._registry.tools.get(name)
+    if tool is None:
+        raise InvalidParams(f"Unknown tool: {name}")
+    try:
+        kwargs = _kwargs(tool.signature, params.get("arguments"), call)
+    except InvalidParams as exc:
+        # Input validation failures are tool execution errors, so the model can correct
+        # itself (server/tools.mdx, Error Handling; see DIGEST §15.3 for the ambiguity).
+        return {"content": [{"type": "text", "text": exc.message}], "isError": True}
+    _load_answers(call)
+    try:
+        value = await call_handler(tool.fn, tool.is_async, kwargs)
+    except InputRequired as asked:
+        return _input_required(call, asked)
+    except ToolError as exc:
+        return {"content": [{"type": "text", "text": str(exc)}], "isError": True}
+    except ProtocolError:
+        raise
+    except Exception:
+        log.exception("tool %r raised", name)
+        return {
+            "content": [{"type": "text", "text": f"Error executing tool {name}: internal error"}],
+            "isError": True,
+        }
+    if type(value) is str:  # the common case, first
+        return {"content": [{"type": "text", "text": value}]}
+    return _tool_result(tool, value)
+
+
+def _tool_result(tool: Any, value: Any) -> dict[str, Any]:
+    if isinstance(value, ToolResult):
+        result: dict[str, Any] = {"content": to_content_blocks(value.content)}
+        if value.structured is not _UNSET:
+            result["structuredContent"] = to_jsonable(value.structured)
+        if value.is_error:
+            result["isError"] = True
+        if value.meta:
+            result["_meta"] = dict(value.meta)
+        return result
+    if tool.structured and not is_content(value):
+        data = to_jsonable(value)
+        if tool.wrap_result:
+            data = {"result": data}
+        return {"content": to_content_blocks(data), "structuredContent": data}
+    return {"content": to_content_blocks(value)}
+
+
+_UNSET = ToolResult().structured
+
+
+# -- resources (server/resources.mdx) --------------------------------------------------
+async def resources_read(call: Call) -> dict[str, Any]:
+    uri = call.params.get("uri")
+    if not isinstance(uri, str):
+        raise InvalidParams("Invalid params: resources/read needs uri (a string)")
+    registry = call.server._registry
+    resource = registry.resources.get(uri)
+    variables: dict[str, str] = {}
+    target: Any = resource
+    if resource is None:
+        for template in registry.templates.values():
+            found = template.template.match(uri)
+            if found is not None:
+                target, variables = template, found
+                break
+        else:
+            raise ResourceNotFound(uri)
+    _load_answers(call)
+    kwargs = _kwargs(target.signature, variables, call) if variables or target.signature.param_names else {}
+    if not kwargs and target.signature.context_param is not None:
+        kwargs[target.signature.context_param] = Context(call)
+    try:
+        value = await call_handler(target.fn, target.is_async, kwargs)
+    except InputRequired as asked:
+        return _input_required(call, asked)
+    contents = _resource_contents(uri, value, target.mime_type)
+    result: dict[str, Any] = {"contents": contents}
+    if call.modern and target.cache is not None:
+        result["ttlMs"] = target.cache.ttl_ms
+        result["cacheScope"] = target.cache.scope
+    return result
+
+
+def _resource_contents(uri: str, value: Any, mime: str | None) -> list[dict[str, Any]]:
+    if isinstance(value, (list, tuple)):
+        out: list[dict[str, Any]] = []
+        for item in value:
+            out.extend(_resource_contents(uri, item, mime))
+        return out
+    if isinstance(value, EmbeddedResource):
+        return [value.contents()]
+    if isinstance(value, dict) and ("text" in value or "blob" in value):
+        return [{"uri": uri, **({"mimeType": mime} if mime else {}), **value}]
+    entry: dict[str, Any] = {"uri": uri}
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        entry["mimeType"] = mime or "application/octet-stream"
+        entry["blob"] = base64.b64encode(bytes(value)).decode()
+        return [entry]
+    if mime:
+        entry["mimeType"] = mime
+    if isinstance(value, str):
+        entry["text"] = value
+    else:
+        entry["text"] = to_content_blocks(value)[0]["text"] if value is not None else ""
+        entry.setdefault("mimeType", "application/json")
+    return [entry]
+
+
+async def resources_subscribe(call: Call) -> dict[str, Any]:
+    uri = call.params.get("uri")
+    if not isinstance(uri, str):
+        raise InvalidParams("Invalid params: resources/subscribe needs uri (a string)")
+    assert call.session is not None
+    call.session.subscriptions.add(uri)
+    return {}
+
+
+async def resources_unsubscribe(call: Call) -> dict[str, Any]:
+    uri = call.params.get("uri")
+    if not isinstance(uri, str):
+        raise InvalidParams("Invalid params: resources/unsubscribe needs uri (a string)")
+    assert call.session is not None
+    call.session.subscriptions.discard(uri)
+    return {}
+
+
+# -- prompts (server/prompts.mdx) --------------------------------------------------------
+async def prompts_get(call: Call) -> dict[str, Any]:
+    params = call.params
+    name = params.get("name")
+    if not isinstance(name, str):
+        raise InvalidParams("Invalid params: prompts/get needs name (a string)")
+    prompt = call.server._registry.prompts.get(name)
+    if prompt is None:
+        raise InvalidParams(f"Unknown prompt: {name}")
+    arguments = params.get("arguments")
+    if arguments is not None and not isinstance(arguments, dict):
+        raise InvalidParams("Invalid params: prompt arguments must be an object of strings")
+    kwargs = _kwargs(prompt.signature, arguments, call)
+    _load_answers(call)
+    try:
+        value = await call_handler(prompt.fn, prompt.is_async, kwargs)
+    except InputRequired as asked:
+        return _input_required(call, asked)
+    result: dict[str, Any] = {}
+    description = prompt.definition.get("description")
+    if description:
+        result["description"] = description
+    result["messages"] = _prompt_messages(value)
+    return result
+
+
+def _prompt_messages(value: Any) -> list[dict[str, Any]]:
+    if isinstance(value, dict) and "messages" in value:
+        value = value["messages"]
+    items = value if isinstance(value, (list, tuple)) else [value]
+    messages = []
+    for item in items:
+        if isinstance(item, dict) and "role" in item:
+            content = item.get("content")
+            if not isinstance(content, dict):
+                content = to_content_blocks(content)[0]
+            messages.append({"role": item["role"], "content": content})
+        elif isinstance(item, tuple) and len(item) == 2:
+            role, content = item
+            messages.append({"role": role, "content": to_content_blocks(content)[0]})
+        else:
+            for block in to_content_blocks(item):
+                messages.append({"role": "user", "content": block})
+    return messages
+
+
+# -- completion (server/utilities/completion.mdx) -----------------------------------------
+async def completion_complete(call: Call) -> dict[str, Any]:
+    params = call.params
+    ref, argument = params.get("ref"), params.get("argument")
+    if not isinstance(ref, dict) or not isinstance(argument, dict):
+        raise InvalidParams("Invalid params: completion/complete needs ref and argument objects")
+    arg_name, value = argument.get("name"), argument.get("value")
+    if not isinstance(arg_name, str) or not isinstance(value, str):
+        raise InvalidParams("Invalid params: argument needs name and value (strings)")
+    context = params.get("context") or {}
+    context_args = context.get("arguments") if isinstance(context, dict) else None
+    registry = call.server._registry
+    completers: dict[str, Any] | None = None
+    if ref.get("type") == "ref/prompt":
+        prompt = registry.prompts.get(ref.get("name"))
+        if prompt is None:
+            raise InvalidParams(f"Unknown prompt: {ref.get('name')}")
+        completers = prompt.complete
+    elif ref.get("type") == "ref/resource":
+        uri = ref.get("uri")
+        template = registry.templates.get(uri) if isinstance(uri, str) else None
+        if template is None and not (isinstance(uri, str) and uri in registry.resources):
+            raise InvalidParams(f"Unknown resource or template: {uri}")
+        completers = template.complete if template is not None else {}
+    else:
+        raise InvalidParams(f"Invalid params: unknown ref type {ref.get('type')!r}")
+    completer = completers.get(arg_name)
+    values: Any = []
+    if completer is not None:
+        values = await call_handler(
+            completer, _is_coro(completer), {"value": value, "context": context_args or {}}
+        )
+    values = [str(v) for v in (values or [])]
+    completion: dict[str, Any] = {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}
+    return {"completion": completion}
+
+
+def _is_coro(fn: Any) -> bool:
+    import inspect
+
+    return inspect.iscoroutinefunction(fn)
+
+
+# -- subscriptions (basic/patterns/subscriptions.mdx) -------------------------------------
+async def subscriptions_listen(call: Call) -> dict[str, Any]:
+    wanted = call.params.get("notifications")
+    if not isinstance(wanted, dict):
+        raise InvalidParams("Invalid params: subscriptions/listen needs notifications (an object)")
+    server = call.server
+    caps = server.capabilities(handshake=False)
+    agreed: dict[str, Any] = {}
+    for flag, kind in (
+        ("toolsListChanged", "tools"),
+        ("promptsListChanged", "prompts"),
+        ("resourcesListChanged", "resources"),
+    ):
+        if wanted.get(flag) is True and kind in caps:
+            agreed[flag] = True
+    uris = wanted.get("resourceSubscriptions")
+    if isinstance(uris, list) and "resources" in caps:
+        agreed["resourceSubscriptions"] = [u for u in uris if isinstance(u, str)]
+    sub_meta = {_meta.SUBSCRIPTION_ID: call.id}
+    subscription = server.bus.subscribe()  # registered before the ack: nothing is missed
+    try:
+        await call.send(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/subscriptions/acknowledged",
+                "params": {"notifications": agreed, "_meta": sub_meta},
+            }
+        )
+        watched = set(agreed.get("resourceSubscriptions", ()))
+        async for event in subscription:
+            message = _listen_notification(event, agreed, watched, sub_meta)
+            if message is not None:
+                await call.send(message)
+            elif event.kind == "closing":
+                break
+    finally:
+        subscription.close()
+    # A graceful end: the listen request's own result (subscriptions.mdx, Ending).
+    return {"_meta": dict(sub_meta)}
+
+
+_LIST_FLAGS = {
+    "tools": "toolsListChanged",
+    "prompts": "promptsListChanged",
+    "resources": "resourcesListChanged",
+}
+
+
+def _listen_notification(
+    event: Event, agreed: dict[str, Any], watched: set[str], sub_meta: dict[str, Any]
+) -> dict[str, Any] | None:
+    flag = _LIST_FLAGS.get(event.kind)
+    if flag is not None and agreed.get(flag):
+        return {
+            "jsonrpc": "2.0",
+            "method": f"notifications/{event.kind}/list_changed",
+            "params": {"_meta": sub_meta},
+        }
+    if event.kind == "resource" and event.uri in watched:
+        return {
+            "jsonrpc": "2.0",
+            "method": "notifications/resources/updated",
+            "params": {"uri": event.uri, "_meta": sub_meta},
+        }
+    return None
+
+
+# -- handshake-era housekeeping ------------------------------------------------------------
+async def ping(call: Call) -> dict[str, Any]:
+    return {}
+
+
+async def set_level(call: Call) -> dict[str, Any]:
+    level = call.params.get("level")
+    rank = _meta.LOG_LEVELS.get(level) if isinstance(level, str) else None
+    if rank is None:
+        raise InvalidParams(f"Invalid params: unknown log level {level!r}")
+    assert call.session is not None
+    call.session.log_rank = rank
+    return {}
+
+
+TABLE = {
+    "server/discover": discover,
+    "tools/list": tools_list,
+    "tools/call": tools_call,
+    "resources/list": resources_list,
+    "resources/templates/list": templates_list,
+    "resources/read": resources_read,
+    "resources/subscribe": resources_subscribe,
+    "resources/unsubscribe": resources_unsubscribe,
+    "prompts/list": prompts_list,
+    "prompts/get": prompts_get,
+    "completion/complete": completion_complete,
+    "subscriptions/listen": subscriptions_listen,
+    "ping": ping,
+    "logging/setLevel": set_level,
+}
