@@ -46,6 +46,7 @@ class HandshakeSession:
         self._pending: dict[int, asyncio.Future] = {}
         self._ids = itertools.count(1)
         self.listener: asyncio.Task | None = None
+        self.http_stream_open = False  # an HTTP GET stream is attached
 
     def touch(self) -> None:
         self.last_seen = time.monotonic()

@@ -1,0 +1,596 @@
+"""Streamable HTTP, server side: a plain ASGI application.
+
+basic/transports/streamable-http.mdx (2026-07-28) and the 2025-11-25 transport page.
+One endpoint path; per request:
+
+1. DNS-rebinding guard: a ``Host`` outside the allowed names gets 421, an ``Origin``
+   outside the allowed origins gets 403 (loopback names are allowed by default).
+2. POST bodies above ``max_body`` get 413; anything not a JSON-RPC message gets 400
+   with the JSON-RPC error.
+3. A modern request (``_meta`` names a version) is checked against its headers
+   (``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*``) and
+   dispatched statelessly; ``Mcp-Session-Id`` and ``Last-Event-ID`` are ignored.
+4. ``initialize`` opens a handshake session named by ``Mcp-Session-Id``; later
+   requests of that session carry the header (unknown or expired: 404). GET opens
+   the session's stream for server messages, DELETE ends the session. Sessions expire
+   when idle and their number is capped, so memory stays bounded.
+
+The reply is one JSON body unless the handler sends something before its result
+(progress, a log message, a listen event, a handshake-era server request): the first
+such message turns the reply into an SSE stream that the result then ends. A client
+that disconnects cancels its request (the spec's HTTP cancellation).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from ..errors import (
+    HeaderMismatch,
+    InvalidParams,
+    InvalidRequest,
+    MethodNotFound,
+    ProtocolError,
+)
+from ..protocol import _meta
+from ..protocol._framing import SSE_KEEPALIVE, sse_event
+from ..protocol._headers import check_headers, header_paths
+from ..protocol._jsonrpc import Notification, Request, Response, decode, encode, error_response
+from ..protocol._versions import HANDSHAKE_VERSIONS, HTTP_DEFAULT_LEGACY_VERSION, MODERN_VERSIONS
+
+__all__ = ["HttpApp", "serve_http"]
+
+log = logging.getLogger("modelctx.http")
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+ASGISend = Callable[[dict[str, Any]], Awaitable[None]]
+
+_JSON = [(b"content-type", b"application/json")]
+_SSE = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+]
+_LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
+_KEEPALIVE_SECONDS = 15.0
+
+
+def _host_name(value: str) -> str:
+    if value.startswith("["):
+        return value[: value.find("]") + 1]
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+class _Peer:
+    """One HTTP request's view of the client (and its handshake session, if any)."""
+
+    __slots__ = ("session", "principal", "inflight", "_app")
+
+    def __init__(self, app: HttpApp, session: Any, principal: Any) -> None:
+        self._app = app
+        self.session = session
+        self.principal = principal
+        self.inflight = session.inflight if session is not None else {}
+
+    def open_session(self, session: Any) -> None:
+        self.session = session
+        self._app._sessions_add(session)
+
+
+class HttpApp:
+    """The ASGI application of one ``Server``.
+
+    Options: ``path`` of the endpoint (default ``/mcp``); ``allowed_hosts`` and
+    ``allowed_origins`` beyond loopback (``"*"`` allows any, for servers behind a
+    proxy that checks); ``max_body`` bytes; ``session_idle_seconds`` and
+    ``max_sessions`` for handshake-era sessions; ``authenticate``, an async hook
+    ``(scope) -> principal`` that raises ``PermissionError`` to answer 401.
+    """
+
+    def __init__(
+        self,
+        server: Any,
+        *,
+        path: str = "/mcp",
+        allowed_hosts: Iterable[str] = (),
+        allowed_origins: Iterable[str] = (),
+        max_body: int = 4 * 1024 * 1024,
+        session_idle_seconds: float = 900.0,
+        max_sessions: int = 10_000,
+        authenticate: Callable[[Scope], Awaitable[Any]] | None = None,
+    ) -> None:
+        self.server = server
+        self.path = path.rstrip("/") or "/"
+        self.allowed_hosts = {h.lower() for h in allowed_hosts} | set(_LOOPBACK_HOSTS)
+        self.allowed_origins = {o.rstrip("/").lower() for o in allowed_origins}
+        self.max_body = max_body
+        self.session_idle_seconds = session_idle_seconds
+        self.max_sessions = max_sessions
+        self.authenticate = authenticate
+        self._sessions: OrderedDict[str, Any] = OrderedDict()
+        self._header_paths: dict[str, dict[str, tuple[str, ...]]] = {}
+        self._header_paths_for: Any = None
+
+    # -- ASGI entry ------------------------------------------------------------------
+    async def __call__(self, scope: Scope, receive: Receive, send: ASGISend) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            await self._http(scope, receive, send)
+        elif kind == "lifespan":
+            await self._lifespan(receive, send)
+
+    async def _lifespan(self, receive: Receive, send: ASGISend) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                self.server._attach_loop()
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                self.close()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    def close(self) -> None:
+        """End every listen stream and handshake session (server shutdown)."""
+        self.server.close_subscriptions()
+        for session in self._sessions.values():
+            session.close()
+        self._sessions.clear()
+
+    async def _http(self, scope: Scope, receive: Receive, send: ASGISend) -> None:
+        path = scope["path"].rstrip("/") or "/"
+        if path != self.path:
+            await _plain(send, 404, b"Not Found")
+            return
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        refusal = self._guard(headers)
+        if refusal is not None:
+            status, message = refusal
+            await _json(send, status, error_response(None, InvalidRequest(message)))
+            return
+        principal = None
+        if self.authenticate is not None:
+            try:
+                principal = await self.authenticate(scope)
+            except PermissionError as exc:
+                await _plain(
+                    send, 401, str(exc).encode() or b"Unauthorized", [(b"www-authenticate", b"Bearer")]
+                )
+                return
+        method = scope["method"]
+        if method == "POST":
+            await self._post(headers, receive, send, principal)
+        elif method == "GET":
+            await self._get(headers, receive, send)
+        elif method == "DELETE":
+            await self._delete(headers, send)
+        else:
+            await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST, GET, DELETE")])
+
+    def _guard(self, headers: dict[str, str]) -> tuple[int, str] | None:
+        """DNS-rebinding protection (basic/transports/streamable-http.mdx, Security)."""
+        if "*" not in self.allowed_hosts:
+            host = headers.get("host", "")
+            if host and _host_name(host).lower() not in self.allowed_hosts and host.lower() not in self.allowed_hosts:
+                return 421, f"Host {host!r} is not allowed; configure allowed_hosts for proxies"
+        origin = headers.get("origin")
+        if origin and "*" not in self.allowed_origins:
+            clean = origin.rstrip("/").lower()
+            if clean not in self.allowed_origins:
+                name = _host_name(clean.split("://", 1)[-1])
+                if name not in _LOOPBACK_HOSTS:
+                    return 403, f"Origin {origin!r} is not allowed"
+        return None
+
+    # -- POST -------------------------------------------------------------------------
+    async def _post(
+        self, headers: dict[str, str], receive: Receive, send: ASGISend, principal: Any
+    ) -> None:
+        length = headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > self.max_body:
+            await _json(send, 413, error_response(None, InvalidRequest(self._too_large())))
+            return
+        body = await _read_body(receive, self.max_body)
+        if body is None:
+            await _json(send, 413, error_response(None, InvalidRequest(self._too_large())))
+            return
+        content_type = headers.get("content-type", "application/json")
+        if "json" not in content_type:
+            await _json(
+                send,
+                415,
+                error_response(None, InvalidRequest("Content-Type must be application/json")),
+            )
+            return
+        try:
+            message = decode(body)
+        except ProtocolError as exc:
+            await _json(send, 400, error_response(exc.request_id, exc))
+            return
+        try:
+            session = self._era(message, headers)
+        except ProtocolError as exc:
+            status = exc.http_status if exc.http_status != 200 else 400
+            await _json(send, status, error_response(getattr(message, "id", None), exc))
+            return
+        except _UnknownSession:
+            await _json(
+                send,
+                404,
+                error_response(
+                    getattr(message, "id", None),
+                    InvalidRequest("Session not found or expired; send initialize again"),
+                ),
+            )
+            return
+        if type(message) is Request:
+            await self._request(message, session, headers, receive, send, principal)
+        elif type(message) is Notification:
+            peer = _Peer(self, session, principal)
+            self.server.dispatcher.notification(message.method, message.params, peer)
+            await _empty(send, 202)
+        else:
+            assert type(message) is Response
+            if session is None or not session.deliver(message):
+                log.debug("ignored a response to an unknown request id %r", message.id)
+            await _empty(send, 202)
+
+    def _too_large(self) -> str:
+        return f"Request body too large: the limit is {self.max_body} bytes"
+
+    def _era(self, message: Any, headers: dict[str, str]) -> Any:
+        """The handshake session the message belongs to, or None for modern/initialize.
+
+        Modern messages are checked against their headers here, before any work.
+        """
+        params = getattr(message, "params", None) or {}
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        version = meta.get(_meta.PROTOCOL_VERSION) if isinstance(meta, dict) else None
+        header_version = headers.get("mcp-protocol-version")
+        if version is not None or header_version in MODERN_VERSIONS:
+            if type(message) is Request:
+                if version is None:
+                    exc = InvalidParams(
+                        f"Invalid params: _meta[{_meta.PROTOCOL_VERSION!r}] is required on "
+                        "every request"
+                    )
+                    exc.http_status = 400
+                    raise exc
+                if version not in MODERN_VERSIONS:
+                    return None  # the dispatcher answers UnsupportedProtocolVersion
+                check_headers(
+                    headers, message.method, params, version, self._params_for(message)
+                )
+            return None
+        if type(message) is Request and message.method == "initialize":
+            return None
+        session_id = headers.get("mcp-session-id")
+        if session_id is None:
+            if type(message) is Request:
+                if header_version is None:
+                    raise HeaderMismatch(
+                        "Header mismatch: the MCP-Protocol-Version header is required "
+                        f"(and _meta[{_meta.PROTOCOL_VERSION!r}] in the body); older "
+                        "clients send initialize first"
+                    )
+                exc = InvalidParams(
+                    "Invalid params: no Mcp-Session-Id header and no "
+                    f"_meta[{_meta.PROTOCOL_VERSION!r}]; send initialize first"
+                )
+                exc.http_status = 400
+                raise exc
+            return None
+        session = self._sessions.get(session_id)
+        if session is None or session.closed or self._expired(session):
+            raise _UnknownSession
+        self._sessions.move_to_end(session_id)
+        if header_version is not None and header_version not in HANDSHAKE_VERSIONS + (
+            HTTP_DEFAULT_LEGACY_VERSION,
+        ):
+            raise InvalidRequest(f"Unsupported MCP-Protocol-Version header {header_version!r}")
+        return session
+
+    def _params_for(self, request: Request) -> dict[str, tuple[str, ...]] | None:
+        if request.method != "tools/call":
+            return None
+        name = request.params.get("name")
+        tools = self.server._registry.tools
+        tool = tools.get(name) if isinstance(name, str) else None
+        if tool is None:
+            return None
+        if self._header_paths_for is not tools:
+            self._header_paths = {}
+            self._header_paths_for = tools
+        paths = self._header_paths.get(name)
+        if paths is None:
+            try:
+                paths = header_paths(tool.definition["inputSchema"])
+            except ValueError as exc:
+                log.warning("tool %r: %s; its x-mcp-header annotations are ignored", name, exc)
+                paths = {}
+            self._header_paths[name] = paths
+        return paths
+
+    async def _request(
+        self,
+        request: Request,
+        session: Any,
+        headers: dict[str, str],
+        receive: Receive,
+        send: ASGISend,
+        principal: Any,
+    ) -> None:
+        peer = _Peer(self, session, principal)
+        stream = _Reply(send)
+        extra: list[tuple[bytes, bytes]] = []
+        task = asyncio.ensure_future(self.server.dispatcher.handle(request, peer, stream.event))
+        if session is not None:
+            session.inflight[request.id] = task
+        watcher = asyncio.ensure_future(_wait_disconnect(receive))
+        try:
+            await asyncio.wait((task, watcher), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if session is not None:
+                session.inflight.pop(request.id, None)
+        if not task.done():
+            # The client closed the stream: that is the cancellation (spec, Cancellation).
+            task.cancel()
+            stream.closed = True
+            return
+        watcher.cancel()
+        if task.cancelled():
+            # Cancelled by notifications/cancelled on a handshake session.
+            if stream.started:
+                await stream.finish(None)
+            else:
+                await _empty(send, 202)
+            return
+        response = task.result()
+        if peer.session is not None and request.method == "initialize":
+            extra.append((b"mcp-session-id", peer.session.id.encode()))
+        if response is None:
+            await _empty(send, 202)
+            return
+        if stream.started:
+            await stream.finish(response)
+            return
+        status = 200
+        error = response.get("error")
+        if error is not None and session is None and request.method != "initialize":
+            status = _status_for(error)
+        await _json(send, status, response, extra)
+
+    # -- GET and DELETE (handshake era only) -------------------------------------------------
+    async def _get(self, headers: dict[str, str], receive: Receive, send: ASGISend) -> None:
+        accept = headers.get("accept", "")
+        session_id = headers.get("mcp-session-id")
+        if session_id is None or "text/event-stream" not in accept and accept:
+            # 2026-07-28 has no GET stream: 405 (streamable-http.mdx, Backward Compatibility).
+            await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
+            return
+        session = self._sessions.get(session_id)
+        if session is None or session.closed:
+            await _plain(send, 404, b"Session not found")
+            return
+        if session.http_stream_open:
+            await _plain(send, 409, b"A stream is already open for this session")
+            return
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(1024)
+
+        async def outbound(message: dict[str, Any]) -> None:
+            if queue.full():
+                queue.get_nowait()  # a slow reader loses the oldest, never memory
+            queue.put_nowait(message)
+
+        session.outbound = outbound
+        session.http_stream_open = True
+        await send({"type": "http.response.start", "status": 200, "headers": _SSE})
+        watcher = asyncio.ensure_future(_wait_disconnect(receive))
+        try:
+            while not watcher.done() and not session.closed:
+                getter = asyncio.ensure_future(queue.get())
+                done, _ = await asyncio.wait(
+                    (getter, watcher), timeout=_KEEPALIVE_SECONDS, return_when=asyncio.FIRST_COMPLETED
+                )
+                if getter in done:
+                    await send(
+                        {"type": "http.response.body", "body": sse_event(encode(getter.result())), "more_body": True}
+                    )
+                else:
+                    getter.cancel()
+                    if not done:
+                        session.touch()
+                        await send({"type": "http.response.body", "body": SSE_KEEPALIVE, "more_body": True})
+        except OSError:
+            pass
+        finally:
+            watcher.cancel()
+            session.http_stream_open = False
+            if session.outbound is outbound:
+                session.outbound = None
+        try:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except OSError:
+            pass
+
+    async def _delete(self, headers: dict[str, str], send: ASGISend) -> None:
+        session_id = headers.get("mcp-session-id")
+        if session_id is None:
+            await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
+            return
+        session = self._sessions.pop(session_id, None)
+        if session is None:
+            await _plain(send, 404, b"Session not found")
+            return
+        session.close()
+        await _empty(send, 200)
+
+    # -- sessions ----------------------------------------------------------------------------
+    def _expired(self, session: Any) -> bool:
+        return time.monotonic() - session.last_seen > self.session_idle_seconds
+
+    def _sessions_add(self, session: Any) -> None:
+        sessions = self._sessions
+        if len(sessions) >= self.max_sessions:
+            for key in [k for k, s in sessions.items() if self._expired(s) or s.closed]:
+                sessions.pop(key).close()
+        while len(sessions) >= self.max_sessions:
+            _, oldest = sessions.popitem(last=False)  # least recently used
+            oldest.close()
+        sessions[session.id] = session
+
+    @property
+    def session_count(self) -> int:
+        return len(self._sessions)
+
+
+class _UnknownSession(Exception):
+    pass
+
+
+class _Reply:
+    """The reply to one POST: JSON until the handler sends early, then SSE."""
+
+    __slots__ = ("_send", "started", "closed", "_lock", "_keepalive")
+
+    def __init__(self, send: ASGISend) -> None:
+        self._send = send
+        self.started = False
+        self.closed = False
+        self._lock: asyncio.Lock | None = None
+        self._keepalive: asyncio.Task | None = None
+
+    async def event(self, message: dict[str, Any]) -> None:
+        if self.closed:
+            return
+        if not self.started:
+            self.started = True
+            self._lock = asyncio.Lock()
+            await self._send({"type": "http.response.start", "status": 200, "headers": _SSE})
+            self._keepalive = asyncio.ensure_future(self._ping())
+        assert self._lock is not None
+        async with self._lock:
+            await self._send(
+                {"type": "http.response.body", "body": sse_event(encode(message)), "more_body": True}
+            )
+
+    async def _ping(self) -> None:
+        assert self._lock is not None
+        try:
+            while not self.closed:
+                await asyncio.sleep(_KEEPALIVE_SECONDS)
+                async with self._lock:
+                    await self._send(
+                        {"type": "http.response.body", "body": SSE_KEEPALIVE, "more_body": True}
+                    )
+        except (OSError, asyncio.CancelledError):
+            return
+
+    async def finish(self, response: dict[str, Any] | None) -> None:
+        self.closed = True
+        if self._keepalive is not None:
+            self._keepalive.cancel()
+        assert self._lock is not None
+        async with self._lock:
+            body = sse_event(encode(response)) if response is not None else b""
+            await self._send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+def _status_for(error: dict[str, Any]) -> int:
+    code = error.get("code")
+    if code == MethodNotFound.code:
+        return 404
+    if code in (-32020, -32021, -32022, -32700, -32600):
+        return 400
+    return 200
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes | None:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return b""
+        chunk = message.get("body", b"")
+        if chunk:
+            size += len(chunk)
+            if size > limit:
+                return None
+            chunks.append(chunk)
+        if not message.get("more_body", False):
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+async def _wait_disconnect(receive: Receive) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+async def _json(
+    send: ASGISend, status: int, message: dict[str, Any], extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    body = encode(message)
+    headers = _JSON + [(b"content-length", str(len(body)).encode())]
+    if extra:
+        headers += extra
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _plain(
+    send: ASGISend, status: int, text: bytes, extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    headers = [(b"content-type", b"text/plain"), (b"content-length", str(len(text)).encode())]
+    if extra:
+        headers += extra
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": text})
+
+
+async def _empty(send: ASGISend, status: int) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": [(b"content-length", b"0")]})
+    await send({"type": "http.response.body", "body": b""})
+
+
+def serve_http(
+    server: Any,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    *,
+    log_level: str = "warning",
+    **options: Any,
+) -> None:
+    """Serve ``server`` on Streamable HTTP with uvicorn (httptools, uvloop when present)."""
+    import uvicorn
+
+    app = HttpApp(server, **options)
+    config: dict[str, Any] = {
+        "host": host,
+        "port": port,
+        "log_level": log_level,
+        "lifespan": "on",
+        "timeout_graceful_shutdown": 3,
+        "access_log": False,
+    }
+    try:
+        import httptools  # noqa: F401
+
+        config["http"] = "httptools"
+    except ImportError:
+        pass
+    try:
+        import uvloop  # noqa: F401
+
+        config["loop"] = "uvloop"
+    except ImportError:
+        pass
+    uvicorn.run(app, **config)
