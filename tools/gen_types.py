@@ -153,8 +153,6 @@ class Field:
     attr: str
     type_expr: str
     required: bool
-    const: Any = None  # set when the property is a string/int/bool const
-    has_const: bool = False
 
 
 @dataclass
@@ -339,10 +337,10 @@ class Generator:
             spec = self.structs[sname]
             if spec.tag_field is not None:
                 continue
+            consts = self.string_consts(spec)
             for fname in _AUTO_TAG_FIELDS:
-                f = self.find_field(spec, fname)
-                if f is not None and f.required and f.has_const and isinstance(f.const, str):
-                    spec.tag_field, spec.tag_value = fname, f.const
+                if fname in consts:
+                    spec.tag_field, spec.tag_value = fname, consts[fname]
                     break
 
     def add_struct(self, name: str, obj: dict, description: str | None,
@@ -353,15 +351,7 @@ class Generator:
         self.struct_order.append(name)
         return spec
 
-    def find_field(self, spec: StructSpec, wire: str) -> Field | None:
-        for f in spec.fields:
-            if f.wire == wire:
-                return f
-        return None
-
     def build_fields(self, spec: StructSpec) -> None:
-        if spec.fields:
-            return
         props: dict = spec.schema.get("properties", {})
         required = set(spec.schema.get("required", []))
         attrs: set[str] = set()
@@ -378,10 +368,7 @@ class Generator:
                 spec.notes.append(f"{where}: a JSON Schema document, kept as a dict.")
             else:
                 expr = self.render(prop, hint, set(), spec.notes, where)
-            f = Field(wire, attr, expr, wire in required)
-            if "const" in prop:
-                f.const, f.has_const = prop["const"], True
-            spec.fields.append(f)
+            spec.fields.append(Field(wire, attr, expr, wire in required))
 
     # -- type rendering -------------------------------------------------------
 
@@ -502,10 +489,8 @@ class Generator:
         for m in members:
             if isinstance(m, dict) and "$ref" in m and self.def_is_struct(self.ref_name(m["$ref"])):
                 struct_members.append(self.ref_name(m["$ref"]))
-            elif isinstance(m, dict) and self.merged_object(m) is not None:
-                others.append(m)  # open objects / inline objects / refs to dicts
             else:
-                others.append(m)
+                others.append(m)  # scalars, arrays, open/inline objects, dict aliases
         object_like_others = [
             m for m in others if isinstance(m, dict) and self.merged_object(m) is not None
         ]
@@ -517,10 +502,7 @@ class Generator:
             if tag is not None:
                 for s in struct_members:
                     spec = self.structs[s]
-                    self.build_fields(spec)
-                    f = self.find_field(spec, tag)
-                    assert f is not None
-                    spec.tag_field, spec.tag_value = tag, f.const
+                    spec.tag_field, spec.tag_value = tag, self.string_consts(spec)[tag]
                 parts = [self.render(m, hint, deps, notes, where) for m in members]
                 return self.join_union(parts)
         # Fallback: no discriminator msgspec can use.
@@ -539,23 +521,28 @@ class Generator:
         self.union_fallbacks.append(where)
         return fallback
 
+    @staticmethod
+    def string_consts(spec: StructSpec) -> dict[str, str]:
+        """Required properties of a Struct that are string constants."""
+        required = set(spec.schema.get("required", []))
+        return {
+            wire: prop["const"]
+            for wire, prop in spec.schema.get("properties", {}).items()
+            if wire in required and isinstance(prop, dict)
+            and isinstance(prop.get("const"), str)
+        }
+
     def choose_tag(self, struct_names: list[str]) -> str | None:
         specs = [self.structs[s] for s in struct_names]
-        for spec in specs:
-            self.build_fields(spec)
         already = {s.tag_field for s in specs if s.tag_field is not None}
         if len(already) > 1:
             return None
-        candidates: list[str] = []
-        common: set[str] | None = None
-        for spec in specs:
-            names = {f.wire for f in spec.fields
-                     if f.required and f.has_const and isinstance(f.const, str)}
-            common = names if common is None else common & names
-        for c in sorted(common or ()):
-            values = [self.find_field(s, c).const for s in specs]  # type: ignore[union-attr]
-            if len(set(values)) == len(values):
-                candidates.append(c)
+        consts = [self.string_consts(spec) for spec in specs]
+        common = set(consts[0]).intersection(*consts[1:])
+        candidates = [
+            c for c in sorted(common)
+            if len({cs[c] for cs in consts}) == len(consts)
+        ]
         if already:
             (a,) = already
             return a if a in candidates else None
@@ -687,7 +674,7 @@ class Generator:
         lines.append("")
         for f in spec.fields:
             if spec.tag_field is not None and f.wire == spec.tag_field:
-                lines.append(f"    {f.attr}: ClassVar[{f.type_expr}] = {py_literal(f.const)}")
+                lines.append(f"    {f.attr}: ClassVar[{f.type_expr}] = {py_literal(spec.tag_value)}")
             elif f.required:
                 lines.append(f"    {f.attr}: {f.type_expr}")
             else:

@@ -1,28 +1,19 @@
 """modelctx: the Model Context Protocol for Python.
 
 Serve tools, resources and prompts with ``Server``; the protocol core lives in
-``modelctx.protocol`` and every exception in ``modelctx.errors``. Transports load only
-when used: ``import modelctx`` pulls in no HTTP stack.
+``modelctx.protocol`` and every exception in ``modelctx.errors``. Names load on first
+use, so ``import modelctx.protocol`` pulls in no event loop and no HTTP stack.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from .errors import MCPError, ProtocolError, ToolError
-from .server import (
-    Audio,
-    CacheHint,
-    Context,
-    ElicitResult,
-    EmbeddedResource,
-    Image,
-    ResourceLink,
-    Server,
-    ServerConfig,
-    Text,
-    ToolResult,
-)
 
 __version__ = "0.1.0"
 
-__all__ = [
+_SERVER_NAMES = (
     "Server",
     "ServerConfig",
     "Context",
@@ -34,8 +25,29 @@ __all__ = [
     "ResourceLink",
     "EmbeddedResource",
     "ToolResult",
-    "MCPError",
-    "ProtocolError",
-    "ToolError",
-    "__version__",
-]
+)
+
+__all__ = [*_SERVER_NAMES, "MCPError", "ProtocolError", "ToolError", "__version__"]
+
+if TYPE_CHECKING:
+    from .server import (
+        Audio,
+        CacheHint,
+        Context,
+        ElicitResult,
+        EmbeddedResource,
+        Image,
+        ResourceLink,
+        Server,
+        ServerConfig,
+        Text,
+        ToolResult,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SERVER_NAMES:
+        from . import server
+
+        return getattr(server, name)
+    raise AttributeError(f"module 'modelctx' has no attribute {name!r}")

