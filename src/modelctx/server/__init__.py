@@ -2,7 +2,7 @@
 
 from ._bus import Event, LocalBus, SubscriptionBus
 from ._content import Audio, EmbeddedResource, Image, ResourceLink, Text, ToolResult
-from ._context import Context, ElicitResult
+from ._context import Context, Elicit, ElicitResult, ElicitUrl, InputRequest, ListRoots, Sample
 from ._registry import CacheHint
 from ._server import Server, ServerConfig
 
@@ -11,6 +11,11 @@ __all__ = [
     "ServerConfig",
     "Context",
     "ElicitResult",
+    "InputRequest",
+    "Elicit",
+    "ElicitUrl",
+    "Sample",
+    "ListRoots",
     "CacheHint",
     "Text",
     "Image",

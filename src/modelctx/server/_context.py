@@ -15,6 +15,8 @@ roots). Asking works the same in both eras:
 
 from __future__ import annotations
 
+import asyncio
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -26,7 +28,17 @@ from ..protocol._versions import Feature, has
 if TYPE_CHECKING:
     from ._session import HandshakeSession
 
-__all__ = ["Context", "Call", "InputRequired", "ElicitResult"]
+__all__ = [
+    "Context",
+    "Call",
+    "InputRequired",
+    "ElicitResult",
+    "InputRequest",
+    "Elicit",
+    "ElicitUrl",
+    "Sample",
+    "ListRoots",
+]
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -37,9 +49,8 @@ class InputRequired(BaseException):
     A ``BaseException`` so that a handler's ``except Exception`` cannot swallow it.
     """
 
-    def __init__(self, key: str, request: dict[str, Any]) -> None:
-        self.key = key
-        self.request = request
+    def __init__(self, requests: dict[str, dict[str, Any]]) -> None:
+        self.requests = requests
 
 
 @dataclass(frozen=True)
@@ -196,45 +207,66 @@ class Context:
         await self.log("error", data, logger)
 
     # -- asking the client -------------------------------------------------------
-    async def elicit(self, message: str, schema: Any) -> ElicitResult:
+    async def ask(self, requests: dict[str, InputRequest]) -> dict[str, Any]:
+        """Ask the client several things at once; returns the answers by key.
+
+        ``requests`` maps keys of your choosing to ``Elicit``, ``ElicitUrl``, ``Sample``
+        or ``ListRoots``. In the modern era they travel together in one
+        ``input_required`` result; in the handshake era they are sent as concurrent
+        server-to-client requests. The keys are visible to the client.
+        """
+        call = self._call
+        for request in requests.values():
+            request.check(call)
+        if call.modern:
+            missing = {k: r for k, r in requests.items() if k not in call.answers}
+            if missing:
+                raise InputRequired({k: r.to_wire(call) for k, r in missing.items()})
+            return {k: r.parse(call.answers[k]) for k, r in requests.items()}
+        if call.session is None:
+            raise RuntimeError("no connection to ask the client on")
+        timeout = call.server.config.client_request_timeout
+        keys = list(requests)
+        answers = await asyncio.gather(
+            *(
+                call.session.request(r.method, r.to_wire(call)["params"], call.send, timeout)
+                for r in requests.values()
+            )
+        )
+        return {k: requests[k].parse(a) for k, a in zip(keys, answers)}
+
+    async def _ask_one(self, request: InputRequest, key: str | None) -> Any:
+        call = self._call
+        if key is None:
+            key = f"{request.method.split('/')[0]}-{call.asked}"
+            call.asked += 1
+        return (await self.ask({key: request}))[key]
+
+    async def elicit(self, message: str, schema: Any, *, key: str | None = None) -> ElicitResult:
         """Ask the user for structured input (form mode).
 
         ``schema`` is a JSON Schema object of flat primitive properties, or a type
-        (dataclass, TypedDict, msgspec Struct) whose schema is derived.
+        (dataclass, TypedDict, msgspec Struct) whose schema is derived. ``key`` names
+        the question on the wire (default: one made from the order of questions).
         """
-        if not isinstance(schema, dict):
-            from ._signature import type_schema
+        return await self._ask_one(Elicit(message, schema), key)
 
-            schema = type_schema(schema)
-        schema = {k: v for k, v in schema.items() if k not in ("title", "$defs")}
-        self._require_elicitation("form")
-        answer = await self._ask(
-            "elicitation/create",
-            # 2025-06-18 has no mode field; later revisions name it.
-            {"mode": "form", "message": message, "requestedSchema": schema}
-            if has(self._call.version, Feature.URL_ELICITATION)
-            else {"message": message, "requestedSchema": schema},
-        )
-        return _elicit_result(answer)
-
-    async def elicit_url(self, message: str, url: str, elicitation_id: str | None = None) -> ElicitResult:
+    async def elicit_url(
+        self, message: str, url: str, *, key: str | None = None, elicitation_id: str | None = None
+    ) -> ElicitResult:
         """Send the user to ``url`` for an interaction the client must not see (URL mode).
 
         After ``accept`` the handler decides from its own state whether the out-of-band
         step is done. ``elicitation_id`` is used only by the 2025-11-25 revision.
         """
-        self._require_elicitation("url")
-        params: dict[str, Any] = {"mode": "url", "message": message, "url": url}
-        if not self._call.modern:
-            import uuid
-
-            params["elicitationId"] = elicitation_id or uuid.uuid4().hex
-        return _elicit_result(await self._ask("elicitation/create", params))
+        return await self._ask_one(ElicitUrl(message, url, elicitation_id), key)
 
     async def sample(
         self,
         messages: list[dict[str, Any]] | str,
         max_tokens: int,
+        *,
+        key: str | None = None,
         **options: Any,
     ) -> dict[str, Any]:
         """Ask the client's model for a completion (deprecated feature: sampling).
@@ -243,62 +275,11 @@ class Context:
         options (``systemPrompt``, ``temperature``, ``modelPreferences``, ``tools`` …)
         are passed as they are. Returns the CreateMessageResult object.
         """
-        if isinstance(messages, str):
-            messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
-        sampling = self._call.capabilities.get("sampling")
-        if not isinstance(sampling, dict):
-            raise MissingRequiredClientCapability(
-                "This request needs the sampling capability; declare it in clientCapabilities",
-                {"sampling": {}},
-            )
-        if ("tools" in options or "toolChoice" in options) and "tools" not in sampling:
-            raise MissingRequiredClientCapability(
-                "Sampling with tools needs the sampling.tools capability",
-                {"sampling": {"tools": {}}},
-            )
-        params = {"messages": messages, "maxTokens": max_tokens, **options}
-        answer = await self._ask("sampling/createMessage", params)
-        if not isinstance(answer, dict):
-            raise InvalidParams("The sampling answer is not a CreateMessageResult object")
-        return answer
+        return await self._ask_one(Sample(messages, max_tokens, **options), key)
 
-    async def list_roots(self) -> list[dict[str, Any]]:
+    async def list_roots(self, *, key: str | None = None) -> list[dict[str, Any]]:
         """Ask the client for its roots (deprecated feature: roots)."""
-        if not isinstance(self._call.capabilities.get("roots"), dict):
-            raise MissingRequiredClientCapability(
-                "This request needs the roots capability; declare it in clientCapabilities",
-                {"roots": {}},
-            )
-        answer = await self._ask("roots/list", {})
-        roots = answer.get("roots") if isinstance(answer, dict) else None
-        if not isinstance(roots, list):
-            raise InvalidParams("The roots answer has no roots list")
-        return roots
-
-    def _require_elicitation(self, mode: str) -> None:
-        elicitation = self._call.capabilities.get("elicitation")
-        if isinstance(elicitation, dict):
-            # {} means form only (client/elicitation.mdx, Capabilities).
-            modes = [m for m in ("form", "url") if m in elicitation] or list(_FORM_ONLY)
-            if mode in modes:
-                return
-        raise MissingRequiredClientCapability(
-            f"This request needs elicitation in {mode} mode; declare "
-            f'"elicitation": {{"{mode}": {{}}}} in clientCapabilities',
-            {"elicitation": {mode: {}}},
-        )
-
-    async def _ask(self, method: str, params: dict[str, Any]) -> Any:
-        call = self._call
-        if call.modern:
-            key = f"{method.split('/')[0]}-{call.asked}"
-            call.asked += 1
-            if key in call.answers:
-                return call.answers[key]
-            raise InputRequired(key, {"method": method, "params": params})
-        if call.session is None:
-            raise RuntimeError("no connection to ask the client on")
-        return await call.session.request(method, params, call.send, call.server.config.client_request_timeout)
+        return await self._ask_one(ListRoots(), key)
 
     # -- telling subscribers -------------------------------------------------------
     def resource_updated(self, uri: str) -> None:
@@ -306,11 +287,150 @@ class Context:
         self._call.server.resource_updated(uri)
 
 
+class InputRequest:
+    """Something a handler asks the client for: ``Elicit``, ``ElicitUrl``, ``Sample``
+    or ``ListRoots``. Built by the caller, checked against the request's client
+    capabilities, sent, and its answer parsed."""
+
+    method = ""
+
+    def check(self, call: Call) -> None:  # raise MissingRequiredClientCapability
+        return None
+
+    def to_wire(self, call: Call) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def parse(self, answer: Any) -> Any:
+        return answer
+
+
+def _require_elicitation(call: Call, mode: str) -> None:
+    elicitation = call.capabilities.get("elicitation")
+    if isinstance(elicitation, dict):
+        # {} means form only (client/elicitation.mdx, Capabilities).
+        modes = [m for m in ("form", "url") if m in elicitation] or ["form"]
+        if mode in modes:
+            return
+    raise MissingRequiredClientCapability(
+        f"This request needs elicitation in {mode} mode; declare "
+        f'"elicitation": {{"{mode}": {{}}}} in clientCapabilities',
+        {"elicitation": {mode: {}}},
+    )
+
+
 def _elicit_result(answer: Any) -> ElicitResult:
     if not isinstance(answer, dict) or answer.get("action") not in ("accept", "decline", "cancel"):
         raise InvalidParams(
-            'The elicitation answer must be an ElicitResult with action "accept", "decline" or "cancel"'
+            'Invalid inputResponses: an elicitation answer must be an ElicitResult with action '
+            '"accept", "decline" or "cancel"'
         )
     content = answer.get("content")
-    return ElicitResult(answer["action"], content if isinstance(content, dict) else None)
+    if content is not None and not isinstance(content, dict):
+        raise InvalidParams("Invalid inputResponses: ElicitResult.content must be an object")
+    return ElicitResult(answer["action"], content)
 
+
+class Elicit(InputRequest):
+    """Ask the user to fill in a form (``schema``: a JSON Schema object or a type)."""
+
+    method = "elicitation/create"
+
+    def __init__(self, message: str, schema: Any) -> None:
+        if not isinstance(schema, dict):
+            from ._signature import type_schema
+
+            schema = type_schema(schema)
+        self.message = message
+        self.schema = {k: v for k, v in schema.items() if k not in ("title", "$defs")}
+
+    def check(self, call: Call) -> None:
+        _require_elicitation(call, "form")
+
+    def to_wire(self, call: Call) -> dict[str, Any]:
+        params: dict[str, Any] = {"message": self.message, "requestedSchema": self.schema}
+        if has(call.version, Feature.URL_ELICITATION):
+            params = {"mode": "form", **params}  # 2025-06-18 has no mode field
+        return {"method": self.method, "params": params}
+
+    def parse(self, answer: Any) -> ElicitResult:
+        return _elicit_result(answer)
+
+
+class ElicitUrl(InputRequest):
+    """Send the user to a URL for an out-of-band interaction."""
+
+    method = "elicitation/create"
+
+    def __init__(self, message: str, url: str, elicitation_id: str | None = None) -> None:
+        self.message = message
+        self.url = url
+        self.elicitation_id = elicitation_id
+
+    def check(self, call: Call) -> None:
+        _require_elicitation(call, "url")
+
+    def to_wire(self, call: Call) -> dict[str, Any]:
+        params: dict[str, Any] = {"mode": "url", "message": self.message, "url": self.url}
+        if not call.modern:  # 2025-11-25 names the elicitation; 2026-07-28 removed the id
+            params["elicitationId"] = self.elicitation_id or uuid.uuid4().hex
+        return {"method": self.method, "params": params}
+
+    def parse(self, answer: Any) -> ElicitResult:
+        return _elicit_result(answer)
+
+
+class Sample(InputRequest):
+    """Ask the client's model for a message (deprecated feature: sampling)."""
+
+    method = "sampling/createMessage"
+
+    def __init__(self, messages: list[dict[str, Any]] | str, max_tokens: int, **options: Any) -> None:
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
+        self.params = {"messages": messages, "maxTokens": max_tokens, **options}
+
+    def check(self, call: Call) -> None:
+        sampling = call.capabilities.get("sampling")
+        if not isinstance(sampling, dict):
+            raise MissingRequiredClientCapability(
+                "This request needs the sampling capability; declare it in clientCapabilities",
+                {"sampling": {}},
+            )
+        if ("tools" in self.params or "toolChoice" in self.params) and "tools" not in sampling:
+            raise MissingRequiredClientCapability(
+                "Sampling with tools needs the sampling.tools capability",
+                {"sampling": {"tools": {}}},
+            )
+
+    def to_wire(self, call: Call) -> dict[str, Any]:
+        return {"method": self.method, "params": self.params}
+
+    def parse(self, answer: Any) -> dict[str, Any]:
+        if not isinstance(answer, dict) or "content" not in answer or "role" not in answer:
+            raise InvalidParams(
+                "Invalid inputResponses: a sampling answer must be a CreateMessageResult "
+                "(role, content, model)"
+            )
+        return answer
+
+
+class ListRoots(InputRequest):
+    """Ask the client for its roots (deprecated feature: roots)."""
+
+    method = "roots/list"
+
+    def check(self, call: Call) -> None:
+        if not isinstance(call.capabilities.get("roots"), dict):
+            raise MissingRequiredClientCapability(
+                "This request needs the roots capability; declare it in clientCapabilities",
+                {"roots": {}},
+            )
+
+    def to_wire(self, call: Call) -> dict[str, Any]:
+        return {"method": self.method, "params": {}}
+
+    def parse(self, answer: Any) -> list[dict[str, Any]]:
+        roots = answer.get("roots") if isinstance(answer, dict) else None
+        if not isinstance(roots, list):
+            raise InvalidParams("Invalid inputResponses: a roots answer must have a roots list")
+        return roots

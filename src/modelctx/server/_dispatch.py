@@ -138,6 +138,10 @@ class Dispatcher:
     async def _handle(self, request: Request, peer: Peer, send: Send) -> dict[str, Any] | None:
         method = request.method
         if method == "initialize":
+            meta = request.params.get("_meta")
+            if isinstance(meta, dict) and _meta.PROTOCOL_VERSION in meta:
+                # A modern request: initialize no longer exists (basic/versioning.mdx).
+                raise MethodNotFound("Method not found: initialize (removed in 2026-07-28)")
             return self._initialize(request, peer)
         version, modern, caps, info, session = self.classify(request, peer)
         handler = self._methods.get(method)

@@ -104,10 +104,11 @@ def _load_answers(call: Call) -> None:
         answers = call.server._sealer.open(
             params["requestState"], call.method, params, _principal_id(call.principal)
         )
-    responses = params.get("inputResponses")
-    if responses is not None:
+    if "inputResponses" in params:
+        responses = params["inputResponses"]
         if not isinstance(responses, dict):
             raise InvalidParams("Invalid params: inputResponses must be an object")
+        # Answers to questions the handler does not ask are ignored (mrtr.mdx).
         answers.update(responses)
     call.answers = answers
 
@@ -124,7 +125,7 @@ def _input_required(call: Call, asked: InputRequired) -> dict[str, Any]:
     )
     return {
         "resultType": "input_required",
-        "inputRequests": {asked.key: asked.request},
+        "inputRequests": asked.requests,
         "requestState": state,
     }
 

@@ -84,6 +84,8 @@ class ToolDef:
         desc = description or signature.description
         if desc:
             definition["description"] = desc
+        if input_schema is not None:
+            signature.raw = True
         definition["inputSchema"] = input_schema or signature.input_schema
         structured, wrap = False, False
         if output_schema is not None:

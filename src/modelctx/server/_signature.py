@@ -182,6 +182,8 @@ class Signature:
             )
             self.param_names.append(param.name)
         self._pydantic = None
+        self.raw = False  # set when the author supplies the input schema
+        self._required = [n for n, _, d in fields if d is msgspec.NODEFAULT]
         if any(_is_pydantic_model(_strip(tp)) for _, tp, _ in fields):
             self._pydantic = _pydantic_model(name, pydantic_fields)
             self.input_schema = self._pydantic.model_json_schema()
@@ -206,6 +208,8 @@ class Signature:
             arguments = {}
         if not isinstance(arguments, dict):
             raise InvalidParams("Invalid arguments: expected an object")
+        if self.raw:
+            return self._bind_raw(arguments)
         if self._pydantic is not None:
             return self._bind_pydantic(arguments)
         try:
@@ -216,6 +220,15 @@ class Signature:
         if self.var_kw:
             kwargs.update({k: v for k, v in arguments.items() if k not in kwargs})
         return kwargs
+
+    def _bind_raw(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        # The author's own schema describes the arguments; pass them on as they are.
+        missing = [n for n in self._required if n not in arguments]
+        if missing:
+            raise InvalidParams(f"Invalid arguments: missing {', '.join(missing)}")
+        if self.var_kw:
+            return dict(arguments)
+        return {k: v for k, v in arguments.items() if k in self.param_names}
 
     def _bind_pydantic(self, arguments: dict[str, Any]) -> dict[str, Any]:
         import pydantic

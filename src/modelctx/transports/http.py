@@ -36,12 +36,16 @@ from ..errors import (
     InvalidRequest,
     MethodNotFound,
     ProtocolError,
+    UnsupportedProtocolVersion,
 )
 from ..protocol import _meta
 from ..protocol._framing import SSE_KEEPALIVE, sse_event
 from ..protocol._headers import check_headers, header_paths
 from ..protocol._jsonrpc import Notification, Request, Response, decode, encode, error_response
 from ..protocol._versions import HANDSHAKE_VERSIONS, HTTP_DEFAULT_LEGACY_VERSION, MODERN_VERSIONS
+
+# MCP-Protocol-Version values that mean the handshake era (and its sessions).
+_HANDSHAKE_HEADER_VERSIONS = frozenset((*HANDSHAKE_VERSIONS, HTTP_DEFAULT_LEGACY_VERSION, "2024-11-05"))
 
 __all__ = ["HttpApp", "serve_http"]
 
@@ -148,7 +152,7 @@ class HttpApp:
         if path != self.path:
             await _plain(send, 404, b"Not Found")
             return
-        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        headers = {k.decode("latin-1"): v.decode("latin-1").strip(" \t") for k, v in scope["headers"]}
         refusal = self._guard(headers)
         if refusal is not None:
             status, message = refusal
@@ -247,41 +251,31 @@ class HttpApp:
     def _era(self, message: Any, headers: dict[str, str]) -> Any:
         """The handshake session the message belongs to, or None for modern/initialize.
 
-        Modern messages are checked against their headers here, before any work.
+        A message is modern when its ``_meta`` names a version or its
+        ``MCP-Protocol-Version`` header is not a handshake-era one. Modern requests
+        are checked here, before any work, in the order the conformance suite and the
+        spec imply: header present, ``_meta`` complete, header equal to ``_meta``,
+        version supported, then ``Mcp-Method``/``Mcp-Name``/``Mcp-Param-*``.
         """
         params = getattr(message, "params", None) or {}
         meta = params.get("_meta") if isinstance(params, dict) else None
         version = meta.get(_meta.PROTOCOL_VERSION) if isinstance(meta, dict) else None
         header_version = headers.get("mcp-protocol-version")
-        if version is not None or header_version in MODERN_VERSIONS:
+        if version is not None or (
+            header_version is not None and header_version not in _HANDSHAKE_HEADER_VERSIONS
+        ):
             if type(message) is Request:
-                if version is None:
-                    exc = InvalidParams(
-                        f"Invalid params: _meta[{_meta.PROTOCOL_VERSION!r}] is required on "
-                        "every request"
-                    )
-                    exc.http_status = 400
-                    raise exc
-                if version not in MODERN_VERSIONS:
-                    return None  # the dispatcher answers UnsupportedProtocolVersion
-                check_headers(
-                    headers, message.method, params, version, self._params_for(message)
-                )
+                self._check_modern(message, params, meta, version, header_version, headers)
             return None
         if type(message) is Request and message.method == "initialize":
             return None
         session_id = headers.get("mcp-session-id")
         if session_id is None:
             if type(message) is Request:
-                if header_version is None:
-                    raise HeaderMismatch(
-                        "Header mismatch: the MCP-Protocol-Version header is required "
-                        f"(and _meta[{_meta.PROTOCOL_VERSION!r}] in the body); older "
-                        "clients send initialize first"
-                    )
                 exc = InvalidParams(
                     "Invalid params: no Mcp-Session-Id header and no "
-                    f"_meta[{_meta.PROTOCOL_VERSION!r}]; send initialize first"
+                    f"_meta[{_meta.PROTOCOL_VERSION!r}]: modern clients send the _meta keys "
+                    "and the MCP-Protocol-Version header; older clients send initialize first"
                 )
                 exc.http_status = 400
                 raise exc
@@ -290,11 +284,38 @@ class HttpApp:
         if session is None or session.closed or self._expired(session):
             raise _UnknownSession
         self._sessions.move_to_end(session_id)
-        if header_version is not None and header_version not in HANDSHAKE_VERSIONS + (
-            HTTP_DEFAULT_LEGACY_VERSION,
-        ):
-            raise InvalidRequest(f"Unsupported MCP-Protocol-Version header {header_version!r}")
         return session
+
+    def _check_modern(
+        self,
+        request: Request,
+        params: dict[str, Any],
+        meta: Any,
+        version: Any,
+        header_version: str | None,
+        headers: dict[str, str],
+    ) -> None:
+        if header_version is None:
+            raise HeaderMismatch("Header mismatch: the MCP-Protocol-Version header is required")
+        missing = [
+            key
+            for key in (_meta.PROTOCOL_VERSION, _meta.CLIENT_CAPABILITIES)
+            if not isinstance(meta, dict) or key not in meta
+        ]
+        if missing:
+            exc = InvalidParams(
+                f"Invalid params: params._meta is missing required key(s) {', '.join(missing)}"
+            )
+            exc.http_status = 400
+            raise exc
+        if header_version != version:
+            raise HeaderMismatch(
+                f"Header mismatch: MCP-Protocol-Version header value '{header_version}' does "
+                f"not match body value '{version}'"
+            )
+        if version not in MODERN_VERSIONS:
+            raise UnsupportedProtocolVersion(version, list(self.server.config.versions))
+        check_headers(headers, request.method, params, version, self._params_for(request))
 
     def _params_for(self, request: Request) -> dict[str, tuple[str, ...]] | None:
         if request.method != "tools/call":
