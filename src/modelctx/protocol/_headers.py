@@ -198,7 +198,7 @@ def check_headers(
             raise HeaderMismatch(f"Header mismatch: the Mcp-Name header is required for {method}")
         got = decode_value("Mcp-Name", raw)
         body = params.get(field)
-        if got != body:
+        if not _same(got, body):  # an integer is sent in decimal (Value Encoding)
             raise HeaderMismatch(
                 f"Header mismatch: Mcp-Name header value '{got}' does not match body value '{body}'"
             )

@@ -280,15 +280,29 @@ def _pydantic_model(name: str, fields: dict[str, tuple[Any, Any, str | None]]) -
 
 # Return annotations that mean "content, not data": no outputSchema for these.
 def is_content_annotation(tp: Any) -> bool:
-    from ._content import EmbeddedResource, Image, ResourceLink, Text, ToolResult, Audio
+    """``str``, a content class, or a list/union of them that names a content class.
+
+    ``list[str]`` stays data (structured output); ``list[str | Image]`` is content.
+    """
+    return _content_kind(tp) is not None
+
+
+def _content_kind(tp: Any) -> str | None:
+    """None: data; "text": str-like; "blocks": names a content class."""
+    from ._content import Audio, EmbeddedResource, Image, ResourceLink, Text, ToolResult
 
     tp = _strip(tp)
-    content = (str, Text, Image, Audio, ResourceLink, EmbeddedResource, ToolResult)
     if tp is _MISSING or tp is None or tp is type(None) or tp is Any:
-        return True
-    if isinstance(tp, type) and issubclass(tp, content):
-        return True
+        return "text"
+    if tp is str:
+        return "text"
+    if isinstance(tp, type) and issubclass(tp, (Text, Image, Audio, ResourceLink, EmbeddedResource, ToolResult)):
+        return "blocks"
     origin = get_origin(tp)
     if origin in (list, tuple, typing.Union, types.UnionType):
-        return all(is_content_annotation(a) for a in get_args(tp) if a is not Ellipsis)
-    return False
+        kinds = [_content_kind(a) for a in get_args(tp) if a is not Ellipsis]
+        if kinds and all(kinds):
+            if origin in (list, tuple):
+                return "blocks" if "blocks" in kinds else None
+            return "blocks" if "blocks" in kinds else "text"
+    return None

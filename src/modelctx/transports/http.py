@@ -383,7 +383,7 @@ class HttpApp:
             return
         status = 200
         error = response.get("error")
-        if error is not None and session is None and request.method != "initialize":
+        if error is not None and session is None:
             status = _status_for(error)
         await _json(send, status, response, extra)
 
