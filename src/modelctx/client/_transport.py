@@ -1,0 +1,97 @@
+"""What a client needs from a transport: send messages, hear back, cancel, close.
+
+A client transport carries JSON-RPC messages between one ``ClientSession`` and one
+server. It is an adapter only: it knows framing (lines, HTTP bodies, SSE), processes
+and sockets; the session knows ids, deadlines, eras and what messages mean.
+
+Inbound traffic goes to a ``TransportEvents`` object the session supplies:
+
+* ``message(msg)``: any decoded message from the server (responses, notifications,
+  handshake-era server requests), in the order received;
+* ``request_failed(id, exc)``: one request can no longer be answered (an HTTP error
+  with no JSON-RPC body, a stream broken before its response);
+* ``closed(exc)``: the connection is gone (process exited, socket closed); every
+  pending request fails with ``exc``.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, Protocol
+
+from ..protocol._jsonrpc import Message
+
+__all__ = ["ClientTransport", "TransportEvents", "Outgoing"]
+
+
+class TransportEvents(Protocol):
+    def message(self, message: Message) -> None: ...
+
+    def request_failed(self, request_id: str | int, exc: BaseException) -> None: ...
+
+    def closed(self, exc: BaseException) -> None: ...
+
+
+class Outgoing:
+    """One message to send, with what an HTTP transport needs to send it.
+
+    ``headers``: the 2026-07-28 mirrored headers (``MCP-Protocol-Version``,
+    ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*``), lower-case names, computed by the
+    session; a transport without headers ignores them. ``request_id`` is set for
+    requests. ``legacy`` says the message belongs to a handshake-era session.
+    """
+
+    __slots__ = ("message", "headers", "request_id", "legacy")
+
+    def __init__(
+        self,
+        message: dict[str, Any],
+        headers: dict[str, str] | None = None,
+        request_id: str | int | None = None,
+        legacy: bool = False,
+    ) -> None:
+        self.message = message
+        self.headers = headers or {}
+        self.request_id = request_id
+        self.legacy = legacy
+
+
+class ClientTransport(abc.ABC):
+    """The client side of one connection to one server."""
+
+    #: How errors name this server, e.g. "stdio server 'python weather.py'".
+    name: str = "server"
+    #: Which era a probe should try first over this transport ("stdio" or "http").
+    kind: str = "stdio"
+
+    @abc.abstractmethod
+    async def connect(self, events: TransportEvents) -> None:
+        """Open the connection (start the process, check the URL) within a deadline."""
+
+    @abc.abstractmethod
+    async def send(self, outgoing: Outgoing) -> None:
+        """Send one message. Replies arrive through ``events``, never as a return value.
+
+        Raises ``ConnectionClosed`` if the connection is already gone.
+        """
+
+    @abc.abstractmethod
+    async def cancel(self, request_id: str | int, reason: str | None = None) -> None:
+        """Cancel a request on the wire: ``notifications/cancelled`` on stdio, closing
+        the request's response stream on HTTP."""
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Close the connection and release everything; safe to call twice."""
+
+    def end_handshake_session(self) -> None:
+        """Forget a handshake-era session (HTTP: the Mcp-Session-Id); no-op elsewhere."""
+
+    def diagnostics(self) -> str:
+        """Extra words for error messages (e.g. the last lines of a server's stderr)."""
+        return ""
+
+    @property
+    def credential_key(self) -> str | None:
+        """What identifies the credentials in use, for private cache entries."""
+        return None
