@@ -365,7 +365,9 @@ class HttpApp:
             stream.closed = True
             return
         watcher.cancel()
-        if task.cancelled():
+        # Cancelled by notifications/cancelled on a handshake session; a handler that
+        # swallowed its CancelledError still must not answer (cancellation.mdx).
+        if task.cancelled() or task.cancelling():
             # Cancelled by notifications/cancelled on a handshake session.
             if stream.started:
                 await stream.finish(None)

@@ -136,7 +136,9 @@ async def serve_stdio_async(
         finally:
             if inflight.get(request.id) is asyncio.current_task():
                 del inflight[request.id]
-        if response is not None:
+        # A handler may swallow its CancelledError and return; the request was still
+        # cancelled, so its response must not be sent (basic/transports/stdio.mdx).
+        if response is not None and not asyncio.current_task().cancelling():
             await send(response)
 
     def on_line(line: bytes) -> None:
@@ -149,8 +151,10 @@ async def serve_stdio_async(
             return
         if type(message) is Request:
             if message.id in inflight:
+                # Answering with that id would look like the answer to the request still
+                # running, so the error names the id in its text only.
                 error = InvalidRequest(f"Invalid Request: id {message.id!r} is already in use")
-                loop.create_task(send(error_response(message.id, error)))
+                loop.create_task(send(error_response(None, error)))
                 return
             inflight[message.id] = loop.create_task(run(message))
         elif type(message) is Notification:
