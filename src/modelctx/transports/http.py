@@ -350,31 +350,37 @@ class HttpApp:
         peer = _Peer(self, session, principal)
         stream = _Reply(send)
         extra: list[tuple[bytes, bytes]] = []
-        task = asyncio.ensure_future(self.server.dispatcher.handle(request, peer, stream.event))
+        # The handler runs inline in this task; a watcher cancels it if the client goes
+        # away (closing the stream is the cancellation, streamable-http.mdx). One extra
+        # task per request instead of two.
+        guard = _CancelGuard(asyncio.current_task())
+        watcher = asyncio.get_running_loop().create_task(guard.watch(receive))
         if session is not None:
-            session.inflight[request.id] = task
-        watcher = asyncio.ensure_future(_wait_disconnect(receive))
+            session.inflight[request.id] = guard
         try:
-            await asyncio.wait((task, watcher), return_when=asyncio.FIRST_COMPLETED)
+            response = await self.server.dispatcher.handle(request, peer, stream.event)
+        except asyncio.CancelledError:
+            if not guard.requested:
+                raise  # the server is shutting down: not ours to swallow
+            guard.settle()
+            response = None
         finally:
+            guard.running = False
+            watcher.cancel()
             if session is not None:
                 session.inflight.pop(request.id, None)
-        if not task.done():
-            # The client closed the stream: that is the cancellation (spec, Cancellation).
-            task.cancel()
-            stream.closed = True
-            return
-        watcher.cancel()
-        # Cancelled by notifications/cancelled on a handshake session; a handler that
-        # swallowed its CancelledError still must not answer (cancellation.mdx).
-        if task.cancelled() or task.cancelling():
-            # Cancelled by notifications/cancelled on a handshake session.
+        if guard.requested:
+            guard.settle()
+            if guard.disconnected:
+                stream.closed = True
+                return
+            # Cancelled by notifications/cancelled on a handshake session; a handler that
+            # swallowed its CancelledError still must not answer (cancellation.mdx).
             if stream.started:
                 await stream.finish(None)
             else:
                 await _empty(send, 202)
             return
-        response = task.result()
         if peer.session is not None and request.method == "initialize":
             extra.append((b"mcp-session-id", peer.session.id.encode()))
         if response is None:
@@ -475,6 +481,36 @@ class HttpApp:
 
 class _UnknownSession(Exception):
     pass
+
+
+class _CancelGuard:
+    """Cancels the request's task when the client disconnects or sends
+    notifications/cancelled, and remembers that it did, so the cancellation is told
+    apart from a server shutdown."""
+
+    __slots__ = ("task", "requested", "disconnected", "running")
+
+    def __init__(self, task: asyncio.Task | None) -> None:
+        self.task = task
+        self.requested = False
+        self.disconnected = False
+        self.running = True
+
+    def cancel(self, msg: Any = None) -> None:
+        if self.running and not self.requested and self.task is not None:
+            self.requested = True
+            self.task.cancel()
+
+    async def watch(self, receive: Receive) -> None:
+        await _wait_disconnect(receive)
+        if self.running:
+            self.disconnected = True
+            self.cancel()
+
+    def settle(self) -> None:
+        """Take back our cancellation request so the task runs on normally."""
+        if self.task is not None and self.task.cancelling():
+            self.task.uncancel()
 
 
 class _Reply:
