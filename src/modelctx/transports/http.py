@@ -42,6 +42,7 @@ from ..protocol import _meta
 from ..protocol._framing import SSE_KEEPALIVE, sse_event
 from ..protocol._headers import check_headers, header_paths
 from ..protocol._jsonrpc import Notification, Request, Response, decode, encode, error_response
+from ._tuning import settle_heap
 from ..protocol._versions import HANDSHAKE_VERSIONS, HTTP_DEFAULT_LEGACY_VERSION, MODERN_VERSIONS
 
 # MCP-Protocol-Version values that mean the handshake era (and its sessions).
@@ -93,7 +94,8 @@ class HttpApp:
     Options: ``path`` of the endpoint (default ``/mcp``); ``allowed_hosts`` and
     ``allowed_origins`` beyond loopback (``"*"`` allows any, for servers behind a
     proxy that checks); ``max_body`` bytes; ``session_idle_seconds`` and
-    ``max_sessions`` for handshake-era sessions; ``authenticate``, an async hook
+    ``max_sessions`` for handshake-era sessions; ``tune_gc`` to freeze the start-up heap
+    (``serve_http`` sets it; see ``_tuning``); ``authenticate``, an async hook
     ``(scope) -> principal`` that raises ``PermissionError`` to answer 401.
     """
 
@@ -108,8 +110,10 @@ class HttpApp:
         session_idle_seconds: float = 900.0,
         max_sessions: int = 10_000,
         authenticate: Callable[[Scope], Awaitable[Any]] | None = None,
+        tune_gc: bool = False,
     ) -> None:
         self.server = server
+        self.tune_gc = tune_gc
         self.path = path.rstrip("/") or "/"
         self.allowed_hosts = {h.lower() for h in allowed_hosts} | set(_LOOPBACK_HOSTS)
         self.allowed_origins = {o.rstrip("/").lower() for o in allowed_origins}
@@ -134,6 +138,8 @@ class HttpApp:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 self.server._attach_loop()
+                if self.tune_gc:
+                    settle_heap()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 self.close()
@@ -631,6 +637,7 @@ def serve_http(
     """Serve ``server`` on Streamable HTTP with uvicorn (httptools, uvloop when present)."""
     import uvicorn
 
+    options.setdefault("tune_gc", True)  # we own this process: tune its collector
     app = HttpApp(server, **options)
     config: dict[str, Any] = {
         "host": host,

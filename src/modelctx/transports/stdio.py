@@ -22,6 +22,7 @@ from typing import Any, BinaryIO
 
 from ..errors import InvalidRequest, ProtocolError
 from ..protocol._framing import LineBuffer
+from ._tuning import settle_heap
 from ..protocol._jsonrpc import Notification, Request, Response, decode, encode, error_response
 
 __all__ = ["serve_stdio", "serve_stdio_async", "StdioPeer"]
@@ -206,5 +207,6 @@ def serve_stdio(server: Any) -> None:
             level=os.environ.get("MODELCTX_LOG_LEVEL", "WARNING").upper(),
             format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         )
+    settle_heap()
     # Plain asyncio: uvloop's pipe transports abort the process when stdio closes.
     asyncio.run(serve_stdio_async(server))
