@@ -16,7 +16,9 @@
     │   └── UnsupportedProtocolVersion       -32022  data.supported, data.requested
     ├── ToolError                 raised by a tool on purpose: its text reaches the client
     │                             as an ``isError`` result (never a JSON-RPC error)
-    └── ConnectionClosed          the peer went away; pending calls fail with this
+    ├── ConnectionClosed          the peer went away; pending calls fail with this
+    │   └── SessionExpired        HTTP 404 on a handshake-era session: initialize again
+    └── HttpStatusError           an HTTP status with no JSON-RPC response in the body
 
 *Local* errors (our own bugs, a timeout, a closed connection) never carry a JSON-RPC
 code, so they cannot be mistaken for an error the peer sent. A ``ProtocolError``
@@ -41,6 +43,8 @@ __all__ = [
     "UnsupportedProtocolVersion",
     "ToolError",
     "ConnectionClosed",
+    "SessionExpired",
+    "HttpStatusError",
     "error_from_wire",
 ]
 
@@ -153,6 +157,27 @@ class ToolError(MCPError):
 
 class ConnectionClosed(MCPError):
     """The connection to the peer closed; the request can no longer be answered."""
+
+
+class SessionExpired(ConnectionClosed):
+    """The server no longer knows our handshake-era session (HTTP 404); initialize again."""
+
+
+class HttpStatusError(MCPError):
+    """The server answered with an HTTP status and no JSON-RPC response in the body.
+
+    A local error (no JSON-RPC code): ``status``, ``excerpt`` (the start of the body),
+    ``headers`` (the response headers, e.g. ``www-authenticate`` on 401) and
+    ``server`` (who answered).
+    """
+
+    def __init__(self, server: str, what: str, status: int, excerpt: str, headers: Any) -> None:
+        detail = f": {excerpt}" if excerpt else " and an empty body"
+        super().__init__(f"{server}: {what} got HTTP {status} with no JSON-RPC response{detail}")
+        self.server = server
+        self.status = status
+        self.excerpt = excerpt
+        self.headers = dict(headers)
 
 
 _BY_CODE: dict[int, type[ProtocolError]] = {

@@ -264,12 +264,9 @@ class Client:
             try:
                 result = await session.request("server/discover", {}, timeout=self._options.probe_timeout)
             except UnsupportedProtocolVersion as exc:
-                supported = (exc.data or {}).get("supported") or []
-                mutual = [v for v in supported if v in MODERN_VERSIONS]
-                if mutual and mutual[0] != session.version:
-                    session.version = mutual[0]
+                if self._adopt_supported(exc):
                     continue
-                if any(v in HANDSHAKE_VERSIONS for v in supported):
+                if any(v in HANDSHAKE_VERSIONS for v in (exc.data or {}).get("supported") or []):
                     await self._initialize()
                     return
                 raise
@@ -298,6 +295,15 @@ class Client:
                 self.cache.put("server/discover", {}, self.transport.credential_key, result)
             return
         raise MCPError(f"{self.transport.name}: could not agree on a protocol version")
+
+    def _adopt_supported(self, exc: UnsupportedProtocolVersion) -> bool:
+        """Switch to a modern version the server says it supports; False if none."""
+        supported = (exc.data or {}).get("supported") or []
+        mutual = [v for v in MODERN_VERSIONS if v in supported]  # our preference order
+        if not mutual:
+            return False
+        self.session.version = mutual[0]
+        return True
 
     def _remember_discover(self, result: dict[str, Any]) -> None:
         meta = result.get("_meta") or {}
@@ -415,8 +421,16 @@ class Client:
         """
         extra: dict[str, Any] = {}
         delay = 0.05
+        version_retries = 2
         for round_number in range(self._options.max_rounds + 1):
-            result = await self.session.request(method, {**params, **extra}, **kwargs)
+            try:
+                result = await self.session.request(method, {**params, **extra}, **kwargs)
+            except UnsupportedProtocolVersion as exc:
+                # Retry with a version from data.supported (basic/versioning.mdx).
+                if not self.session.modern or version_retries == 0 or not self._adopt_supported(exc):
+                    raise
+                version_retries -= 1
+                result = await self.session.request(method, {**params, **extra}, **kwargs)
             kind = result.get("resultType", "complete")  # absent: an older server; complete
             if kind == "complete":
                 return result, round_number > 0

@@ -41,13 +41,14 @@ class RequestTimeout(MCPError, TimeoutError):
 
 
 class _Pending:
-    __slots__ = ("future", "progress", "deadline", "method")
+    __slots__ = ("future", "progress", "deadline", "budget", "method")
 
     def __init__(self, future: asyncio.Future, method: str, progress: ProgressCallback | None) -> None:
         self.future = future
         self.method = method
         self.progress = progress
         self.deadline = 0.0
+        self.budget = 0.0  # this request's timeout: what each progress update grants again
 
 
 class ClientSession:
@@ -114,8 +115,9 @@ class ClientSession:
         if note.method == "notifications/progress":
             pending = self._by_token.get(params.get("progressToken"))
             if pending is not None and not pending.future.done():
-                # Progress pushes the deadline back, up to max_timeout (cancellation.mdx).
-                pending.deadline = max(pending.deadline, time.monotonic() + self.timeout)
+                # Progress pushes the deadline back by the request's own timeout, up to
+                # max_timeout (cancellation.mdx).
+                pending.deadline = max(pending.deadline, time.monotonic() + pending.budget)
                 if pending.progress is not None:
                     self._spawn(pending.progress, params.get("progress", 0), params.get("total"), params.get("message"))
             return
@@ -219,14 +221,22 @@ class ClientSession:
         message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         future = asyncio.get_running_loop().create_future()
         pending = _Pending(future, method, progress)
-        budget = self.timeout if timeout is None else timeout
+        pending.budget = budget = self.timeout if timeout is None else timeout
         started = time.monotonic()
         pending.deadline = started + budget
         self._pending[request_id] = pending
         if token is not None:
             self._by_token[token] = pending
         try:
-            await self.transport.send(Outgoing(message, headers, request_id, legacy))
+            try:
+                await asyncio.wait_for(
+                    self.transport.send(Outgoing(message, headers, request_id, legacy)), budget
+                )
+            except asyncio.TimeoutError:
+                raise RequestTimeout(
+                    f"{self.transport.name}: could not even send {method} within {budget:g}s "
+                    "(the server is not reading its input)"
+                ) from None
             while True:
                 remaining = min(pending.deadline, started + self.max_timeout) - time.monotonic()
                 if remaining <= 0:

@@ -10,8 +10,9 @@ Inbound traffic goes to a ``TransportEvents`` object the session supplies:
   handshake-era server requests), in the order received;
 * ``request_failed(id, exc)``: one request can no longer be answered (an HTTP error
   with no JSON-RPC body, a stream broken before its response);
-* ``closed(exc)``: the connection is gone (process exited, socket closed); every
-  pending request fails with ``exc``.
+* ``closed(exc)``: the connection is gone (process exited, socket closed, or the
+  client closed it); reported once, and nothing follows it. Every pending request
+  fails with ``exc``.
 """
 
 from __future__ import annotations

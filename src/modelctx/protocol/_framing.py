@@ -56,24 +56,37 @@ class LineBuffer:
 
 
 class SSEParser:
-    """Incremental SSE parser: feed bytes, get ``(event, data)`` pairs."""
+    """Incremental SSE parser: feed bytes, get ``(event, data)`` pairs.
+
+    It also keeps what 2025-11-25 resumability needs (2026-07-28 has none): the last
+    event id (set when an event is dispatched, even one without data such as a
+    priming event; an empty ``id`` clears it) and the ``retry`` time, following the
+    HTML standard's rules. ``dispatched`` counts events, with or without data.
+    """
 
     def __init__(self) -> None:
         self._lines = LineBuffer()
         self._data: list[bytes] = []
-        self._event = b"message"
+        self._event = b""
+        self._id: str | None = None
+        self.last_id: str | None = None
+        self.retry_ms: int | None = None
+        self.dispatched = 0
 
     def feed(self, chunk: bytes) -> Iterator[tuple[str, bytes]]:
         for raw in self._lines.feed(chunk):
             line = raw[:-1] if raw.endswith(b"\r") else raw
             if not line:
-                if self._data:
-                    yield self._event.decode(), b"\n".join(self._data)
-                self._data = []
-                self._event = b"message"
+                if self._data or self._event or self._id != self.last_id:
+                    self.dispatched += 1
+                self.last_id = self._id
+                data, event = self._data, self._event
+                self._data, self._event = [], b""
+                if data:
+                    yield (event or b"message").decode("utf-8", "replace"), b"\n".join(data)
                 continue
             if line.startswith(b":"):
-                continue
+                continue  # a comment: keep-alive
             field, _, value = line.partition(b":")
             if value.startswith(b" "):
                 value = value[1:]
@@ -81,4 +94,7 @@ class SSEParser:
                 self._data.append(value)
             elif field == b"event":
                 self._event = value
-            # id and retry carry nothing in 2026-07-28 (no resumability); ignored.
+            elif field == b"id" and b"\0" not in value:
+                self._id = value.decode("utf-8", "replace") or None
+            elif field == b"retry" and value.isdigit():
+                self.retry_ms = int(value)

@@ -26,6 +26,7 @@ __all__ = [
     "Response",
     "Message",
     "decode",
+    "from_object",
     "encode",
     "request",
     "notification",

@@ -1,0 +1,511 @@
+"""Streamable HTTP, client side: one ``ClientTransport`` over ``httpx.AsyncClient``.
+
+basic/transports/streamable-http.mdx (2026-07-28) and, for handshake-era sessions,
+the 2025-11-25 transport page (DIGEST §2.6, §9.3).
+
+Theory of operation. Every message is its own POST. A request's POST runs in its
+own task, so ``send`` returns at once; whatever comes back (one JSON body, or an SSE
+stream of notifications ending with the response) goes to ``events.message``. When
+no response to the request arrives, the task reports ``events.request_failed`` with
+a local error that says why: ``HttpStatusError`` (a status and no JSON-RPC body),
+``SessionExpired`` (404 on a handshake-era session), or ``ConnectionClosed`` (the
+network failed, or the stream ended early). Cancelling a request cancels its task,
+which closes its response stream: that is the cancellation of 2026-07-28.
+
+The handshake era adds what 2026-07-28 removed, and only for messages the session
+marks ``legacy``: the ``Mcp-Session-Id`` the ``initialize`` response assigns (sent
+back on every later message, and ended with DELETE on ``close``); the standalone GET
+stream for server messages, opened after ``notifications/initialized``; SSE
+resumption (a stream that ends early is resumed with GET and ``Last-Event-ID`` after
+the server's ``retry`` delay); and ``notifications/cancelled`` on cancel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ..client._transport import ClientTransport, Outgoing, TransportEvents
+from ..errors import ConnectionClosed, HttpStatusError, MCPError, ProtocolError, SessionExpired
+from ..protocol._framing import SSEParser
+from ..protocol._jsonrpc import Message, Response, decode, encode, from_object
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["HttpClientTransport", "HttpStatusError", "SessionExpired"]
+
+log = logging.getLogger("modelctx.client.http")
+
+_ACCEPT_BOTH = "application/json, text/event-stream"
+_SSE = "text/event-stream"
+_MAX_BODY = 16 * 1024 * 1024  # a JSON reply larger than this is refused, not buffered
+_EXCERPT = 200  # characters of an error body quoted in messages
+_DEFAULT_RETRY_MS = 1000  # SSE reconnection time when the server names none
+_RESUME_MISSES = 3  # resumption attempts in a row that bring nothing, before giving up
+_LISTEN_BACKOFF_MAX = 30.0
+_CLOSE_WAIT = 2.0  # seconds close() and cancel() wait for tasks and for DELETE
+
+
+class _Exchange:
+    """One request in flight: its POST task and what its errors need to say."""
+
+    __slots__ = ("id", "method", "legacy", "session_id", "task")
+
+    def __init__(
+        self, request_id: str | int, method: str, legacy: bool, session_id: str | None
+    ) -> None:
+        self.id = request_id
+        self.method = method
+        self.legacy = legacy
+        self.session_id = session_id
+        self.task: asyncio.Task | None = None
+
+    @property
+    def what(self) -> str:
+        return f"{self.method} (request id {self.id!r})"
+
+
+class HttpClientTransport(ClientTransport):
+    """The client side of Streamable HTTP to the MCP endpoint ``url``.
+
+    ``headers`` go on every HTTP request; ``auth`` is an async hook returning more
+    (e.g. ``Authorization``), called before each one. ``http_client`` is used as given
+    and left open on ``close``; without it the transport makes (and closes) its own.
+    ``connect_timeout`` bounds connecting, and whole exchanges that expect no body
+    (notifications, DELETE); ``sse_read_timeout`` bounds silence while waiting for
+    a reply or reading a stream (our servers send keep-alives every 15 s).
+    """
+
+    kind = "http"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        auth: Callable[[], Awaitable[dict[str, str]]] | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        connect_timeout: float = 10.0,
+        sse_read_timeout: float = 300.0,
+    ) -> None:
+        self.url = url
+        self.name = f"HTTP server {url}"
+        # Lower-case names, so ours (and the session's) replace a user's, never duplicate.
+        self._headers = {k.lower(): v for k, v in (headers or {}).items()}
+        self._auth = auth
+        self._client = http_client
+        self._own_client = http_client is None
+        self._connect_timeout = connect_timeout
+        self._read_timeout = sse_read_timeout
+        self._events: TransportEvents | None = None
+        self._closed = False
+        self._session_id: str | None = None
+        self._legacy_version: str | None = None  # MCP-Protocol-Version of the session
+        self._authorization: str | None = self._headers.get("authorization")
+        self._exchanges: dict[str | int, _Exchange] = {}
+        self._listener: asyncio.Task | None = None
+        self._stream_timeout: Any = None
+        self._quick_timeout: Any = None
+
+    # -- ClientTransport -----------------------------------------------------------------
+    async def connect(self, events: TransportEvents) -> None:
+        """Prepare the HTTP client; no request is made (a dead server shows on the first send)."""
+        if self._closed:
+            raise ConnectionClosed(f"{self.name}: the transport is closed; make a new one")
+        import httpx
+
+        self._events = events
+        self._stream_timeout = httpx.Timeout(
+            connect=self._connect_timeout, read=self._read_timeout, write=self._read_timeout, pool=None
+        )
+        self._quick_timeout = httpx.Timeout(self._connect_timeout)
+        if self._client is None:
+            self._client = httpx.AsyncClient(follow_redirects=True)
+
+    async def send(self, outgoing: Outgoing) -> None:
+        if self._closed or self._events is None or self._client is None:
+            state = "closed" if self._closed else "not connected (call connect first)"
+            raise ConnectionClosed(f"{self.name}: the transport is {state}")
+        message = outgoing.message
+        if outgoing.legacy and "mcp-protocol-version" in outgoing.headers:
+            self._legacy_version = outgoing.headers["mcp-protocol-version"]
+        request_id = outgoing.request_id if outgoing.request_id is not None else message.get("id")
+        method = message.get("method")
+        if method is None or request_id is None:
+            # A notification, or a response to a handshake-era server request.
+            ok = await self._post_quiet(outgoing)
+            if ok and outgoing.legacy and method == "notifications/initialized":
+                self._start_listener()
+            return
+        exchange = _Exchange(request_id, method, outgoing.legacy, self._session_for(outgoing))
+        previous = self._exchanges.get(request_id)
+        if previous is not None and previous.task is not None:
+            previous.task.cancel()
+        self._exchanges[request_id] = exchange
+        exchange.task = asyncio.get_running_loop().create_task(self._exchange(exchange, outgoing))
+
+    async def cancel(self, request_id: str | int, reason: str | None = None) -> None:
+        """Close the request's stream; on a handshake-era session also send
+        ``notifications/cancelled`` (2025-11-25 cancellation; never for initialize)."""
+        exchange = self._exchanges.pop(request_id, None)
+        if exchange is not None and exchange.task is not None:
+            exchange.task.cancel()
+            await asyncio.wait({exchange.task}, timeout=_CLOSE_WAIT)
+        legacy = exchange.legacy if exchange is not None else self._session_id is not None
+        if self._closed or not legacy or (exchange is not None and exchange.method == "initialize"):
+            return
+        params: dict[str, Any] = {"requestId": request_id}
+        if reason:
+            params["reason"] = reason
+        headers = {"mcp-protocol-version": self._legacy_version} if self._legacy_version else {}
+        note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
+        await self._post_quiet(Outgoing(note, headers, legacy=True))
+
+    async def close(self) -> None:
+        """Cancel everything in flight, end the handshake session with DELETE, close."""
+        if self._closed:
+            return
+        self._closed = True
+        tasks = [e.task for e in self._exchanges.values() if e.task is not None]
+        if self._events is not None:
+            for exchange in self._exchanges.values():
+                gone = ConnectionClosed(f"{self.name}: the transport was closed during {exchange.what}")
+                self._events.request_failed(exchange.id, gone)
+        self._exchanges.clear()
+        if self._listener is not None:
+            tasks.append(self._listener)
+            self._listener = None
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=_CLOSE_WAIT)
+        client, session_id = self._client, self._session_id
+        self._session_id = None
+        if client is not None and session_id is not None:
+            await self._delete_session(client, session_id)
+        if client is not None and self._own_client:
+            try:
+                await asyncio.wait_for(client.aclose(), _CLOSE_WAIT)
+            except (OSError, asyncio.TimeoutError):
+                pass
+        self._client = None
+
+    def end_handshake_session(self) -> None:
+        self._session_id = None
+        if self._listener is not None:
+            self._listener.cancel()
+            self._listener = None
+
+    @property
+    def credential_key(self) -> str | None:
+        """A digest of the ``Authorization`` header in use (never the header itself)."""
+        if not self._authorization:
+            return None
+        return hashlib.sha256(self._authorization.encode()).hexdigest()[:32]
+
+    @property
+    def session_id(self) -> str | None:
+        """The handshake-era ``Mcp-Session-Id``, if the server assigned one."""
+        return self._session_id
+
+    # -- headers ---------------------------------------------------------------------------
+    async def _base_headers(self) -> dict[str, str]:
+        headers = dict(self._headers)
+        if self._auth is not None:
+            headers.update((k.lower(), v) for k, v in (await self._auth()).items())
+            self._authorization = headers.get("authorization")
+        return headers
+
+    def _session_for(self, outgoing: Outgoing) -> str | None:
+        # initialize starts a new session, so it never carries an old one.
+        if not outgoing.legacy or outgoing.message.get("method") == "initialize":
+            return None
+        return self._session_id
+
+    async def _post_headers(self, outgoing: Outgoing, session_id: str | None) -> dict[str, str]:
+        headers = await self._base_headers()
+        headers.update(outgoing.headers)
+        headers["content-type"] = "application/json"
+        headers["accept"] = _ACCEPT_BOTH
+        if session_id is not None:
+            headers["mcp-session-id"] = session_id
+        return headers
+
+    async def _get(self, session_id: str | None, last_id: str | None) -> Any:
+        """An unopened GET stream (``async with`` it) for a handshake session."""
+        assert self._client is not None
+        headers = await self._get_headers(session_id, last_id)
+        return self._client.stream("GET", self.url, headers=headers, timeout=self._stream_timeout)
+
+    async def _get_headers(self, session_id: str | None, last_id: str | None) -> dict[str, str]:
+        headers = await self._base_headers()
+        headers["accept"] = _SSE
+        if session_id is not None:
+            headers["mcp-session-id"] = session_id
+        if self._legacy_version is not None:
+            headers["mcp-protocol-version"] = self._legacy_version
+        if last_id is not None:
+            headers["last-event-id"] = last_id
+        return headers
+
+    # -- one request -------------------------------------------------------------------------
+    async def _exchange(self, exchange: _Exchange, outgoing: Outgoing) -> None:
+        import httpx
+
+        try:
+            failure = await self._post_request(exchange, outgoing)
+        except httpx.HTTPError as exc:
+            failure = ConnectionClosed(f"{self.name}: {exchange.what} failed: {_cause(exc)}")
+        except MCPError as exc:
+            failure = exc
+        except Exception as exc:  # our bug or the auth hook's: fail the request, not silently
+            log.exception("%s: %s failed unexpectedly", self.name, exchange.what)
+            failure = exc
+        finally:
+            if self._exchanges.get(exchange.id) is exchange:
+                del self._exchanges[exchange.id]
+        if failure is not None and self._events is not None:
+            self._events.request_failed(exchange.id, failure)
+
+    async def _post_request(self, exchange: _Exchange, outgoing: Outgoing) -> BaseException | None:
+        """POST one request and deliver its reply; the error to report, or None if answered."""
+        import httpx
+
+        assert self._client is not None
+        headers = await self._post_headers(outgoing, exchange.session_id)
+        stream = SSEParser()
+        broken = ""
+        body = encode(outgoing.message)
+        async with self._client.stream(
+            "POST", self.url, content=body, headers=headers, timeout=self._stream_timeout
+        ) as response:
+            if exchange.method == "initialize" and outgoing.legacy and response.is_success:
+                self._adopt_session(response.headers.get("mcp-session-id"))
+            if response.status_code == 404 and exchange.session_id is not None:
+                return self._expired(exchange.session_id, await _excerpt(response))
+            if not _is_sse(response):
+                reply = await _read(response, _MAX_BODY)
+                is_json = "json" in response.headers.get("content-type", "")
+                if is_json and self._deliver_body(reply, exchange.id):
+                    return None
+                status = response.status_code
+                return HttpStatusError(self.name, exchange.what, status, _clip(reply), response.headers)
+            try:
+                if await self._pump(response, stream, exchange.id):
+                    return None
+            except httpx.HTTPError as exc:  # broken mid-stream: like an early end
+                broken = f" ({_cause(exc)})"
+        if exchange.legacy and stream.last_id is not None:
+            return await self._resume(exchange, stream)
+        # 2026-07-28 has no resumption: a broken stream is a lost request (changelog).
+        return ConnectionClosed(
+            f"{self.name}: the SSE stream of {exchange.what} closed before the response{broken}"
+        )
+
+    async def _resume(self, exchange: _Exchange, stream: SSEParser) -> BaseException | None:
+        """Resume a handshake-era stream with GET and ``Last-Event-ID`` (2025-11-25,
+        Resumability and Redelivery), waiting the server's ``retry`` first each time."""
+        import httpx
+
+        assert self._client is not None
+        misses = 0
+        cause = "the server sent nothing new"
+        while misses < _RESUME_MISSES:
+            retry_ms = stream.retry_ms if stream.retry_ms is not None else _DEFAULT_RETRY_MS
+            await asyncio.sleep(retry_ms / 1000)
+            seen = stream.dispatched
+            get = await self._get(exchange.session_id, stream.last_id)
+            try:
+                async with get as response:
+                    if response.status_code == 404 and exchange.session_id is not None:
+                        return self._expired(exchange.session_id, await _excerpt(response))
+                    if not _is_sse(response):
+                        what, excerpt = f"resuming {exchange.what}", await _excerpt(response)
+                        return HttpStatusError(self.name, what, response.status_code, excerpt, response.headers)
+                    if await self._pump(response, stream, exchange.id):
+                        return None
+            except httpx.HTTPError as exc:
+                cause = _cause(exc)
+            misses = 0 if stream.dispatched > seen else misses + 1
+        return ConnectionClosed(
+            f"{self.name}: the SSE stream of {exchange.what} closed before the response, and "
+            f"{_RESUME_MISSES} attempts to resume it failed ({cause})"
+        )
+
+    async def _pump(
+        self, response: httpx.Response, stream: SSEParser, request_id: str | int | None
+    ) -> bool:
+        """Deliver a stream's messages; True once the response to ``request_id`` came."""
+        async for chunk in response.aiter_bytes():
+            for event, data in stream.feed(chunk):
+                if event != "message" or not data.strip():
+                    continue
+                try:
+                    message = decode(data)
+                except ProtocolError as exc:
+                    log.warning("%s: skipped an SSE event that is not JSON-RPC: %s", self.name, exc)
+                    continue
+                if self._deliver(message, request_id):
+                    return True
+        return False
+
+    def _deliver_body(self, body: bytes, request_id: str | int) -> bool:
+        """Deliver the messages of a JSON body; True if one answers ``request_id``."""
+        try:
+            obj = msgspec.json.decode(body)
+        except msgspec.DecodeError:
+            return False
+        answered = False
+        for item in obj if isinstance(obj, list) else [obj]:  # a list: a 2025-03-26 batch
+            try:
+                message = from_object(item)
+            except ProtocolError as exc:
+                log.warning("%s: skipped a reply that is not JSON-RPC: %s", self.name, exc)
+                continue
+            answered = self._deliver(message, request_id) or answered
+        return answered
+
+    def _deliver(self, message: Message, request_id: str | int | None) -> bool:
+        """Hand ``message`` to the session; True if it is the response to ``request_id``."""
+        assert self._events is not None
+        try:
+            self._events.message(message)
+        except Exception:
+            log.exception("%s: the session failed to take %r", self.name, message)
+        if type(message) is not Response or message.id is None:
+            return False
+        if message.id == request_id:
+            return True
+        # A response that came another way (a resumed or standalone stream): the
+        # request's own exchange has nothing left to wait for.
+        other = self._exchanges.pop(message.id, None)
+        if other is not None and other.task is not None:
+            other.task.cancel()
+        return False
+
+    # -- notifications and responses ---------------------------------------------------------
+    async def _post_quiet(self, outgoing: Outgoing) -> bool:
+        """POST a message that expects 202 and no reply; failures are only logged."""
+        import httpx
+
+        assert self._client is not None
+        message = outgoing.message
+        what = message.get("method") or f"the response to request {message.get('id')!r}"
+        session_id = self._session_for(outgoing)
+        try:
+            headers = await self._post_headers(outgoing, session_id)
+            response = await self._client.post(
+                self.url, content=encode(outgoing.message), headers=headers, timeout=self._quick_timeout
+            )
+        except httpx.HTTPError as exc:
+            log.warning("%s: sending %s failed: %s", self.name, what, _cause(exc))
+            return False
+        if response.status_code == 404 and session_id is not None:
+            self._expired(session_id, _clip(response.content))
+        if not response.is_success:
+            excerpt = _clip(response.content)
+            log.warning("%s: %s got HTTP %d: %s", self.name, what, response.status_code, excerpt)
+            return False
+        return True
+
+    # -- handshake-era sessions ---------------------------------------------------------------
+    def _adopt_session(self, value: str | None) -> None:
+        if value is None:
+            return
+        if value and all(0x21 <= ord(c) <= 0x7E for c in value):
+            self._session_id = value
+        else:
+            log.warning("%s: ignored an Mcp-Session-Id that is not visible ASCII: %r", self.name, value)
+
+    def _expired(self, session_id: str, excerpt: str) -> SessionExpired:
+        if self._session_id == session_id:
+            self.end_handshake_session()
+        detail = f" ({excerpt})" if excerpt else ""
+        return SessionExpired(
+            f"{self.name}: the handshake-era session {session_id} has ended or expired "
+            f"(HTTP 404{detail}); send initialize again"
+        )
+
+    def _start_listener(self) -> None:
+        if self._listener is None or self._listener.done():
+            self._listener = asyncio.get_running_loop().create_task(self._listen(self._session_id))
+
+    async def _listen(self, session_id: str | None) -> None:
+        """The standalone GET stream of a handshake session: server requests and
+        notifications unrelated to any request. Reconnects with backoff while the
+        session lasts; a 405 means the server offers none."""
+        import httpx
+
+        assert self._client is not None
+        stream = SSEParser()
+        backoff = 1.0
+        while not self._closed and self._session_id == session_id:
+            seen = stream.dispatched
+            try:
+                async with await self._get(session_id, stream.last_id) as response:
+                    if response.status_code == 405:
+                        log.debug("%s: no standalone GET stream (405)", self.name)
+                        return
+                    if response.status_code == 404 and session_id is not None:
+                        log.info("%s: the GET stream got 404: the session has ended", self.name)
+                        return
+                    if not _is_sse(response):
+                        log.warning("%s: the GET stream got HTTP %d", self.name, response.status_code)
+                    else:
+                        await self._pump(response, stream, None)
+            except httpx.HTTPError as exc:
+                log.info("%s: the GET stream broke: %s", self.name, _cause(exc))
+            except Exception as exc:  # the auth hook's: keep the loop, say why
+                log.warning("%s: the GET stream could not be opened: %s", self.name, _cause(exc))
+            retry = stream.retry_ms / 1000 if stream.retry_ms is not None else None
+            if stream.dispatched > seen:  # it worked for a while: reconnect as the server asks
+                backoff = 1.0
+                await asyncio.sleep(retry if retry is not None else backoff)
+            else:
+                await asyncio.sleep(max(retry or 0.0, backoff))
+                backoff = min(backoff * 2, _LISTEN_BACKOFF_MAX)
+
+    async def _delete_session(self, client: httpx.AsyncClient, session_id: str) -> None:
+        """End the session (2025-11-25: DELETE; the server may answer 405). Best effort."""
+        try:
+            headers = await asyncio.wait_for(self._get_headers(session_id, None), _CLOSE_WAIT)
+            headers.pop("accept", None)
+            await client.delete(self.url, headers=headers, timeout=_CLOSE_WAIT)
+        except Exception as exc:  # noqa: BLE001 - closing must not fail
+            log.debug("%s: DELETE of session %s failed: %s", self.name, session_id, _cause(exc))
+
+
+def _is_sse(response: httpx.Response) -> bool:
+    return response.is_success and response.headers.get("content-type", "").startswith(_SSE)
+
+
+def _cause(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _clip(body: bytes) -> str:
+    text = " ".join(body[: _EXCERPT * 4].decode("utf-8", "replace").split())
+    return text if len(text) <= _EXCERPT else text[: _EXCERPT - 1] + "…"
+
+
+async def _read(response: httpx.Response, limit: int) -> bytes:
+    """The body, or its first ``limit`` bytes (a huge body is not buffered whole)."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size >= limit:
+            break
+    return b"".join(chunks)
+
+
+async def _excerpt(response: httpx.Response) -> str:
+    return _clip(await _read(response, _EXCERPT * 4))

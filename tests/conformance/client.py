@@ -1,0 +1,144 @@
+"""The conformance client: what the MCP conformance suite runs to test our Client.
+
+    python tests/conformance/client.py URL
+
+The suite sets MCP_CONFORMANCE_SCENARIO (what to do), MCP_CONFORMANCE_PROTOCOL_VERSION
+(2026-07-28: stateless; earlier: the initialize handshake) and, for some scenarios,
+MCP_CONFORMANCE_CONTEXT (JSON). Each scenario below is written the way an application
+would use modelctx.Client; the suite checks what goes over the wire.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import sys
+from collections.abc import Awaitable, Callable
+
+from modelctx.client import Client, Elicitation
+
+Scenario = Callable[[Client], Awaitable[None]]
+SCENARIOS: dict[str, Scenario] = {}
+
+
+def scenario(*names: str) -> Callable[[Scenario], Scenario]:
+    def register(fn: Scenario) -> Scenario:
+        for name in names:
+            SCENARIOS[name] = fn
+        return fn
+
+    return register
+
+
+async def accept_with_defaults(request: Elicitation) -> dict:
+    # The client fills in the schema's defaults for fields left out (client/elicitation.mdx).
+    return {"action": "accept", "content": {}}
+
+
+async def confirm(request: Elicitation) -> dict:
+    return {"action": "accept", "content": {"confirmed": True}}
+
+
+@scenario("initialize", "json-schema-ref-no-deref")
+async def list_only(client: Client) -> None:
+    await client.tools()
+
+
+@scenario("tools_call")
+async def tools_call(client: Client) -> None:
+    await client.tools()
+    result = await client.call_tool("add_numbers", {"a": 1, "b": 2})
+    print(result.content[0].text)
+
+
+@scenario("elicitation-sep1034-client-defaults")
+async def elicitation_defaults(client: Client) -> None:
+    await client.tools()
+    await client.call_tool("test_client_elicitation_defaults", {})
+
+
+@scenario("sse-retry")
+async def sse_retry(client: Client) -> None:
+    await client.tools()
+    result = await client.call_tool("test_reconnection", {})
+    print(result.content[0].text if result.content else result)
+
+
+@scenario("request-metadata")
+async def request_metadata(client: Client) -> None:
+    await client.discover()
+    tools = await client.tools()
+    if tools:
+        await client.call_tool(tools[0].name, {})
+
+
+@scenario("sep-2322-client-request-state")
+async def request_state(client: Client) -> None:
+    await client.tools()
+    # The unrelated call runs while the echo-state flow is between rounds: state from one
+    # flow must never leak into another request.
+    await asyncio.gather(
+        client.call_tool("test_mrtr_echo_state", {}),
+        client.call_tool("test_mrtr_unrelated", {}),
+    )
+    await client.call_tool("test_mrtr_no_state", {})
+    await client.call_tool("test_mrtr_no_result_type", {})
+
+
+@scenario("http-standard-headers")
+async def standard_headers(client: Client) -> None:
+    tools = await client.tools()
+    for tool in tools:
+        await client.call_tool(tool.name, {})
+    for resource in await client.resources():
+        await client.read_resource(resource.uri)
+    for prompt in await client.prompts():
+        await client.get_prompt(prompt.name, {})
+
+
+@scenario("http-custom-headers")
+async def custom_headers(client: Client) -> None:
+    await client.tools()
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    for call in context.get("toolCalls", []):
+        await client.call_tool(call["name"], call.get("arguments") or {})
+
+
+@scenario("http-invalid-tool-headers")
+async def invalid_tool_headers(client: Client) -> None:
+    names = [tool.name for tool in await client.tools()]  # invalid tools are dropped here
+    if "valid_tool" in names:
+        await client.call_tool("valid_tool", {"region": "us-west1"})
+
+
+@scenario("json-schema-2020-12-preservation")
+async def schema_preservation(client: Client) -> None:
+    tools = {tool.name: tool for tool in await client.tools()}
+    schema = tools["json_schema_2020_12_tool"].input_schema
+    await client.call_tool("json_schema_echo", {"schema": schema})
+
+
+async def main(url: str) -> int:
+    name = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION", "2026-07-28")
+    run = SCENARIOS.get(name)
+    if run is None:
+        print(f"unknown scenario {name!r}; known: {', '.join(sorted(SCENARIOS))}", file=sys.stderr)
+        return 2
+    elicitation = confirm if name == "sep-2322-client-request-state" else accept_with_defaults
+    async with Client(
+        url,
+        mode="auto" if version == "2026-07-28" else "legacy",
+        client_info={"name": "modelctx-conformance-client", "version": "0.1.0"},
+        elicitation=elicitation,
+        timeout=20.0,
+    ) as client:
+        await run(client)
+    return 0
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    sys.exit(asyncio.run(main(sys.argv[1])))
