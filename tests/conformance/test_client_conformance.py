@@ -1,0 +1,47 @@
+"""The official MCP conformance suite against our Client (tests/conformance/client.py).
+
+The suite starts its own mock servers on localhost and runs
+``python tests/conformance/client.py URL`` once per scenario. A run passes when the
+suite's baseline comparison passes (baseline.yml lists the allowed failures, the
+authorization scenarios, with the reason) and no scenario outside ``auth/`` fails.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .test_server_conformance import BASELINE, _env, _suite_command
+
+CLIENT = Path(__file__).resolve().parent / "client.py"
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("version", ["2026-07-28", "2025-11-25"])
+def test_client_conformance(version: str) -> None:
+    command = [
+        *_suite_command(),
+        "client",
+        "--command",
+        f"{sys.executable} {CLIENT}",
+        "--suite",
+        "all",
+        "--spec-version",
+        version,
+        "--expected-failures",
+        str(BASELINE),
+    ]
+    out = subprocess.run(command, capture_output=True, text=True, env=_env(), timeout=540)
+    report = re.sub(r"\x1b\[[0-9;]*m", "", out.stdout + out.stderr)
+    summary = report[report.rfind("Total:") - 4000 :] if "Total:" in report else report[-4000:]
+    sys.stdout.write(f"\n--- client conformance {version} ---\n{summary}\n")
+    lines = [line for line in report.splitlines() if line.startswith(("✓", "✗"))]
+    failing = [line for line in lines if line.startswith("✗") and not line[2:].startswith("auth/")]
+    passing = [line for line in lines if line.startswith("✓")]
+    assert passing, f"no scenario passed; the suite said:\n{report[-3000:]}"
+    assert not failing, "client scenarios failing outside auth/:\n" + "\n".join(failing)
+    assert out.returncode == 0, f"the suite's baseline check failed:\n{summary}"
