@@ -1,0 +1,289 @@
+"""What every scenario shares: the two servers, their processes, and the wire messages.
+
+A scenario never starts a process itself: it asks ``Servers`` for one, and ``Servers``
+remembers every process it started so that ``close()`` (called by run.py in a
+``finally``, and again at exit) kills them all, whatever went wrong. Every wait here
+has a deadline: a server that hangs costs a bounded number of seconds and an error
+row, never a stuck benchmark.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+PYTHON = sys.executable
+MODELCTX_CLI = str(Path(PYTHON).with_name("modelctx"))
+
+PROTOCOL = "2026-07-28"
+IMPLS = ("modelctx", "official")
+
+#: How long a server may take to start (the official one imports for ~1 s cold).
+START_TIMEOUT = 20.0
+#: How long one answer may take before the scenario gives up.
+IO_TIMEOUT = 10.0
+
+
+class BenchError(Exception):
+    """A scenario could not measure: a server died, timed out or answered wrongly."""
+
+
+# -- wire messages ------------------------------------------------------------------
+
+_META = {
+    "io.modelcontextprotocol/protocolVersion": PROTOCOL,
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def echo_call(request_id: int, text: str = "hi") -> dict:
+    """A modern (2026-07-28) ``tools/call`` of ``echo``: no handshake, the envelope in ``_meta``."""
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": text}, "_meta": _META},
+    }
+
+
+def discover(request_id: int) -> dict:
+    meta = dict(_META, **{"io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0"}})
+    return {"jsonrpc": "2.0", "id": request_id, "method": "server/discover", "params": {"_meta": meta}}
+
+
+def line(message: dict) -> bytes:
+    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+
+
+def echo_call_template(text: str = "hi") -> bytes:
+    """``echo_call`` as a ``%d`` template for the id: building a request costs one format."""
+    return line(echo_call(123456789, text)).replace(b"123456789", b"%d", 1)
+
+
+HTTP_HEADERS = {
+    "Content-Type": "application/json",
+    "Accept": "application/json, text/event-stream",
+    "MCP-Protocol-Version": PROTOCOL,
+    "Mcp-Method": "tools/call",
+    "Mcp-Name": "echo",
+}
+
+
+def check_echo_response(raw: bytes | str | dict, request_id: int, text: str = "hi") -> None:
+    """Raise ``BenchError`` unless ``raw`` is the successful answer to ``echo_call(request_id, text)``."""
+    message = raw if isinstance(raw, dict) else json.loads(raw)
+    if message.get("id") != request_id or "result" not in message:
+        raise BenchError(f"expected the result for id {request_id}, got {str(raw)[:300]}")
+    result = message["result"]
+    content = result.get("content") or [{}]
+    if result.get("isError") or content[0].get("text") != text or result.get("resultType") != "complete":
+        raise BenchError(f"wrong echo result for id {request_id}: {str(raw)[:300]}")
+
+
+# -- processes ----------------------------------------------------------------------
+
+
+def stdio_command(impl: str) -> list[str]:
+    if impl == "modelctx":
+        return [MODELCTX_CLI, "serve", str(BENCH / "servers" / "modelctx_echo.py")]
+    if impl == "official":
+        return [PYTHON, str(BENCH / "servers" / "official_echo.py")]
+    raise ValueError(f"unknown implementation {impl!r}; expected one of {IMPLS}")
+
+
+def http_command(impl: str, port: int) -> list[str]:
+    if impl == "modelctx":
+        return stdio_command(impl) + ["--http", "--host", "127.0.0.1", "--port", str(port)]
+    if impl == "official":
+        return stdio_command(impl) + ["http", str(port)]
+    raise ValueError(f"unknown implementation {impl!r}; expected one of {IMPLS}")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Proc:
+    """A started server: the process and the file its stderr goes to."""
+
+    name: str
+    popen: subprocess.Popen
+    log_path: Path
+
+    def log_tail(self, chars: int = 1500) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-chars:]
+        except OSError:
+            return ""
+
+    def check_alive(self) -> None:
+        if self.popen.poll() is not None:
+            raise BenchError(
+                f"{self.name} exited with code {self.popen.returncode}; stderr tail:\n{self.log_tail()}"
+            )
+
+
+class Servers:
+    """Starts server processes and guarantees they are all killed."""
+
+    def __init__(self) -> None:
+        self._procs: list[Proc] = []
+        self._logdir = Path(tempfile.mkdtemp(prefix="modelctx-bench-"))
+        atexit.register(self.close)
+
+    def spawn(self, name: str, argv: list[str], *, stdio: bool, env: dict[str, str] | None = None) -> Proc:
+        """Start ``argv`` in its own process group; stderr goes to a log file, never to an
+        undrained pipe (a chatty server would block on it)."""
+        log_path = self._logdir / f"{name}-{len(self._procs)}.log"
+        with open(log_path, "wb") as log:
+            popen = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE if stdio else subprocess.DEVNULL,
+                stdout=subprocess.PIPE if stdio else subprocess.DEVNULL,
+                stderr=log,
+                cwd=REPO,
+                bufsize=0,
+                start_new_session=True,
+                env={**os.environ, **env} if env else None,
+                preexec_fn=_die_with_parent,
+            )
+        proc = Proc(name, popen, log_path)
+        self._procs.append(proc)
+        return proc
+
+    def stop(self, proc: Proc, grace: float = 2.0) -> None:
+        """Close its pipes, SIGTERM its group, SIGKILL after ``grace`` seconds."""
+        popen = proc.popen
+        for pipe in (popen.stdin, popen.stdout):
+            if pipe is not None:
+                try:
+                    pipe.close()
+                except OSError:
+                    pass
+        if popen.poll() is None:
+            _signal_group(popen, signal.SIGTERM)
+            try:
+                popen.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                _signal_group(popen, signal.SIGKILL)
+                try:
+                    popen.wait(timeout=5.0)
+                except subprocess.TimeoutExpired:
+                    pass
+        if proc in self._procs:
+            self._procs.remove(proc)
+
+    @property
+    def log_dir(self) -> Path:
+        return self._logdir
+
+    def close(self) -> None:
+        for proc in list(self._procs):
+            self.stop(proc, grace=1.0)
+
+    def remove_logs(self) -> None:
+        shutil.rmtree(self._logdir, ignore_errors=True)
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: on Linux, get SIGTERM if the benchmark itself is killed
+    (even by SIGKILL, when no ``finally`` runs), so no server outlives it."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _signal_group(popen: subprocess.Popen, signum: int) -> None:
+    # The group was created by start_new_session for this very child: its id is the pid.
+    try:
+        os.killpg(popen.pid, signum)
+    except (ProcessLookupError, PermissionError):
+        try:
+            popen.send_signal(signum)
+        except ProcessLookupError:
+            pass
+
+
+# -- stdio I/O with deadlines ---------------------------------------------------------
+
+
+class LineReader:
+    """Reads newline-terminated lines from a pipe, never waiting past a deadline."""
+
+    def __init__(self, proc: Proc) -> None:
+        self.proc = proc
+        self.fd = proc.popen.stdout.fileno()
+        self.buffer = b""
+
+    def read_chunk(self, timeout: float) -> bytes:
+        """Whatever the pipe has (at least one byte), waiting at most ``timeout`` seconds."""
+        ready, _, _ = select.select([self.fd], [], [], timeout)
+        if not ready:
+            self.proc.check_alive()
+            raise BenchError(f"{self.proc.name}: no output within {timeout:.1f} s")
+        chunk = os.read(self.fd, 1 << 16)
+        if not chunk:
+            self.proc.check_alive()
+            raise BenchError(f"{self.proc.name} closed stdout; stderr tail:\n{self.proc.log_tail()}")
+        return chunk
+
+    def readline(self, timeout: float = IO_TIMEOUT) -> bytes:
+        deadline = time.monotonic() + timeout
+        while True:
+            end = self.buffer.find(b"\n")
+            if end >= 0:
+                found, self.buffer = self.buffer[: end + 1], self.buffer[end + 1 :]
+                return found
+            self.buffer += self.read_chunk(max(0.0, deadline - time.monotonic()))
+
+
+def write_all(proc: Proc, data: bytes) -> None:
+    """Blocking write of a small message (a pipe holds 64 KiB, so this does not hang)."""
+    fd = proc.popen.stdin.fileno()
+    view = memoryview(data)
+    deadline = time.monotonic() + IO_TIMEOUT
+    while view:
+        _, ready, _ = select.select([], [fd], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            raise BenchError(f"{proc.name}: stdin did not accept input within {IO_TIMEOUT} s")
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            continue
+
+
+def request_response(proc: Proc, reader: LineReader, message: dict, timeout: float = IO_TIMEOUT) -> dict:
+    """Send one request and return the answer with its id (skipping notifications)."""
+    write_all(proc, line(message))
+    deadline = time.monotonic() + timeout
+    while True:
+        answer = json.loads(reader.readline(max(0.0, deadline - time.monotonic())))
+        if answer.get("id") == message["id"]:
+            return answer
+
+
+# -- statistics -----------------------------------------------------------------------
+
+
+def median(values: list[float]) -> float:
+    ordered = sorted(values)
+    n = len(ordered)
+    return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2

@@ -1,0 +1,232 @@
+"""Benchmark modelctx against the official MCP Python SDK (mcp==2.3.0).
+
+    python bench/run.py                  # everything, about 2-3 minutes
+    python bench/run.py --quick          # smaller counts and shorter loads, under a minute
+    python bench/run.py --only http --only startup
+    python bench/run.py --list
+
+Each scenario (bench/scenarios/) runs the same client against both servers, one after
+the other, and the table shows both figures and how many times better ours is. Results
+also go to a JSON file (``--out``, default /tmp/modelctx-bench/latest.json). Every server
+process is killed at the end, also on error or Ctrl-C. See bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import importlib.metadata
+import json
+import math
+import os
+import platform
+import shutil
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from harness import IMPLS, BenchError, Servers  # noqa: E402
+from scenarios import SCENARIOS, Context, Metric, Scenario  # noqa: E402
+
+DEFAULT_OUT = Path("/tmp/modelctx-bench/latest.json")
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def select(names: list[str]) -> list[Scenario]:
+    """Scenarios matching any of ``names``: a scenario name, a prefix of one, or a section."""
+    if not names:
+        return list(SCENARIOS)
+    wanted = [n.strip() for arg in names for n in arg.split(",") if n.strip()]
+    chosen = [s for s in SCENARIOS if any(s.name.startswith(n) or s.section == n for n in wanted)]
+    if not chosen:
+        known = ", ".join(s.name for s in SCENARIOS)
+        raise SystemExit(f"run.py: --only {','.join(wanted)} matches no scenario; known: {known}")
+    return chosen
+
+
+def speedup(metric: Metric, ours: float | None, official: float | None) -> float | None:
+    """How many times better ours is, in the metric's own direction."""
+    if not ours or not official:
+        return None
+    return ours / official if metric.higher_is_better else official / ours
+
+
+def fmt(value: float | None, unit: str) -> str:
+    if value is None:
+        return "error"
+    if unit in ("calls/s", "req/s"):
+        return f"{value:,.0f} {unit}"
+    if unit == "s":
+        return f"{value * 1e3:,.0f} ms" if value < 10 else f"{value:.1f} s"
+    if unit == "us":
+        return f"{value:,.1f} us"
+    return f"{value:,.2f} {unit}"
+
+
+def measure(scenario: Scenario, ctx: Context) -> dict:
+    results: dict[str, dict] = {}
+    for impl in IMPLS:
+        log(f"  {scenario.name} / {impl} ...")
+        started = time.perf_counter()
+        try:
+            results[impl] = scenario.run(ctx, impl)
+        except Exception as exc:  # noqa: BLE001 - one failed measurement must not stop the others
+            results[impl] = {"error": f"{type(exc).__name__}: {exc}"}
+            log(f"  {scenario.name} / {impl}: ERROR {exc}")
+            if not isinstance(exc, BenchError):
+                log(traceback.format_exc())
+        log(f"  {scenario.name} / {impl}: {time.perf_counter() - started:.1f} s")
+    rows = []
+    for metric in scenario.metrics:
+        ours = results.get("modelctx", {}).get(metric.key)
+        official = results.get("official", {}).get(metric.key)
+        times = speedup(metric, ours, official)
+        met = metric.target.met(ours, official, times) if metric.target else None
+        rows.append(
+            {
+                "metric": metric.key,
+                "label": metric.label,
+                "unit": metric.unit,
+                "higher_is_better": metric.higher_is_better,
+                "modelctx": ours,
+                "official": official,
+                "speedup": times,
+                "target": metric.target.describe(metric.unit) if metric.target else None,
+                "target_met": met,
+            }
+        )
+    return {"section": scenario.section, "description": scenario.description, "results": results, "rows": rows}
+
+
+def table(report: dict) -> str:
+    head = ("scenario", "modelctx", "official", "speedup", "target")
+    lines = []
+    for name, entry in report["scenarios"].items():
+        for row in entry["rows"]:
+            target = ""
+            if row["target"]:
+                verdict = {True: "PASS", False: "MISS", None: "n/a"}[row["target_met"]]
+                target = f"{row['target']}: {verdict}"
+            # Rounded down, so that a shown 10.0x never hides a miss of ">= 10x".
+            times = f"{math.floor(row['speedup'] * 10) / 10:.1f}x" if row["speedup"] is not None else "-"
+            lines.append((row["label"], fmt(row["modelctx"], row["unit"]), fmt(row["official"], row["unit"]), times, target))
+    widths = [max(len(str(x[i])) for x in [head, *lines]) for i in range(len(head))]
+
+    def render(cells) -> str:
+        return " | ".join(
+            str(c).ljust(w) if i in (0, 4) else str(c).rjust(w) for i, (c, w) in enumerate(zip(cells, widths))
+        ).rstrip()
+
+    out = [render(head), "-+-".join("-" * w for w in widths)]
+    out += [render(x) for x in lines]
+    out.append("speedup = times better for modelctx: ours/official for rates, official/ours for times.")
+    for name, entry in report["scenarios"].items():
+        for impl, result in entry["results"].items():
+            if "error" in result:
+                out.append(f"ERROR {name} / {impl}: {result['error'].splitlines()[0]}")
+            elif "load_generator" in result and impl == "modelctx":
+                out.append(f"{name}: load generator: {result['load_generator']}")
+    return "\n".join(out)
+
+
+def environment(wrk: str | None) -> dict:
+    def version(dist: str) -> str | None:
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "modelctx": version("modelctx"),
+        "mcp": version("mcp"),
+        "wrk": wrk,
+    }
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="smaller counts, shorter loads (< 1 min)")
+    parser.add_argument("--only", action="append", default=[], metavar="NAME",
+                        help="scenario name, prefix or section (repeatable, or comma-separated)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"JSON results (default {DEFAULT_OUT})")
+    parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    parser.add_argument("--official-log-level", metavar="LEVEL",
+                        help="run the official server at this log level instead of its default INFO")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    args = parser.parse_args(argv)
+
+    if args.list:
+        for s in SCENARIOS:
+            print(f"{s.name:22} [{s.section}] {s.description}")
+        return 0
+
+    wrk = shutil.which("wrk")
+    if wrk is None:
+        log("wrk not found: HTTP load falls back to a Python httpx load generator (far weaker)")
+    servers = Servers()
+    # SIGTERM ends the run like Ctrl-C does, so the finally below still kills the servers.
+    signal.signal(signal.SIGTERM, _interrupt)
+    ctx = Context(
+        servers=servers,
+        quick=args.quick,
+        log=log,
+        official_env={"MCP_BENCH_LOG_LEVEL": args.official_log_level} if args.official_log_level else {},
+        wrk=wrk,
+    )
+    report = {
+        "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "quick": args.quick,
+        "official_log_level": args.official_log_level or "INFO (SDK default)",
+        "environment": environment(wrk),
+        "scenarios": {},
+    }
+    load = os.getloadavg()[0]
+    report["load_before"] = round(load, 2)
+    if load > 0.5:
+        log(f"note: 1-minute load average is {load:.2f} before the run; other processes will add noise")
+    started = time.perf_counter()
+    try:
+        for scenario in select(args.only):
+            log(f"{scenario.name}: {scenario.description}")
+            report["scenarios"][scenario.name] = measure(scenario, ctx)
+    except KeyboardInterrupt:
+        log("interrupted: stopping the servers")
+        return 130
+    finally:
+        servers.close()
+    report["seconds"] = round(time.perf_counter() - started, 1)
+    report["load_after"] = round(os.getloadavg()[0], 2)
+
+    print(table(report))
+    print(
+        f"(total {report['seconds']} s{', --quick' if args.quick else ''}; load average before "
+        f"{report['load_before']}, after {report['load_after']}; JSON: {args.out})"
+    )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+
+    errors = any("error" in r for e in report["scenarios"].values() for r in e["results"].values())
+    if errors:
+        print(f"server logs (stderr of every server started): {servers.log_dir}")
+    else:
+        servers.remove_logs()
+    missed = any(row["target_met"] is False for e in report["scenarios"].values() for row in e["rows"])
+    return 1 if errors or (args.strict and missed) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

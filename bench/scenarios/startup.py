@@ -1,0 +1,90 @@
+"""Start-up cost: spawn to first answer, and the import alone.
+
+``ready``: time from spawning the stdio server (``modelctx serve FILE`` through the
+installed console script; ``python official_echo.py``) to reading the answer to a
+``server/discover`` written right after the spawn (the pipe holds it until the server
+reads). Median of several runs after one unmeasured run that warms the OS file cache
+and writes any stale .pyc files.
+
+``import``: ``python -X importtime -c 'import modelctx'`` against ``import mcp``; the
+cumulative time of the package's own top-level line, median of three runs. Python's own
+start-up (encodings, site) is excluded, so this is the package's cost only.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+
+from harness import (
+    PYTHON,
+    REPO,
+    START_TIMEOUT,
+    BenchError,
+    LineReader,
+    discover,
+    median,
+    request_response,
+    stdio_command,
+)
+
+from . import Context, Metric, Scenario, Target
+
+PACKAGE = {"modelctx": "modelctx", "official": "mcp"}
+
+
+def spawn_to_ready(ctx: Context, impl: str) -> float:
+    env = ctx.official_env if impl == "official" else {}
+    start = time.perf_counter()
+    proc = ctx.servers.spawn(f"{impl}-startup", stdio_command(impl), stdio=True, env=env)
+    try:
+        answer = request_response(proc, LineReader(proc), discover(1), timeout=START_TIMEOUT)
+        elapsed = time.perf_counter() - start
+        if "result" not in answer or "supportedVersions" not in answer["result"]:
+            raise BenchError(f"{impl}: bad server/discover answer {answer}")
+        return elapsed
+    finally:
+        ctx.servers.stop(proc)
+
+
+def import_ms(package: str) -> float:
+    try:
+        done = subprocess.run(
+            [PYTHON, "-X", "importtime", "-c", f"import {package}"],
+            capture_output=True, text=True, timeout=30, cwd=REPO,
+        )
+    except subprocess.TimeoutExpired:
+        raise BenchError(f"import {package} took over 30 s") from None
+    if done.returncode != 0:
+        raise BenchError(f"import {package} failed:\n{done.stderr[-1500:]}")
+    m = re.search(rf"^import time:\s+\d+ \|\s+(\d+) \| {re.escape(package)}$", done.stderr, re.M)
+    if not m:
+        raise BenchError(f"no top-level importtime line for {package}")
+    return int(m.group(1)) / 1e3
+
+
+def run(ctx: Context, impl: str) -> dict:
+    runs = ctx.pick(7, 3)
+    spawn_to_ready(ctx, impl)  # unmeasured: warms caches, compiles .pyc
+    ready = [spawn_to_ready(ctx, impl) for _ in range(runs)]
+    imports = [import_ms(PACKAGE[impl]) for _ in range(3)]
+    return {
+        "ready_s": median(ready),
+        "ready_min_s": min(ready),
+        "ready_max_s": max(ready),
+        "import_ms": median(imports),
+        "runs": runs,
+    }
+
+
+SCENARIO = Scenario(
+    name="startup",
+    section="server",
+    description="stdio spawn -> first server/discover answer (median); import time of the package",
+    metrics=(
+        Metric("ready_s", "import-to-ready (stdio)", "s", False, Target("ours_below", 0.15)),
+        Metric("import_ms", "import (-X importtime)", "ms", False),
+    ),
+    run=run,
+)
