@@ -221,7 +221,7 @@ class Dispatcher:
         peer.open_session(session)
         result: dict[str, Any] = {
             "protocolVersion": version,
-            "capabilities": self.server.capabilities(handshake=True),
+            "capabilities": self.server.capabilities(),
             "serverInfo": self.server.info,
         }
         if self.server.instructions:

@@ -87,7 +87,7 @@ async def discover(call: Call) -> dict[str, Any]:
     server = call.server
     result: dict[str, Any] = {
         "supportedVersions": list(server.config.versions),
-        "capabilities": server.capabilities(handshake=False),
+        "capabilities": server.capabilities(),
     }
     if server.instructions:
         result["instructions"] = server.instructions
@@ -364,7 +364,7 @@ async def subscriptions_listen(call: Call) -> dict[str, Any]:
     if not isinstance(wanted, dict):
         raise InvalidParams("Invalid params: subscriptions/listen needs notifications (an object)")
     server = call.server
-    caps = server.capabilities(handshake=False)
+    caps = server.capabilities()
     agreed: dict[str, Any] = {}
     for flag, kind in (
         ("toolsListChanged", "tools"),

@@ -266,7 +266,7 @@ class Server:
         self._publish(Event("closing"))
 
     # -- capabilities ------------------------------------------------------------------
-    def capabilities(self, handshake: bool) -> dict[str, Any]:
+    def capabilities(self) -> dict[str, Any]:
         """Only what is really served (server/discover.mdx)."""
         registry = self._registry
         caps: dict[str, Any] = {"logging": {}}
@@ -280,16 +280,18 @@ class Server:
             caps["tools"] = {"listChanged": True}
         return caps
 
-    _NEEDS = {
-        "tools": "tools",
-        "prompts": "prompts",
-        "resources": "resources",
-        "completion": "completions",
-    }
-
     def _serves(self, method: str) -> bool:
-        need = self._NEEDS.get(method.split("/", 1)[0])
-        return need is None or need in self.capabilities(handshake=False)
+        """Is the capability behind ``method`` served? (Checked on every request.)"""
+        registry = self._registry
+        if method.startswith("tools/"):
+            return bool(registry.tools)
+        if method.startswith("resources/"):
+            return bool(registry.resources or registry.templates)
+        if method.startswith("prompts/"):
+            return bool(registry.prompts)
+        if method.startswith("completion/"):
+            return self._completions
+        return True
 
     # -- handshake sessions --------------------------------------------------------------
     def _start_session_listener(self, session: HandshakeSession) -> None:
