@@ -35,6 +35,7 @@ from ..errors import (
     MCPError,
     MissingRequiredClientCapability,
     ProtocolError,
+    SessionExpired,
     UnsupportedProtocolVersion,
 )
 from ..protocol import _meta
@@ -421,15 +422,23 @@ class Client:
         """
         extra: dict[str, Any] = {}
         delay = 0.05
-        version_retries = 2
+        retries = 2
         for round_number in range(self._options.max_rounds + 1):
             try:
                 result = await self.session.request(method, {**params, **extra}, **kwargs)
             except UnsupportedProtocolVersion as exc:
                 # Retry with a version from data.supported (basic/versioning.mdx).
-                if not self.session.modern or version_retries == 0 or not self._adopt_supported(exc):
+                if not self.session.modern or retries == 0 or not self._adopt_supported(exc):
                     raise
-                version_retries -= 1
+                retries -= 1
+                result = await self.session.request(method, {**params, **extra}, **kwargs)
+            except SessionExpired:
+                # The server forgot our handshake session (HTTP 404): the client MUST
+                # initialize again (2025-11-25 transports.mdx), then the call is re-sent.
+                if self.session.modern or retries == 0:
+                    raise
+                retries -= 1
+                await self._initialize()
                 result = await self.session.request(method, {**params, **extra}, **kwargs)
             kind = result.get("resultType", "complete")  # absent: an older server; complete
             if kind == "complete":
