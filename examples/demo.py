@@ -1,57 +1,42 @@
-"""The README demo: serve examples/weather_server.py, list its tools and call one.
+"""The README demo: examples/weather_server.py served for real, used by modelctx.Client.
 
-It starts the server twice, as real processes: over stdio (pipes) and over Streamable
-HTTP on 127.0.0.1, and speaks 2026-07-28 to both with plain JSON-RPC so every message
-on the wire is visible.
+The server runs twice as its own process: over stdio (pipes) and over Streamable HTTP
+on 127.0.0.1. Against each, the client negotiates the protocol (2026-07-28 via
+server/discover), lists the tools, calls one with a progress callback, reads a resource
+and gets a prompt. Then the same client code talks to the server in the handshake era
+(initialize, 2025-11-25), to show both eras are served.
 """
 
 from __future__ import annotations
 
-import json
+import asyncio
 import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
+from modelctx.client import Client
+
 SERVER = str(Path(__file__).with_name("weather_server.py"))
-VERSION = "2026-07-28"
-META = {
-    "io.modelcontextprotocol/protocolVersion": VERSION,
-    "io.modelcontextprotocol/clientCapabilities": {},
-    "io.modelcontextprotocol/clientInfo": {"name": "modelctx-demo", "version": "0.1.0"},
-}
 
 
-def request(id: int, method: str, **params) -> dict:
-    return {"jsonrpc": "2.0", "id": id, "method": method, "params": {**params, "_meta": META}}
+async def tour(client: Client, label: str) -> None:
+    print(f"\n=== {label}: protocol {client.protocol_version}, server {client.server_info}")
+    for tool in await client.tools():
+        print(f"  tool {tool.name}: {tool.description}")
 
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        print(f"  progress {done}/{total}: {message}")
 
-def show(title: str, message: dict) -> None:
-    print(f"\n== {title}")
-    print(json.dumps(message, indent=2)[:1500])
-
-
-def over_stdio() -> None:
-    print("\n#### stdio: modelctx serve examples/weather_server.py")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "modelctx", "serve", SERVER],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    )
-    try:
-        for msg in (
-            request(1, "server/discover"),
-            request(2, "tools/list"),
-            request(3, "tools/call", name="forecast", arguments={"city": "Lisbon"}),
-        ):
-            proc.stdin.write(json.dumps(msg).encode() + b"\n")
-            proc.stdin.flush()
-            show(f"{msg['method']} ->", json.loads(proc.stdout.readline()))
-    finally:
-        proc.stdin.close()
-        proc.wait(timeout=10)
+    result = await client.call_tool("forecast", {"city": "Oslo", "unit": "F"}, progress=progress)
+    print(f"  forecast(Oslo, F) -> {result.structured_content}")
+    failed = await client.call_tool("forecast", {"city": "Atlantis"})
+    print(f"  forecast(Atlantis) -> isError={failed.is_error}: {failed.content[0].text}")
+    cities = await client.read_resource("weather://cities")
+    print(f"  weather://cities -> {cities.contents[0]['text']}")
+    prompt = await client.get_prompt("plan_trip", {"city": "Lisbon"})
+    print(f"  prompt plan_trip -> {prompt.messages[0].content.text}")
 
 
 def free_port() -> int:
@@ -60,57 +45,39 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def post(url: str, message: dict) -> dict:
-    headers = {
-        "Content-Type": "application/json",
-        "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": VERSION,
-        "Mcp-Method": message["method"],
-    }
-    if "name" in message["params"]:
-        headers["Mcp-Name"] = message["params"]["name"]
-    req = urllib.request.Request(url, json.dumps(message).encode(), headers)
-    with urllib.request.urlopen(req, timeout=10) as response:
-        body = response.read().decode()
-    if response.headers.get("content-type", "").startswith("text/event-stream"):
-        # The last SSE event is the result; earlier ones were progress.
-        data = [line[6:] for line in body.splitlines() if line.startswith("data: ")]
-        return json.loads(data[-1])
-    return json.loads(body)
+def wait_for_port(port: int, deadline: float = 15.0) -> None:
+    end = time.monotonic() + deadline
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > end:
+                raise SystemExit(f"the HTTP server did not start within {deadline:g} s") from None
+            time.sleep(0.05)
 
 
-def over_http() -> None:
+async def main() -> None:
+    command = [sys.executable, "-m", "modelctx", "serve", SERVER]
+    async with Client(command) as client:
+        await tour(client, "stdio (modern)")
+    async with Client(command, mode="legacy") as client:
+        await tour(client, "stdio (handshake era)")
+
     port = free_port()
-    print(f"\n#### Streamable HTTP: modelctx serve examples/weather_server.py --http --port {port}")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "modelctx", "serve", SERVER, "--http", "--port", str(port)]
-    )
-    url = f"http://127.0.0.1:{port}/mcp"
+    http = subprocess.Popen([*command, "--http", "--port", str(port)])
     try:
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise SystemExit("the HTTP server did not start within 15 s")
-                time.sleep(0.05)
-        show("tools/list ->", post(url, request(1, "tools/list")))
-        show(
-            "tools/call forecast(city='Oslo', unit='F') ->",
-            post(url, request(2, "tools/call", name="forecast", arguments={"city": "Oslo", "unit": "F"})),
-        )
-        show(
-            "tools/call forecast(city='Atlantis') ->",
-            post(url, request(3, "tools/call", name="forecast", arguments={"city": "Atlantis"})),
-        )
+        wait_for_port(port)
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with Client(url) as client:
+            await tour(client, f"HTTP {url} (modern)")
+        async with Client(url, mode="legacy") as client:
+            await tour(client, f"HTTP {url} (handshake era)")
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        http.terminate()
+        http.wait(timeout=10)
+    print("\nDone: one server, two transports, two eras, one client API.")
 
 
 if __name__ == "__main__":
-    over_stdio()
-    over_http()
-    print("\nDone: both transports listed and called the tools of one server.")
+    asyncio.run(main())
