@@ -257,6 +257,15 @@ async def test_elicitation_sep1330_enums(ctx: Context) -> str:
     return f"Elicitation completed: action={result.action}, content={json.dumps(result.content)}"
 
 
+@server.tool(description="Closes the SSE stream mid-call; the result arrives after the client reconnects")
+async def test_reconnection(ctx: Context) -> str:
+    # SEP-1699 polling (scenario server-sse-polling): the POST stream ends with a priming
+    # event; the client gets the result with GET and Last-Event-ID.
+    await ctx.close_sse_stream(retry_ms=500)
+    await asyncio.sleep(0.1)
+    return "Reconnection test completed: the result arrived after the stream was closed"
+
+
 # -- tools of the modern era ----------------------------------------------------------------
 @server.tool
 async def test_missing_capability(ctx: Context) -> str:

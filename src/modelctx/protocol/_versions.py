@@ -50,6 +50,7 @@ class Feature(enum.Enum):
     ICONS = "icons on implementations and primitives"
     SAMPLING_TOOLS = "tools in sampling requests"
     LEGACY_TASKS = "the tasks capability of 2025-11-25"
+    SSE_POLLING = "a server may close an SSE reply early; the client resumes with Last-Event-ID"
 
 
 _MODERN = frozenset(
@@ -73,6 +74,7 @@ _HANDSHAKE_2025_11_25 = _HANDSHAKE_2025_06_18 | {
     Feature.ICONS,
     Feature.SAMPLING_TOOLS,
     Feature.LEGACY_TASKS,
+    Feature.SSE_POLLING,
 }
 
 _FEATURES: dict[str, frozenset[Feature]] = {

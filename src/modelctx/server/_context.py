@@ -11,6 +11,9 @@ roots). Asking works the same in both eras:
   with side effects, or make that work idempotent (basic/patterns/mrtr.mdx).
 * handshake era: the question goes to the client as a JSON-RPC request on the same
   connection and the handler waits for the answer (with a deadline).
+
+A handshake-era handler on Streamable HTTP may also end its SSE response early with
+``close_sse_stream`` and let the client poll for the rest (2025-11-25, SEP-1699).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import InvalidParams, MissingRequiredClientCapability
 from ..protocol import _meta
@@ -41,6 +44,15 @@ __all__ = [
 ]
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class ResponseStream(Protocol):
+    """The transport's hold on a request's response stream, where it can be closed
+    early (handshake-era Streamable HTTP only)."""
+
+    async def close(self, retry_ms: int) -> None:
+        """End the response now; keep the request's later messages for the client to
+        fetch after ``retry_ms``."""
 
 
 class InputRequired(BaseException):
@@ -84,6 +96,7 @@ class Call:
         "answers",
         "asked",
         "principal",
+        "stream",
     )
 
     def __init__(
@@ -99,6 +112,7 @@ class Call:
         send: Send,
         session: HandshakeSession | None = None,
         principal: Any = None,
+        stream: ResponseStream | None = None,
     ) -> None:
         self.server = server
         self.id = id
@@ -111,6 +125,7 @@ class Call:
         self.send = send
         self.session = session
         self.principal = principal
+        self.stream = stream
         meta = params.get("_meta")
         self.progress_token = meta.get(_meta.PROGRESS_TOKEN) if isinstance(meta, dict) else None
         self.log_rank: int | None = None
@@ -205,6 +220,26 @@ class Context:
 
     async def error(self, data: Any, logger: str | None = None) -> None:
         await self.log("error", data, logger)
+
+    # -- the response stream -------------------------------------------------------
+    async def close_sse_stream(self, retry_ms: int = 1000) -> None:
+        """End this request's SSE response now; the handler runs on (SEP-1699 polling).
+
+        On a handshake-era Streamable HTTP session the response ends with a priming
+        event (an event id, empty data and ``retry: retry_ms``). Later progress, logs,
+        server requests and the result are kept, with event ids, until the client
+        reconnects with GET and ``Last-Event-ID`` (2025-11-25 basic/transports.mdx,
+        Resumability and Redelivery). Use it to free a connection during long work.
+
+        Everywhere else (stdio, in-process, 2025-06-18 sessions, 2026-07-28 requests,
+        which have no resumption) it does nothing, as it does when the stream is already closed or
+        the session keeps as many resumable streams as it may.
+        """
+        if isinstance(retry_ms, bool) or not isinstance(retry_ms, int) or retry_ms < 0:
+            raise ValueError(f"retry_ms must be a non-negative int (milliseconds), not {retry_ms!r}")
+        stream = self._call.stream
+        if stream is not None and has(self._call.version, Feature.SSE_POLLING):
+            await stream.close(retry_ms)
 
     # -- asking the client -------------------------------------------------------
     async def ask(self, requests: dict[str, InputRequest]) -> dict[str, Any]:

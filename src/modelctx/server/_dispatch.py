@@ -4,7 +4,9 @@ Theory of operation. A transport decodes a message and calls ``Dispatcher.handle
 with a ``Peer`` (what the transport knows about the other side: its handshake session
 if any, the authenticated principal) and ``send``, a coroutine that delivers messages
 related to this request (progress, logs, listen events, handshake-era server
-requests). The era is decided per request (basic/versioning.mdx):
+requests) and, on handshake-era HTTP, ``stream``: the hold on the request's response
+stream that ``Context.close_sse_stream`` uses. The era is decided per request
+(basic/versioning.mdx):
 
 1. ``initialize`` opens a handshake session on the peer;
 2. a request whose ``params._meta`` names a protocol version is modern and is served
@@ -41,7 +43,7 @@ from ..protocol._versions import (
     SUPPORTED_VERSIONS,
     negotiate_handshake,
 )
-from ._context import Call
+from ._context import Call, ResponseStream
 from ._session import HandshakeSession
 
 if TYPE_CHECKING:
@@ -122,10 +124,12 @@ class Dispatcher:
             "requests carry it on every request; older clients send initialize first)"
         )
 
-    async def handle(self, request: Request, peer: Peer, send: Send) -> dict[str, Any] | None:
+    async def handle(
+        self, request: Request, peer: Peer, send: Send, stream: ResponseStream | None = None
+    ) -> dict[str, Any] | None:
         """The response to ``request``, or ``None`` when it must not be answered."""
         try:
-            result = await self._handle(request, peer, send)
+            result = await self._handle(request, peer, send, stream)
         except ProtocolError as exc:
             return error_response(request.id, exc)
         except asyncio.CancelledError:
@@ -135,7 +139,9 @@ class Dispatcher:
             return error_response(request.id, InternalError("Internal error"))
         return None if result is None else result_response(request.id, result)
 
-    async def _handle(self, request: Request, peer: Peer, send: Send) -> dict[str, Any] | None:
+    async def _handle(
+        self, request: Request, peer: Peer, send: Send, stream: ResponseStream | None
+    ) -> dict[str, Any] | None:
         method = request.method
         if method == "initialize":
             meta = request.params.get("_meta")
@@ -165,6 +171,7 @@ class Dispatcher:
             send,
             session,
             peer.principal,
+            None if modern else stream,  # 2026-07-28 has no resumable streams
         )
         if modern:
             level = request.params["_meta"].get(_meta.LOG_LEVEL)

@@ -47,6 +47,9 @@ class HandshakeSession:
         self._ids = itertools.count(1)
         self.listener: asyncio.Task | None = None
         self.http_stream_open = False  # an HTTP GET stream is attached
+        # Responses ended early that the client may resume with GET and Last-Event-ID,
+        # by stream id, oldest first (transports/http.py keeps and bounds them).
+        self.streams: dict[str, Any] = {}
 
     def touch(self) -> None:
         self.last_seen = time.monotonic()
@@ -89,3 +92,6 @@ class HandshakeSession:
             task.cancel()
         if self.listener is not None:
             self.listener.cancel()
+        for stream in self.streams.values():
+            stream.end()  # a client resuming it gets what is kept, then the end
+        self.streams.clear()

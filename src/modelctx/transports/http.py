@@ -19,6 +19,20 @@ The reply is one JSON body unless the handler sends something before its result
 (progress, a log message, a listen event, a handshake-era server request): the first
 such message turns the reply into an SSE stream that the result then ends. A client
 that disconnects cancels its request (the spec's HTTP cancellation).
+
+Polling (2025-11-25 Resumability and Redelivery, SEP-1699; handshake sessions only,
+2026-07-28 has no event ids). A handler's ``Context.close_sse_stream`` ends the SSE
+reply with a priming event (``id: <stream>:0``, ``retry:``, empty ``data:``); from
+then on the client leaving is no longer cancellation, and the request's later
+messages are kept in the session as events ``<stream>:1``, ``<stream>:2``...
+(``KeptStream``). A GET with ``Last-Event-ID`` naming a kept stream replays what follows
+that id, then follows the stream until its response. Any other ``Last-Event-ID``
+(unknown, evicted, another session's) is ignored and the GET opens the standalone
+stream as without one: the spec lets a server not replay, and 404 would tell the
+client its session has ended. A session keeps at most ``_KEPT_STREAMS`` streams
+(finished ones are dropped oldest first; when all are still running, closing is
+declined and the reply stays open) of at most ``_KEPT_EVENTS`` events each (the
+oldest are dropped; the response, being last, is always kept); they end with it.
 """
 
 from __future__ import annotations
@@ -42,8 +56,21 @@ from ..protocol import _meta
 from ..protocol._framing import SSE_KEEPALIVE, sse_event
 from ..protocol._headers import check_headers, header_paths
 from ..protocol._jsonrpc import Notification, Request, Response, decode, encode, error_response
-from ._tuning import settle_heap
 from ..protocol._versions import HANDSHAKE_VERSIONS, HTTP_DEFAULT_LEGACY_VERSION, MODERN_VERSIONS
+from ._asgi import (
+    KEEPALIVE_SECONDS,
+    SSE_HEADERS,
+    ASGISend,
+    Receive,
+    Scope,
+    read_body,
+    send_empty,
+    send_json,
+    send_plain,
+    wait_disconnect,
+)
+from ._sse_resume import KeptStream, kept_after, resume
+from ._tuning import settle_heap
 
 # MCP-Protocol-Version values that mean the handshake era (and its sessions).
 _HANDSHAKE_HEADER_VERSIONS = frozenset((*HANDSHAKE_VERSIONS, HTTP_DEFAULT_LEGACY_VERSION, "2024-11-05"))
@@ -52,18 +79,7 @@ __all__ = ["HttpApp", "serve_http"]
 
 log = logging.getLogger("modelctx.http")
 
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-ASGISend = Callable[[dict[str, Any]], Awaitable[None]]
-
-_JSON = [(b"content-type", b"application/json")]
-_SSE = [
-    (b"content-type", b"text/event-stream"),
-    (b"cache-control", b"no-cache"),
-    (b"x-accel-buffering", b"no"),
-]
 _LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
-_KEEPALIVE_SECONDS = 15.0
 
 
 def _host_name(value: str) -> str:
@@ -156,20 +172,20 @@ class HttpApp:
     async def _http(self, scope: Scope, receive: Receive, send: ASGISend) -> None:
         path = scope["path"].rstrip("/") or "/"
         if path != self.path:
-            await _plain(send, 404, b"Not Found")
+            await send_plain(send, 404, b"Not Found")
             return
         headers = {k.decode("latin-1"): v.decode("latin-1").strip(" \t") for k, v in scope["headers"]}
         refusal = self._guard(headers)
         if refusal is not None:
             status, message = refusal
-            await _json(send, status, error_response(None, InvalidRequest(message)))
+            await send_json(send, status, error_response(None, InvalidRequest(message)))
             return
         principal = None
         if self.authenticate is not None:
             try:
                 principal = await self.authenticate(scope)
             except PermissionError as exc:
-                await _plain(
+                await send_plain(
                     send, 401, str(exc).encode() or b"Unauthorized", [(b"www-authenticate", b"Bearer")]
                 )
                 return
@@ -181,7 +197,7 @@ class HttpApp:
         elif method == "DELETE":
             await self._delete(headers, send)
         else:
-            await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST, GET, DELETE")])
+            await send_plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST, GET, DELETE")])
 
     def _guard(self, headers: dict[str, str]) -> tuple[int, str] | None:
         """DNS-rebinding protection (basic/transports/streamable-http.mdx, Security)."""
@@ -204,15 +220,15 @@ class HttpApp:
     ) -> None:
         length = headers.get("content-length")
         if length is not None and length.isdigit() and int(length) > self.max_body:
-            await _json(send, 413, error_response(None, InvalidRequest(self._too_large())))
+            await send_json(send, 413, error_response(None, InvalidRequest(self._too_large())))
             return
-        body = await _read_body(receive, self.max_body)
+        body = await read_body(receive, self.max_body)
         if body is None:
-            await _json(send, 413, error_response(None, InvalidRequest(self._too_large())))
+            await send_json(send, 413, error_response(None, InvalidRequest(self._too_large())))
             return
         content_type = headers.get("content-type", "application/json")
         if "json" not in content_type:
-            await _json(
+            await send_json(
                 send,
                 415,
                 error_response(None, InvalidRequest("Content-Type must be application/json")),
@@ -221,16 +237,16 @@ class HttpApp:
         try:
             message = decode(body)
         except ProtocolError as exc:
-            await _json(send, 400, error_response(exc.request_id, exc))
+            await send_json(send, 400, error_response(exc.request_id, exc))
             return
         try:
             session = self._era(message, headers)
         except ProtocolError as exc:
             status = exc.http_status if exc.http_status != 200 else 400
-            await _json(send, status, error_response(getattr(message, "id", None), exc))
+            await send_json(send, status, error_response(getattr(message, "id", None), exc))
             return
         except _UnknownSession:
-            await _json(
+            await send_json(
                 send,
                 404,
                 error_response(
@@ -244,12 +260,12 @@ class HttpApp:
         elif type(message) is Notification:
             peer = _Peer(self, session, principal)
             self.server.dispatcher.notification(message.method, message.params, peer)
-            await _empty(send, 202)
+            await send_empty(send, 202)
         else:
             assert type(message) is Response
             if session is None or not session.deliver(message):
                 log.debug("ignored a response to an unknown request id %r", message.id)
-            await _empty(send, 202)
+            await send_empty(send, 202)
 
     def _too_large(self) -> str:
         return f"Request body too large: the limit is {self.max_body} bytes"
@@ -354,17 +370,19 @@ class HttpApp:
         principal: Any,
     ) -> None:
         peer = _Peer(self, session, principal)
-        stream = _Reply(send)
         extra: list[tuple[bytes, bytes]] = []
         # The handler runs inline in this task; a watcher cancels it if the client goes
         # away (closing the stream is the cancellation, streamable-http.mdx). One extra
         # task per request instead of two.
         guard = _CancelGuard(asyncio.current_task())
+        stream = _Reply(send, session, guard)
         watcher = asyncio.get_running_loop().create_task(guard.watch(receive))
         if session is not None:
             session.inflight[request.id] = guard
         try:
-            response = await self.server.dispatcher.handle(request, peer, stream.event)
+            response = await self.server.dispatcher.handle(
+                request, peer, stream.event, stream if session is not None else None
+            )
         except asyncio.CancelledError:
             if not guard.requested:
                 raise  # the server is shutting down: not ours to swallow
@@ -385,21 +403,21 @@ class HttpApp:
             if stream.started:
                 await stream.finish(None)
             else:
-                await _empty(send, 202)
+                await send_empty(send, 202)
+            return
+        if stream.started:
+            await stream.finish(response)
             return
         if peer.session is not None and request.method == "initialize":
             extra.append((b"mcp-session-id", peer.session.id.encode()))
         if response is None:
-            await _empty(send, 202)
-            return
-        if stream.started:
-            await stream.finish(response)
+            await send_empty(send, 202)
             return
         status = 200
         error = response.get("error")
         if error is not None and session is None:
             status = _status_for(error)
-        await _json(send, status, response, extra)
+        await send_json(send, status, response, extra)
 
     # -- GET and DELETE (handshake era only) -------------------------------------------------
     async def _get(self, headers: dict[str, str], receive: Receive, send: ASGISend) -> None:
@@ -407,14 +425,18 @@ class HttpApp:
         session_id = headers.get("mcp-session-id")
         if session_id is None or "text/event-stream" not in accept and accept:
             # 2026-07-28 has no GET stream: 405 (streamable-http.mdx, Backward Compatibility).
-            await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
+            await send_plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
             return
         session = self._sessions.get(session_id)
-        if session is None or session.closed:
-            await _plain(send, 404, b"Session not found")
+        if session is None or session.closed or self._expired(session):
+            await send_plain(send, 404, b"Session not found")
+            return
+        kept, after = kept_after(session, headers.get("last-event-id"))
+        if kept is not None:
+            await resume(session, kept, after, receive, send)
             return
         if session.http_stream_open:
-            await _plain(send, 409, b"A stream is already open for this session")
+            await send_plain(send, 409, b"A stream is already open for this session")
             return
         queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(1024)
 
@@ -425,13 +447,13 @@ class HttpApp:
 
         session.outbound = outbound
         session.http_stream_open = True
-        await send({"type": "http.response.start", "status": 200, "headers": _SSE})
-        watcher = asyncio.ensure_future(_wait_disconnect(receive))
+        await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+        watcher = asyncio.ensure_future(wait_disconnect(receive))
         try:
             while not watcher.done() and not session.closed:
                 getter = asyncio.ensure_future(queue.get())
                 done, _ = await asyncio.wait(
-                    (getter, watcher), timeout=_KEEPALIVE_SECONDS, return_when=asyncio.FIRST_COMPLETED
+                    (getter, watcher), timeout=KEEPALIVE_SECONDS, return_when=asyncio.FIRST_COMPLETED
                 )
                 if getter in done:
                     await send(
@@ -457,14 +479,14 @@ class HttpApp:
     async def _delete(self, headers: dict[str, str], send: ASGISend) -> None:
         session_id = headers.get("mcp-session-id")
         if session_id is None:
-            await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
+            await send_plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
             return
         session = self._sessions.pop(session_id, None)
         if session is None:
-            await _plain(send, 404, b"Session not found")
+            await send_plain(send, 404, b"Session not found")
             return
         session.close()
-        await _empty(send, 200)
+        await send_empty(send, 200)
 
     # -- sessions ----------------------------------------------------------------------------
     def _expired(self, session: Any) -> bool:
@@ -494,13 +516,14 @@ class _CancelGuard:
     notifications/cancelled, and remembers that it did, so the cancellation is told
     apart from a server shutdown."""
 
-    __slots__ = ("task", "requested", "disconnected", "running")
+    __slots__ = ("task", "requested", "disconnected", "running", "detached")
 
     def __init__(self, task: asyncio.Task | None) -> None:
         self.task = task
         self.requested = False
         self.disconnected = False
         self.running = True
+        self.detached = False  # the reply was closed early: a disconnect is expected
 
     def cancel(self, msg: Any = None) -> None:
         if self.running and not self.requested and self.task is not None:
@@ -508,8 +531,8 @@ class _CancelGuard:
             self.task.cancel()
 
     async def watch(self, receive: Receive) -> None:
-        await _wait_disconnect(receive)
-        if self.running:
+        await wait_disconnect(receive)
+        if self.running and not self.detached:
             self.disconnected = True
             self.cancel()
 
@@ -520,25 +543,38 @@ class _CancelGuard:
 
 
 class _Reply:
-    """The reply to one POST: JSON until the handler sends early, then SSE."""
+    """The reply to one POST: JSON until the handler sends early, then SSE.
 
-    __slots__ = ("_send", "started", "closed", "_lock", "_keepalive")
+    On a handshake session it is also the request's ``ResponseStream``: ``close``
+    ends the SSE early and sends the rest to a ``KeptStream`` stream of the session.
+    """
 
-    def __init__(self, send: ASGISend) -> None:
+    __slots__ = ("_send", "started", "closed", "_lock", "_keepalive", "_session", "_guard", "_kept")
+
+    def __init__(self, send: ASGISend, session: Any = None, guard: _CancelGuard | None = None) -> None:
         self._send = send
         self.started = False
         self.closed = False
         self._lock: asyncio.Lock | None = None
         self._keepalive: asyncio.Task | None = None
+        self._session = session
+        self._guard = guard
+        self._kept: KeptStream | None = None
+
+    async def _start(self) -> None:
+        self.started = True
+        self._lock = asyncio.Lock()
+        await self._send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+        self._keepalive = asyncio.ensure_future(self._ping())
 
     async def event(self, message: dict[str, Any]) -> None:
+        if self._kept is not None:
+            self._kept.add(message)
+            return
         if self.closed:
             return
         if not self.started:
-            self.started = True
-            self._lock = asyncio.Lock()
-            await self._send({"type": "http.response.start", "status": 200, "headers": _SSE})
-            self._keepalive = asyncio.ensure_future(self._ping())
+            await self._start()
         assert self._lock is not None
         async with self._lock:
             await self._send(
@@ -549,7 +585,7 @@ class _Reply:
         assert self._lock is not None
         try:
             while not self.closed:
-                await asyncio.sleep(_KEEPALIVE_SECONDS)
+                await asyncio.sleep(KEEPALIVE_SECONDS)
                 async with self._lock:
                     await self._send(
                         {"type": "http.response.body", "body": SSE_KEEPALIVE, "more_body": True}
@@ -558,6 +594,11 @@ class _Reply:
             return
 
     async def finish(self, response: dict[str, Any] | None) -> None:
+        if self._kept is not None:
+            if response is not None:
+                self._kept.add(response)
+            self._kept.end()
+            return
         self.closed = True
         if self._keepalive is not None:
             self._keepalive.cancel()
@@ -565,6 +606,31 @@ class _Reply:
         async with self._lock:
             body = sse_event(encode(response)) if response is not None else b""
             await self._send({"type": "http.response.body", "body": body, "more_body": False})
+
+    async def close(self, retry_ms: int) -> None:
+        """End the SSE reply with a priming event and keep what follows (SEP-1699)."""
+        session = self._session
+        if self.closed or session is None or session.closed:
+            return
+        kept = KeptStream.open(session)
+        if kept is None:
+            log.debug("session %s: every resumable stream is in use; the reply stays open", session.id)
+            return
+        # From here the client leaving is the polling, not a cancellation.
+        if self._guard is not None:
+            self._guard.detached = True
+        self.closed = True
+        self._kept = kept
+        try:
+            if not self.started:
+                await self._start()
+            assert self._keepalive is not None and self._lock is not None
+            self._keepalive.cancel()
+            priming = kept.priming(retry_ms)
+            async with self._lock:
+                await self._send({"type": "http.response.body", "body": priming, "more_body": False})
+        except OSError:
+            pass  # the client is already gone; it can still resume
 
 
 def _status_for(error: dict[str, Any]) -> int:
@@ -574,56 +640,6 @@ def _status_for(error: dict[str, Any]) -> int:
     if code in (-32020, -32021, -32022, -32700, -32600):
         return 400
     return 200
-
-
-async def _read_body(receive: Receive, limit: int) -> bytes | None:
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return b""
-        chunk = message.get("body", b"")
-        if chunk:
-            size += len(chunk)
-            if size > limit:
-                return None
-            chunks.append(chunk)
-        if not message.get("more_body", False):
-            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
-
-
-async def _wait_disconnect(receive: Receive) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return
-
-
-async def _json(
-    send: ASGISend, status: int, message: dict[str, Any], extra: list[tuple[bytes, bytes]] | None = None
-) -> None:
-    body = encode(message)
-    headers = _JSON + [(b"content-length", str(len(body)).encode())]
-    if extra:
-        headers += extra
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
-
-
-async def _plain(
-    send: ASGISend, status: int, text: bytes, extra: list[tuple[bytes, bytes]] | None = None
-) -> None:
-    headers = [(b"content-type", b"text/plain"), (b"content-length", str(len(text)).encode())]
-    if extra:
-        headers += extra
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": text})
-
-
-async def _empty(send: ASGISend, status: int) -> None:
-    await send({"type": "http.response.start", "status": status, "headers": [(b"content-length", b"0")]})
-    await send({"type": "http.response.body", "body": b""})
 
 
 def serve_http(

@@ -1,0 +1,367 @@
+"""SSE polling and resumability on handshake-era Streamable HTTP sessions.
+
+2025-11-25 basic/transports.mdx, Resumability and Redelivery and SEP-1699 (DIGEST §2.6):
+a handler's ``ctx.close_sse_stream`` ends its POST reply with a priming event (an
+``id``, empty ``data`` and ``retry``); the rest of the request is delivered when the
+client reconnects with GET and ``Last-Event-ID``. 2026-07-28 has no event ids at all.
+
+The servers are real ``modelctx serve --http`` subprocesses; the tests use raw httpx,
+and one uses our own ``Client``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from conftest import DEADLINE, HttpServer, McpHttp, request
+from modelctx import Context, Server
+from modelctx.client import Client
+from modelctx.transports._sse_resume import KEPT_EVENTS as _KEPT_EVENTS, KEPT_STREAMS as _KEPT_STREAMS
+
+LEGACY = "2025-11-25"
+FIXTURE = Path(__file__).parent / "conformance" / "everything_server.py"
+
+SERVER_FILE = '''
+import asyncio
+
+from modelctx import Context, Server
+
+server = Server("resumability-tests", version="0")
+
+
+@server.tool
+async def poll(ctx: Context, notes: int = 0, pause_ms: int = 0, early: bool = False) -> str:
+    """Close the SSE stream, send notes, pause, answer."""
+    if early:
+        await ctx.info("before the close")
+    await ctx.close_sse_stream(retry_ms=250)
+    for i in range(notes):
+        await ctx.info(f"note {i}")
+    await asyncio.sleep(pause_ms / 1000)
+    return f"polled {notes}"
+'''
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory) -> Iterator[HttpServer]:
+    root = tmp_path_factory.mktemp("resumability")
+    path = root / "poll_server.py"
+    path.write_text(SERVER_FILE)
+    process = HttpServer(path, root / "server.log")
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def http(server) -> Iterator[McpHttp]:
+    client = McpHttp(server)
+    yield client
+    client.close()
+
+
+# -- helpers ----------------------------------------------------------------------------------
+class Session:
+    """A handshake-era session on ``http``: initialize, then raw requests in it."""
+
+    def __init__(self, http: McpHttp) -> None:
+        self.http = http
+        opened = http.post(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": LEGACY,
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "0"},
+                },
+            }
+        )
+        self.id = opened.headers["mcp-session-id"]
+        self.headers = {"mcp-session-id": self.id, "mcp-protocol-version": LEGACY}
+        assert self.post({"jsonrpc": "2.0", "method": "notifications/initialized"}).status_code == 202
+
+    def post(self, message: dict[str, Any]) -> Any:
+        return self.http.post(message, headers=self.headers)
+
+    def poll(self, id: int, **arguments: Any) -> Any:
+        return self.post(call(id, **arguments))
+
+    def get(self, last_event_id: str | None = None) -> Any:
+        headers = {**self.headers, "accept": "text/event-stream"}
+        if last_event_id is not None:
+            headers["last-event-id"] = last_event_id
+        return self.http.client.get(self.http.url, headers=headers)
+
+    def stream(self, last_event_id: str | None = None) -> Any:
+        """A GET left open (``with`` it): for the standalone stream."""
+        headers = {**self.headers, "accept": "text/event-stream"}
+        if last_event_id is not None:
+            headers["last-event-id"] = last_event_id
+        return self.http.client.stream("GET", self.http.url, headers=headers)
+
+
+def call(id: int, **arguments: Any) -> dict[str, Any]:
+    """A handshake-era tools/call of ``poll``."""
+    params = {"name": "poll", "arguments": arguments}
+    return {"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}
+
+
+def events(text: str) -> list[dict[str, Any]]:
+    """The SSE events of a body as field dicts; ``data`` decoded when not empty."""
+    parsed = []
+    for block in text.replace("\r\n", "\n").split("\n\n"):
+        fields: dict[str, Any] = {}
+        for line in block.split("\n"):
+            if not line or line.startswith(":"):
+                continue
+            name, _, value = line.partition(":")
+            fields[name] = value.removeprefix(" ")
+        if fields:
+            if fields.get("data"):
+                fields["data"] = json.loads(fields["data"])
+            parsed.append(fields)
+    return parsed
+
+
+def priming_of(response: Any) -> dict[str, Any]:
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/event-stream")
+    *_, last = events(response.text)
+    assert "retry" in last
+    return last
+
+
+# -- the priming event ------------------------------------------------------------------------
+def test_closing_the_stream_ends_the_reply_with_one_priming_event(http):
+    session = Session(http)
+
+    reply = session.poll(1, pause_ms=50)
+
+    assert reply.status_code == 200
+    assert reply.headers["content-type"].startswith("text/event-stream")
+    [priming] = events(reply.text)
+    stream_id, _, n = priming["id"].rpartition(":")
+    assert stream_id and n == "0"
+    assert priming["retry"] == "250"
+    assert priming["data"] == ""  # an event with an id and empty data (SEP-1699)
+
+
+def test_events_sent_before_the_close_come_first_and_the_priming_event_last(http):
+    session = Session(http)
+
+    reply = session.poll(1, early=True)
+
+    before, priming = events(reply.text)
+    assert before["data"]["params"]["data"] == "before the close"
+    assert "id" not in before
+    assert priming["id"].endswith(":0") and priming["data"] == ""
+
+
+# -- resuming with GET and Last-Event-ID --------------------------------------------------------
+def test_get_with_the_priming_id_delivers_the_rest_with_ids_and_ends_at_the_result(http):
+    session = Session(http)
+    priming = priming_of(session.poll(1, notes=2))
+    stream_id = priming["id"].rsplit(":", 1)[0]
+
+    resumed = session.get(priming["id"])
+
+    assert resumed.status_code == 200
+    assert resumed.headers["content-type"].startswith("text/event-stream")
+    got = events(resumed.text)
+    assert [e["id"] for e in got] == [f"{stream_id}:1", f"{stream_id}:2", f"{stream_id}:3"]
+    assert [e["data"]["params"]["data"] for e in got[:2]] == ["note 0", "note 1"]
+    assert got[2]["data"] == {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "result": {"content": [{"type": "text", "text": "polled 2"}]},
+    }
+
+
+def test_a_later_last_event_id_replays_only_what_follows_it(http):
+    session = Session(http)
+    priming = priming_of(session.poll(1, notes=3))
+    stream_id = priming["id"].rsplit(":", 1)[0]
+    session.get(priming["id"])  # wait for the request to end
+
+    resumed = session.get(f"{stream_id}:2")
+
+    assert [e["id"] for e in events(resumed.text)] == [f"{stream_id}:3", f"{stream_id}:4"]
+
+
+def test_a_client_that_resumes_before_the_result_waits_for_it(http):
+    session = Session(http)
+    priming = priming_of(session.poll(7, pause_ms=400))  # the POST is over; the handler runs on
+
+    resumed = session.get(priming["id"])
+
+    [result] = events(resumed.text)
+    assert result["data"]["id"] == 7
+    assert result["data"]["result"]["content"] == [{"type": "text", "text": "polled 0"}]
+
+
+def test_a_client_that_drops_the_connection_after_the_priming_event_does_not_cancel(http):
+    """Once the server closed the stream, the client leaving is polling, not cancellation."""
+    session = Session(http)
+    with httpx.Client(timeout=DEADLINE) as once:  # its own connection, closed at once
+        reply = once.post(
+            http.url,
+            json=call(4, pause_ms=300),
+            headers={**http.headers_for(None), **session.headers},
+        )
+    priming = priming_of(reply)
+
+    resumed = session.get(priming["id"])
+
+    assert events(resumed.text)[-1]["data"]["result"]["content"] == [{"type": "text", "text": "polled 0"}]
+
+
+def test_notifications_cancelled_after_the_close_ends_the_kept_stream_without_a_result(http):
+    session = Session(http)
+    priming = priming_of(session.poll(3, pause_ms=10_000))
+
+    cancelled = session.post(
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}}
+    )
+    resumed = session.get(priming["id"])
+
+    assert cancelled.status_code == 202
+    assert resumed.status_code == 200
+    assert events(resumed.text) == []
+
+
+def test_an_unknown_last_event_id_opens_the_standalone_stream(http):
+    """The server may decline to replay; a 404 would mean the session has ended."""
+    session = Session(http)
+
+    with session.stream("no-such-stream:3") as standalone:
+        assert standalone.status_code == 200
+        assert standalone.headers["content-type"].startswith("text/event-stream")
+        second = session.get("no-such-stream:3")
+
+    assert second.status_code == 409  # the standalone stream is already open
+
+
+def test_the_standalone_stream_without_last_event_id_still_works_beside_a_resumption(http):
+    session = Session(http)
+    priming = priming_of(session.poll(1, pause_ms=100))
+
+    with session.stream() as standalone:
+        resumed = session.get(priming["id"])
+        assert standalone.status_code == 200
+
+    assert events(resumed.text)[-1]["data"]["id"] == 1
+
+
+def test_another_sessions_event_id_is_not_replayed(http):
+    mine, theirs = Session(http), Session(http)
+    priming = priming_of(theirs.poll(1))
+
+    with mine.stream(priming["id"]) as standalone:
+        assert standalone.status_code == 200  # the standalone stream, not their replay
+        assert mine.get(priming["id"]).status_code == 409
+
+
+# -- 2026-07-28 has no resumption ---------------------------------------------------------------
+def test_modern_requests_never_carry_event_ids_or_priming_events(http):
+    log_level = {"io.modelcontextprotocol/logLevel": "info"}
+    message = request(5, "tools/call", {"name": "poll", "arguments": {"notes": 2}}, **log_level)
+
+    reply = http.post(message)
+
+    assert reply.status_code == 200
+    assert reply.headers["content-type"].startswith("text/event-stream")
+    got = events(reply.text)
+    assert all("id" not in e and "retry" not in e for e in got)
+    assert [e["data"]["params"]["data"] for e in got[:2]] == ["note 0", "note 1"]
+    assert got[-1]["data"]["id"] == 5 and got[-1]["data"]["result"]["resultType"] == "complete"
+
+
+def test_a_modern_request_without_notifications_stays_plain_json(http):
+    reply = http.post(request(6, "tools/call", {"name": "poll", "arguments": {}}))
+
+    assert reply.headers["content-type"] == "application/json"
+    assert reply.json()["result"]["content"] == [{"type": "text", "text": "polled 0"}]
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_without_handshake_era_http_closing_the_stream_does_nothing(mode):
+    """In-process (and stdio) there is no SSE stream to close: the call just answers."""
+    server = Server("in-process", version="0")
+
+    @server.tool
+    async def poll(ctx: Context) -> str:
+        await ctx.close_sse_stream()
+        return "polled"
+
+    async def main() -> Any:
+        async with Client(server, mode=mode, timeout=DEADLINE) as client:
+            return await client.call_tool("poll", {})
+
+    assert asyncio.run(main()).content[0].text == "polled"
+
+
+# -- memory stays bounded -----------------------------------------------------------------------
+def test_a_kept_stream_holds_only_its_latest_events_and_always_the_result(http):
+    session = Session(http)
+    notes = _KEPT_EVENTS + 10
+    priming = priming_of(session.poll(1, notes=notes))
+    stream_id = priming["id"].rsplit(":", 1)[0]
+
+    got = events(session.get(priming["id"]).text)
+
+    assert len(got) == _KEPT_EVENTS
+    assert got[0]["id"] == f"{stream_id}:{notes + 1 - _KEPT_EVENTS + 1}"
+    assert got[-1]["id"] == f"{stream_id}:{notes + 1}"
+    assert got[-1]["data"]["result"]["content"] == [{"type": "text", "text": f"polled {notes}"}]
+
+
+def test_a_session_keeps_a_few_streams_and_drops_the_oldest_finished_one(http):
+    session = Session(http)
+    primings = [priming_of(session.poll(i)) for i in range(1, _KEPT_STREAMS + 2)]
+    newest = session.get(primings[-1]["id"])  # also waits for that request to end
+
+    with session.stream() as standalone:
+        assert standalone.status_code == 200
+        dropped = session.get(primings[0]["id"])  # now an unknown id: the standalone stream
+        kept = session.get(primings[1]["id"])
+
+    assert dropped.status_code == 409
+    assert events(kept.text)[-1]["data"]["id"] == 2
+    assert events(newest.text)[-1]["data"]["id"] == _KEPT_STREAMS + 1
+
+
+def test_when_every_kept_stream_is_running_the_reply_simply_stays_open(http):
+    session = Session(http)
+    for i in range(1, _KEPT_STREAMS + 1):
+        priming_of(session.poll(i, pause_ms=3000))
+
+    reply = session.poll(99, notes=1)
+
+    got = events(reply.text)
+    assert all("id" not in e and "retry" not in e for e in got)
+    assert got[-1]["data"]["id"] == 99
+
+
+# -- our own client ------------------------------------------------------------------------------
+def test_our_legacy_client_gets_the_result_of_test_reconnection(tmp_path):
+    fixture = HttpServer(FIXTURE, tmp_path / "fixture.log")
+
+    async def main() -> Any:
+        async with Client(fixture.url, mode="legacy", timeout=DEADLINE) as client:
+            assert client.modern is False
+            return await client.call_tool("test_reconnection", {})
+
+    try:
+        result = asyncio.run(main())
+    finally:
+        fixture.stop()
+    assert result.content[0].text.startswith("Reconnection test completed")
+    assert not result.is_error
