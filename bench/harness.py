@@ -5,6 +5,11 @@ remembers every process it started so that ``close()`` (called by run.py in a
 ``finally``, and again at exit) kills them all, whatever went wrong. Every wait here
 has a deadline: a server that hangs costs a bounded number of seconds and an error
 row, never a stuck benchmark.
+
+Client benchmarks run a client in a subprocess (``client_driver.py``) that starts its
+own stdio server, in a session of its own, out of reach of a signal to the driver's
+group. So ``Servers`` makes this process a child subreaper (Linux): whatever a driver
+leaves behind is re-parented here, and ``stop``/``close`` kill and reap it.
 """
 
 from __future__ import annotations
@@ -145,6 +150,7 @@ class Servers:
     def __init__(self) -> None:
         self._procs: list[Proc] = []
         self._logdir = Path(tempfile.mkdtemp(prefix="modelctx-bench-"))
+        self._subreaper = _become_subreaper()
         atexit.register(self.close)
 
     def spawn(self, name: str, argv: list[str], *, stdio: bool, env: dict[str, str] | None = None) -> Proc:
@@ -188,6 +194,32 @@ class Servers:
                     pass
         if proc in self._procs:
             self._procs.remove(proc)
+        self.kill_orphans()
+
+    def kill_orphans(self, grace: float = 1.0) -> list[int]:
+        """Kill the processes that were re-parented to us (a stdio server whose client
+        driver died or left it running): SIGTERM their groups, SIGKILL after ``grace``,
+        reap them. Returns their pids. A no-op where we are no subreaper."""
+        if not self._subreaper:
+            return []
+        tracked = {p.popen.pid for p in self._procs}
+        orphans = [pid for pid in _children(os.getpid()) if pid not in tracked]
+        for pid in orphans:
+            _kill_tree(pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        alive = list(orphans)
+        while alive:
+            alive = [pid for pid in alive if not _reaped(pid)]
+            if not alive or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+        for pid in alive:
+            _kill_tree(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 5.0
+        while alive and time.monotonic() < deadline:
+            alive = [pid for pid in alive if not _reaped(pid)]
+            time.sleep(0.02)
+        return orphans
 
     @property
     def log_dir(self) -> Path:
@@ -196,6 +228,7 @@ class Servers:
     def close(self) -> None:
         for proc in list(self._procs):
             self.stop(proc, grace=1.0)
+        self.kill_orphans()
 
     def remove_logs(self) -> None:
         shutil.rmtree(self._logdir, ignore_errors=True)
@@ -209,6 +242,55 @@ def _die_with_parent() -> None:
 
         PR_SET_PDEATHSIG = 1
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _become_subreaper() -> bool:
+    """Make orphaned descendants our children (PR_SET_CHILD_SUBREAPER, Linux >= 3.4)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    PR_SET_CHILD_SUBREAPER = 36
+    return ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+
+
+def _children(pid: int) -> list[int]:
+    """The pids whose parent is ``pid``, read from /proc."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 1 and int(fields[1]) == pid:
+            found.append(int(entry))
+    return found
+
+
+def _kill_tree(pid: int, signum: int) -> None:
+    """Signal ``pid``'s process group when it leads one (servers start in their own
+    session), else ``pid`` alone."""
+    try:
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, signum)
+        else:
+            os.kill(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _reaped(pid: int) -> bool:
+    """Reap ``pid`` if it has exited; True once it is gone."""
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return done == pid
 
 
 def _signal_group(popen: subprocess.Popen, signum: int) -> None:
@@ -287,3 +369,51 @@ def median(values: list[float]) -> float:
     ordered = sorted(values)
     n = len(ordered)
     return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+
+
+# -- client drivers -------------------------------------------------------------------
+
+CLIENT_DRIVER = BENCH / "client_driver.py"
+
+
+def run_client_driver(
+    servers: Servers,
+    name: str,
+    client: str,
+    *,
+    stdio_server: str | None = None,
+    url: str | None = None,
+    calls: int,
+    seconds: float,
+    warmup: int,
+    in_flight: int = 1,
+    deadline: float = 60.0,
+    env: dict[str, str] | None = None,
+) -> dict:
+    """Run ``client_driver.py`` in its own process (its own imports and event loop) and
+    return the figures it prints; ``BenchError`` with its stderr tail if it fails.
+
+    The driver bounds itself by ``deadline``; we wait ``deadline`` + 20 s for its answer,
+    then kill it (and, through ``Servers.stop``, any stdio server it left behind)."""
+    argv = [PYTHON, str(CLIENT_DRIVER), "--client", client]
+    argv += ["--stdio-server", stdio_server] if stdio_server else ["--url", url]
+    argv += [
+        "--calls", str(calls), "--seconds", str(seconds), "--warmup", str(warmup),
+        "--in-flight", str(in_flight), "--deadline", str(deadline),
+    ]  # fmt: skip
+    proc = servers.spawn(name, argv, stdio=True, env=env)
+    try:
+        answer = LineReader(proc).readline(timeout=deadline + 20)
+        try:
+            proc.popen.wait(timeout=10.0)  # let it close its client and exit on its own
+        except subprocess.TimeoutExpired:
+            pass
+        try:
+            result = json.loads(answer)
+        except ValueError:
+            raise BenchError(f"{name}: not a JSON answer: {answer[:300]!r}") from None
+        if "error" in result:
+            raise BenchError(f"{name}: {result['error']}\nstderr tail:\n{proc.log_tail()}")
+        return result
+    finally:
+        servers.stop(proc)

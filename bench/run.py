@@ -1,12 +1,15 @@
 """Benchmark modelctx against the official MCP Python SDK (mcp==2.3.0).
 
-    python bench/run.py                  # everything, about 2-3 minutes
-    python bench/run.py --quick          # smaller counts and shorter loads, under a minute
+    python bench/run.py                  # everything, about 2.5 minutes
+    python bench/run.py --quick          # smaller counts and shorter loads, about a minute
     python bench/run.py --only http --only startup
+    python bench/run.py --only client    # the client matrices only
     python bench/run.py --list
 
-Each scenario (bench/scenarios/) runs the same client against both servers, one after
-the other, and the table shows both figures and how many times better ours is. Results
+Each server scenario (bench/scenarios/) runs the same client against both servers, one
+after the other, and the table shows both figures and how many times better ours is.
+The client scenarios run our client and the official client against both servers (each
+client run in its own subprocess) and print the 2x2 matrix with its ratios. Results
 also go to a JSON file (``--out``, default /tmp/modelctx-bench/latest.json). Every server
 process is killed at the end, also on error or Ctrl-C. See bench/README.md.
 """
@@ -30,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import IMPLS, BenchError, Servers  # noqa: E402
-from scenarios import SCENARIOS, Context, Metric, Scenario  # noqa: E402
+from scenarios import SCENARIOS, ClientRun, Context, Metric, Scenario  # noqa: E402
 
 DEFAULT_OUT = Path("/tmp/modelctx-bench/latest.json")
 
@@ -72,17 +75,24 @@ def fmt(value: float | None, unit: str) -> str:
 
 def measure(scenario: Scenario, ctx: Context) -> dict:
     results: dict[str, dict] = {}
-    for impl in IMPLS:
-        log(f"  {scenario.name} / {impl} ...")
-        started = time.perf_counter()
-        try:
-            results[impl] = scenario.run(ctx, impl)
-        except Exception as exc:  # noqa: BLE001 - one failed measurement must not stop the others
-            results[impl] = {"error": f"{type(exc).__name__}: {exc}"}
-            log(f"  {scenario.name} / {impl}: ERROR {exc}")
-            if not isinstance(exc, BenchError):
-                log(traceback.format_exc())
-        log(f"  {scenario.name} / {impl}: {time.perf_counter() - started:.1f} s")
+    try:
+        for impl in scenario.impls:
+            log(f"  {scenario.name} / {impl} ...")
+            started = time.perf_counter()
+            try:
+                results[impl] = scenario.run(ctx, impl)
+            except Exception as exc:  # noqa: BLE001 - one failed measurement must not stop the others
+                results[impl] = {"error": f"{type(exc).__name__}: {exc}"}
+                log(f"  {scenario.name} / {impl}: ERROR {exc}")
+                if not isinstance(exc, BenchError):
+                    log(traceback.format_exc())
+            log(f"  {scenario.name} / {impl}: {time.perf_counter() - started:.1f} s")
+    finally:
+        if scenario.finish is not None:
+            scenario.finish(ctx)
+    if scenario.section == "client":
+        rows = client_rows(scenario, results)
+        return {"section": scenario.section, "description": scenario.description, "results": results, "rows": rows}
     rows = []
     for metric in scenario.metrics:
         ours = results.get("modelctx", {}).get(metric.key)
@@ -105,10 +115,75 @@ def measure(scenario: Scenario, ctx: Context) -> dict:
     return {"section": scenario.section, "description": scenario.description, "results": results, "rows": rows}
 
 
-def table(report: dict) -> str:
+WHO = {"modelctx": "our", "official": "official"}
+
+
+def client_rows(scenario: Scenario, results: dict[str, dict]) -> list[dict]:
+    """The rows of a client matrix: one per cell, then the ratios.
+
+    ``client_ratio``: our client / the official client, same server and calls in flight
+    (what our client saves); ``server_ratio``: our server / the official server, same
+    client (what our server saves, as that client sees it). Both >1 when ours is faster.
+    """
+    metric = scenario.metrics[0]
+    cells = [ClientRun.parse(key) for key in scenario.impls]
+    value = {c: results.get(c.key, {}).get(metric.key) for c in cells}
+    rows: list[dict] = []
+    for c in cells:
+        flight = f", {c.in_flight} in flight" if c.in_flight > 1 else ""
+        rows.append({
+            "metric": metric.key, "kind": "cell", "unit": metric.unit,
+            "higher_is_better": metric.higher_is_better,
+            "label": f"{metric.label} {WHO[c.client]} client -> {WHO[c.server]} server{flight}",
+            "client": c.client, "server": c.server, "in_flight": c.in_flight, "value": value[c],
+            "client_cpu_us": results.get(c.key, {}).get("client_cpu_us"),
+            "client_cpu_share": results.get(c.key, {}).get("client_cpu_share"),
+        })  # fmt: skip
+
+    def ratio(ours: ClientRun, theirs: ClientRun) -> float | None:
+        a, b = value.get(ours), value.get(theirs)
+        if not a or not b:
+            return None
+        return a / b if metric.higher_is_better else b / a
+
+    for c in cells:
+        other = ClientRun("official", c.server, c.in_flight)
+        if c.client == "modelctx" and other in value:
+            flight = f", {c.in_flight} in flight" if c.in_flight > 1 else ""
+            rows.append({
+                "metric": "client_ratio", "kind": "client_ratio", "unit": "x",
+                "label": f"{metric.label} our client vs official client, {WHO[c.server]} server{flight}",
+                "server": c.server, "in_flight": c.in_flight, "value": ratio(c, other),
+            })  # fmt: skip
+    for c in cells:
+        other = ClientRun(c.client, "official", c.in_flight)
+        if c.server == "modelctx" and other in value:
+            flight = f", {c.in_flight} in flight" if c.in_flight > 1 else ""
+            rows.append({
+                "metric": "server_ratio", "kind": "server_ratio", "unit": "x",
+                "label": f"{metric.label} our server vs official server, {WHO[c.client]} client{flight}",
+                "client": c.client, "in_flight": c.in_flight, "value": ratio(c, other),
+            })  # fmt: skip
+    return rows
+
+
+def _render(head: tuple[str, ...], lines: list[tuple[str, ...]], left: tuple[int, ...]) -> list[str]:
+    widths = [max(len(str(x[i])) for x in [head, *lines]) for i in range(len(head))]
+
+    def render(cells) -> str:
+        return " | ".join(
+            str(c).ljust(w) if i in left else str(c).rjust(w) for i, (c, w) in enumerate(zip(cells, widths))
+        ).rstrip()
+
+    return [render(head), "-+-".join("-" * w for w in widths), *(render(x) for x in lines)]
+
+
+def server_table(report: dict) -> list[str]:
     head = ("scenario", "modelctx", "official", "speedup", "target")
     lines = []
-    for name, entry in report["scenarios"].items():
+    for entry in report["scenarios"].values():
+        if entry["section"] == "client":
+            continue
         for row in entry["rows"]:
             target = ""
             if row["target"]:
@@ -117,16 +192,78 @@ def table(report: dict) -> str:
             # Rounded down, so that a shown 10.0x never hides a miss of ">= 10x".
             times = f"{math.floor(row['speedup'] * 10) / 10:.1f}x" if row["speedup"] is not None else "-"
             lines.append((row["label"], fmt(row["modelctx"], row["unit"]), fmt(row["official"], row["unit"]), times, target))
-    widths = [max(len(str(x[i])) for x in [head, *lines]) for i in range(len(head))]
-
-    def render(cells) -> str:
-        return " | ".join(
-            str(c).ljust(w) if i in (0, 4) else str(c).rjust(w) for i, (c, w) in enumerate(zip(cells, widths))
-        ).rstrip()
-
-    out = [render(head), "-+-".join("-" * w for w in widths)]
-    out += [render(x) for x in lines]
+    if not lines:
+        return []
+    out = _render(head, lines, left=(0, 4))
     out.append("speedup = times better for modelctx: ours/official for rates, official/ours for times.")
+    return out
+
+
+def client_table(report: dict) -> list[str]:
+    """The client matrices: a line per client (and number in flight), a column per server;
+    then our/official client under each column, and our/official server at the end of a line."""
+    head = ("client: sequential call_tool(echo)", "-> our server", "-> official server", "our/official server")
+    lines: list[tuple[str, ...]] = []
+    cpu_lines: list[tuple[str, ...]] = []
+
+    def times(table: dict, key: tuple) -> str:
+        if key not in table:
+            return ""
+        return "-" if table[key] is None else f"{table[key]:.2f}x"
+
+    for entry in report["scenarios"].values():
+        if entry["section"] != "client":
+            continue
+        rows = entry["rows"]
+        cells = {(r["client"], r["server"], r["in_flight"]): r for r in rows if r["kind"] == "cell"}
+        by_client = {(r["server"], r["in_flight"]): r["value"] for r in rows if r["kind"] == "client_ratio"}
+        by_server = {(r["client"], r["in_flight"]): r["value"] for r in rows if r["kind"] == "server_ratio"}
+        transport = rows[0]["label"].split(" ")[0]
+        for flight in sorted({key[2] for key in cells}):
+            suffix = f", {flight} in flight" if flight > 1 else ""
+            for client in IMPLS:
+                if not any((client, server, flight) in cells for server in IMPLS):
+                    continue
+                line = [f"{transport} {WHO[client]} client{suffix}"]
+                cpu_line = [line[0]]
+                for server in IMPLS:
+                    cell = cells.get((client, server, flight))
+                    line.append("" if cell is None else fmt(cell["value"], cell["unit"]))
+                    cpu_line.append(_cpu(cell))
+                line.append(times(by_server, (client, flight)))
+                lines.append(tuple(line))
+                cpu_lines.append(tuple(cpu_line))
+            if any(key[1] == flight for key in by_client):
+                line = [f"{transport} our/official client{suffix}"]
+                line += [times(by_client, (server, flight)) for server in IMPLS]
+                lines.append((*line, ""))
+    if not lines:
+        return []
+    out = _render(head, lines, left=(0,))
+    out.append("our/official = times faster with ours: down a column, the client's share; across a line, the server's.")
+    out.append("")
+    cpu_head = ("client CPU per call (share of wall)", "-> our server", "-> official server")
+    out += _render(cpu_head, cpu_lines, left=(0,))
+    out.append("client CPU: the client process's CPU time per call, and as a share of the wall time; the rest is")
+    out.append("the server, the transport and waiting for a core.")
+    return out
+
+
+def _cpu(cell: dict | None) -> str:
+    if cell is None:
+        return ""
+    us, share = cell.get("client_cpu_us"), cell.get("client_cpu_share")
+    if us is None or share is None:
+        return "error" if cell.get("value") is None else "-"
+    return f"{us:,.0f} us ({share:.0%})"
+
+
+def table(report: dict) -> str:
+    out = server_table(report)
+    client = client_table(report)
+    if out and client:
+        out.append("")
+    out += client
     for name, entry in report["scenarios"].items():
         for impl, result in entry["results"].items():
             if "error" in result:
@@ -159,7 +296,7 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="smaller counts, shorter loads (< 1 min)")
+    parser.add_argument("--quick", action="store_true", help="smaller counts, shorter loads (about 1 min)")
     parser.add_argument("--only", action="append", default=[], metavar="NAME",
                         help="scenario name, prefix or section (repeatable, or comma-separated)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"JSON results (default {DEFAULT_OUT})")
@@ -224,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"server logs (stderr of every server started): {servers.log_dir}")
     else:
         servers.remove_logs()
-    missed = any(row["target_met"] is False for e in report["scenarios"].values() for row in e["rows"])
+    missed = any(row.get("target_met") is False for e in report["scenarios"].values() for row in e["rows"])
     return 1 if errors or (args.strict and missed) else 0
 
 

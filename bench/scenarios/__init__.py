@@ -3,9 +3,14 @@
 A scenario measures one implementation at a time: ``run(ctx, impl)`` returns a dict of
 metric values for ``impl`` ("modelctx" or "official") and the runner does the rest
 (both implementations, errors, the table, the JSON). ``section`` groups the rows:
-"server" scenarios drive our server and the official server with the same client;
-a later "client" section (our client against the official client, same server) adds
-modules here with ``section="client"`` and needs no change to run.py.
+"server" scenarios drive our server and the official server with the same client.
+
+"client" scenarios (``client_stdio``, ``client_http``) measure a matrix instead: each
+client (ours, the official one) against each server. Their ``impls`` are
+``ClientRun`` keys such as ``"modelctx->official"`` (our client, the official server)
+or ``"modelctx*32->modelctx"`` (32 calls in flight), ``run(ctx, key)`` measures one
+cell, and run.py prints the matrix with its ratios. ``finish(ctx)``, when given, runs
+once after all of a scenario's runs, even on error (e.g. to stop shared servers).
 """
 
 from __future__ import annotations
@@ -13,7 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["Metric", "Target", "Scenario", "Context", "SCENARIOS", "by_name"]
+from harness import IMPLS  # what a "server" scenario measures: "modelctx", "official"
+
+__all__ = ["Metric", "Target", "Scenario", "Context", "ClientRun", "SCENARIOS", "by_name"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +64,31 @@ class Scenario:
     description: str
     metrics: tuple[Metric, ...]
     run: Callable[["Context", str], dict[str, Any]]
+    #: What ``run`` is called with, in order: "modelctx"/"official", or ClientRun keys.
+    impls: tuple[str, ...] = IMPLS
+    #: Called once after the last ``run`` (also after an error): releases shared state.
+    finish: Callable[["Context"], None] | None = None
+
+
+@dataclass(frozen=True)
+class ClientRun:
+    """One cell of a client matrix: ``client`` against ``server``, ``in_flight`` calls at
+    a time over one client. Its ``key`` names it in ``Scenario.impls`` and the JSON."""
+
+    client: str
+    server: str
+    in_flight: int = 1
+
+    @property
+    def key(self) -> str:
+        star = f"*{self.in_flight}" if self.in_flight > 1 else ""
+        return f"{self.client}{star}->{self.server}"
+
+    @classmethod
+    def parse(cls, key: str) -> ClientRun:
+        client, server = key.split("->")
+        client, _, n = client.partition("*")
+        return cls(client, server, int(n) if n else 1)
 
 
 @dataclass
@@ -75,10 +107,10 @@ class Context:
 
 def _load() -> tuple[Scenario, ...]:
     # Imported here, in display order; each module defines SCENARIO (or SCENARIOS).
-    from . import http_load, startup, stdio_pipelined, stdio_serial
+    from . import client_http, client_stdio, http_load, startup, stdio_pipelined, stdio_serial
 
     found: list[Scenario] = []
-    for module in (stdio_serial, stdio_pipelined, http_load, startup):
+    for module in (stdio_serial, stdio_pipelined, http_load, startup, client_stdio, client_http):
         found.extend(getattr(module, "SCENARIOS", None) or [module.SCENARIO])
     return tuple(found)
 
