@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Install everything the tests need (a venv with the test extras, Node 22 and the MCP
-# conformance suite from npm) and run the whole test suite. Safe to run again.
+# Install everything the tests need (a venv with the test extras, Node 22, the MCP
+# conformance suite and the reference everything server from npm) and run the whole
+# test suite. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -23,5 +24,11 @@ if [ ! -f "$CONF_DIR/node_modules/@modelcontextprotocol/conformance/package.json
   npm install --silent --prefix "$CONF_DIR" @modelcontextprotocol/conformance@0.2.0-alpha.12 >/dev/null
 fi
 export MODELCTX_CONFORMANCE_BIN="$CONF_DIR/node_modules/.bin/conformance"
+# The reference "everything" server, a handshake-era peer for the client's interop tests.
+EVERYTHING_DIR="$ROOT/.tools/everything"
+if [ ! -f "$EVERYTHING_DIR/node_modules/@modelcontextprotocol/server-everything/package.json" ]; then
+  npm install --silent --prefix "$EVERYTHING_DIR" @modelcontextprotocol/server-everything@2026.8.31 >/dev/null
+fi
+export MODELCTX_EVERYTHING_BIN="$EVERYTHING_DIR/node_modules/.bin/mcp-server-everything"
 
 exec .venv/bin/python -m pytest "$@"

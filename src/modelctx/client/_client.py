@@ -33,6 +33,7 @@ from ..errors import (
     ConnectionClosed,
     HeaderMismatch,
     MCPError,
+    MethodNotFound,
     MissingRequiredClientCapability,
     ProtocolError,
     SessionExpired,
@@ -383,7 +384,7 @@ class Client:
         if method == "roots/list" and self._roots is not None:
             roots = await self._roots()
             return {"roots": [_root(r) for r in roots]}
-        raise ProtocolError(f"Method not found: {method} (this client has no handler for it)")
+        raise MethodNotFound(f"Method not found: {method} (this client has no handler for it)")
 
     # -- requests ----------------------------------------------------------------------------------
     async def _request(
@@ -683,6 +684,9 @@ class Client:
                     item = await queue.get()
                     if isinstance(item, asyncio.Future):
                         if item.cancelled() or item.exception() is not None:
+                            failure = None if item.cancelled() else item.exception()
+                            if isinstance(failure, ProtocolError) and failure.remote:
+                                raise failure  # the server refused to listen: retrying cannot help
                             break  # the stream dropped: reconnect below
                         ended_gracefully = True
                         break

@@ -23,7 +23,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..errors import ConnectionClosed, MCPError, ProtocolError, error_from_wire
+from ..errors import ConnectionClosed, MCPError, MethodNotFound, ProtocolError, error_from_wire
 from ..protocol import _meta
 from ..protocol._jsonrpc import Notification, Request, Response, error_response
 from ..protocol._headers import request_headers
@@ -149,7 +149,7 @@ class ClientSession:
         """Answer a handshake-era server-to-client request."""
         try:
             if self.on_server_request is None:
-                raise ProtocolError(f"Method not found: {request.method}")
+                raise MethodNotFound(f"Method not found: {request.method}")
             result = await self.on_server_request(request)
             response: dict[str, Any] = {"jsonrpc": "2.0", "id": request.id, "result": result}
         except ProtocolError as exc:
@@ -233,16 +233,14 @@ class ClientSession:
                     self.transport.send(Outgoing(message, headers, request_id, legacy)), budget
                 )
             except asyncio.TimeoutError:
-                raise RequestTimeout(
-                    f"{self.transport.name}: could not even send {method} within {budget:g}s "
-                    "(the server is not reading its input)"
+                raise self._timeout(
+                    f"could not even send {method} within {budget:g}s (the server is not reading its input)"
                 ) from None
             while True:
                 remaining = min(pending.deadline, started + self.max_timeout) - time.monotonic()
                 if remaining <= 0:
-                    raise RequestTimeout(
-                        f"{self.transport.name}: no answer to {method} within "
-                        f"{time.monotonic() - started:.1f}s (request id {request_id})"
+                    raise self._timeout(
+                        f"no answer to {method} within {time.monotonic() - started:.1f}s (request id {request_id})"
                     )
                 try:
                     return await asyncio.wait_for(asyncio.shield(future), remaining)
@@ -261,6 +259,12 @@ class ClientSession:
                 future.cancel()
             elif not future.cancelled():
                 future.exception()  # mark retrieved
+
+    def _timeout(self, what: str) -> RequestTimeout:
+        # Like every other failure, a timeout quotes what the transport saw (a stdio
+        # server's stderr tail and stdout lines that were not JSON-RPC).
+        details = self.transport.diagnostics()
+        return RequestTimeout(f"{self.transport.name}: {what}" + (f"\n{details}" if details else ""))
 
     async def _cancel_on_wire(self, request_id: str | int) -> None:
         try:
