@@ -100,10 +100,17 @@ SamplingHandler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 RootsHandler = Callable[[], Awaitable[list[Any]]]
 
 
-def _types():
-    from ..protocol.types import latest
+_TYPES: Any = None
 
-    return latest
+
+def _types() -> Any:
+    """The wire types of the latest revision, imported on first use."""
+    global _TYPES
+    if _TYPES is None:
+        from ..protocol.types import v2026_07_28
+
+        _TYPES = v2026_07_28
+    return _TYPES
 
 
 def _make_transport(target: Any, env: dict[str, str] | None, cwd: Any, headers: dict[str, str] | None) -> ClientTransport:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -41,14 +40,21 @@ class RequestTimeout(MCPError, TimeoutError):
 
 
 class _Pending:
-    __slots__ = ("future", "progress", "deadline", "budget", "method")
+    __slots__ = ("future", "progress", "deadline", "limit", "budget", "method", "scope")
 
     def __init__(self, future: asyncio.Future, method: str, progress: ProgressCallback | None) -> None:
         self.future = future
         self.method = method
         self.progress = progress
-        self.deadline = 0.0
+        self.deadline = 0.0  # loop time when the request times out, moved by progress
+        self.limit = 0.0  # loop time past which no progress extends it (max_timeout)
         self.budget = 0.0  # this request's timeout: what each progress update grants again
+        self.scope: Any = None  # the asyncio.Timeout that enforces the deadline
+
+    def extend(self, now: float) -> None:
+        self.deadline = max(self.deadline, now + self.budget)
+        if self.scope is not None:
+            self.scope.reschedule(min(self.deadline, self.limit))
 
 
 class ClientSession:
@@ -117,7 +123,7 @@ class ClientSession:
             if pending is not None and not pending.future.done():
                 # Progress pushes the deadline back by the request's own timeout, up to
                 # max_timeout (cancellation.mdx).
-                pending.deadline = max(pending.deadline, time.monotonic() + pending.budget)
+                pending.extend(asyncio.get_running_loop().time())
                 if pending.progress is not None:
                     self._spawn(pending.progress, params.get("progress", 0), params.get("total"), params.get("message"))
             return
@@ -219,35 +225,29 @@ class ClientSession:
             params = self.envelope(params, token)
             headers = request_headers(method, params, self.version or "", param_paths)
         message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
-        future = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
         pending = _Pending(future, method, progress)
         pending.budget = budget = self.timeout if timeout is None else timeout
-        started = time.monotonic()
+        started = loop.time()
         pending.deadline = started + budget
+        pending.limit = started + self.max_timeout
         self._pending[request_id] = pending
         if token is not None:
             self._by_token[token] = pending
         try:
             try:
-                await asyncio.wait_for(
-                    self.transport.send(Outgoing(message, headers, request_id, legacy)), budget
-                )
-            except asyncio.TimeoutError:
+                # One timer covers sending and waiting; progress reschedules it.
+                async with asyncio.timeout_at(min(pending.deadline, pending.limit)) as scope:
+                    pending.scope = scope
+                    await self.transport.send(Outgoing(message, headers, request_id, legacy))
+                    return await future
+            except TimeoutError:
                 raise self._timeout(
-                    f"could not even send {method} within {budget:g}s (the server is not reading its input)"
+                    f"no answer to {method} within {loop.time() - started:.1f}s (request id {request_id})"
                 ) from None
-            while True:
-                remaining = min(pending.deadline, started + self.max_timeout) - time.monotonic()
-                if remaining <= 0:
-                    raise self._timeout(
-                        f"no answer to {method} within {time.monotonic() - started:.1f}s (request id {request_id})"
-                    )
-                try:
-                    return await asyncio.wait_for(asyncio.shield(future), remaining)
-                except asyncio.TimeoutError:
-                    continue  # re-check: progress may have moved the deadline
         except (asyncio.CancelledError, RequestTimeout):
-            if not future.done():
+            if not future.done() or future.cancelled():
                 future.cancel()
                 await self._cancel_on_wire(request_id)
             raise
