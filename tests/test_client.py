@@ -491,6 +491,18 @@ async def test_structured_content_is_validated_against_the_declared_output_schem
 
 
 @run
+async def test_output_is_validated_even_before_the_tools_were_listed():
+    """The client lists the tools itself to learn the outputSchema (server/tools.mdx)."""
+    server, _ = build_server()
+    async with Client(server, timeout=DEADLINE) as client:
+        with pytest.raises(OutputSchemaViolation):
+            await client.call_tool("liar")
+        honest = await client.call_tool("honest")
+
+    assert honest.structured_content == {"n": 7}
+
+
+@run
 async def test_output_validation_can_be_turned_off():
     server, _ = build_server()
     async with Client(server, timeout=DEADLINE, validate_output=False) as client:

@@ -211,6 +211,7 @@ class Client:
         self.supported_versions: list[str] = []
         self._tools: dict[str, dict[str, Any]] = {}
         self._param_paths: dict[str, dict[str, tuple[str, ...]]] = {}
+        self._tools_listed = False  # tools/list fetched since the last tools list_changed
         self._listeners: set[asyncio.Queue] = set()
         self._legacy_subscriptions: dict[str, int] = {}
         self._connected = False
@@ -361,6 +362,7 @@ class Client:
                 cache.invalidate("resources/templates/list")
             if kind == "tools":
                 self._tools.clear()
+                self._tools_listed = False
             event = ListChanged(kind)
         elif method == "notifications/resources/updated":
             uri = params.get("uri")
@@ -539,6 +541,19 @@ class Client:
             progress=progress,
             param_paths=self._param_paths.get(name),
         )
+        if (
+            self._options.validate_output
+            and name not in self._tools
+            and "structuredContent" in result
+            and not self._tools_listed
+        ):
+            # The tool's outputSchema is not known yet: learn the tools once (until the
+            # next list_changed), as a client must to validate (server/tools.mdx).
+            self._tools_listed = True
+            try:
+                await self.tools()
+            except MCPError as exc:
+                log.debug("%s: could not list tools to check output: %s", self.transport.name, exc)
         self._check_output(name, result)
         return _convert(result, "CallToolResult")
 
