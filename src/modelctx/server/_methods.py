@@ -8,8 +8,11 @@ and cache hints.
 from __future__ import annotations
 
 import base64
+import inspect
 import logging
 from typing import Any
+
+import msgspec
 
 from ..errors import InvalidParams, ProtocolError, ResourceNotFound, ToolError
 from ..protocol import _meta
@@ -175,7 +178,7 @@ async def tools_call(call: Call) -> dict[str, Any]:
 def _tool_result(tool: Any, value: Any) -> dict[str, Any]:
     if isinstance(value, ToolResult):
         result: dict[str, Any] = {"content": to_content_blocks(value.content)}
-        if value.structured is not _UNSET:
+        if value.structured is not msgspec.UNSET:
             result["structuredContent"] = to_jsonable(value.structured)
         if value.is_error:
             result["isError"] = True
@@ -189,8 +192,6 @@ def _tool_result(tool: Any, value: Any) -> dict[str, Any]:
         return {"content": to_content_blocks(data), "structuredContent": data}
     return {"content": to_content_blocks(value)}
 
-
-_UNSET = ToolResult().structured
 
 
 # -- resources (server/resources.mdx) --------------------------------------------------
@@ -251,21 +252,22 @@ def _resource_contents(uri: str, value: Any, mime: str | None) -> list[dict[str,
     return [entry]
 
 
-async def resources_subscribe(call: Call) -> dict[str, Any]:
+def _session_uri(call: Call) -> str:
+    """The ``uri`` of a handshake-era resources/(un)subscribe request."""
     uri = call.params.get("uri")
     if not isinstance(uri, str):
-        raise InvalidParams("Invalid params: resources/subscribe needs uri (a string)")
-    assert call.session is not None
-    call.session.subscriptions.add(uri)
+        raise InvalidParams(f"Invalid params: {call.method} needs uri (a string)")
+    assert call.session is not None  # the dispatcher routes these to sessions only
+    return uri
+
+
+async def resources_subscribe(call: Call) -> dict[str, Any]:
+    call.session.subscriptions.add(_session_uri(call))
     return {}
 
 
 async def resources_unsubscribe(call: Call) -> dict[str, Any]:
-    uri = call.params.get("uri")
-    if not isinstance(uri, str):
-        raise InvalidParams("Invalid params: resources/unsubscribe needs uri (a string)")
-    assert call.session is not None
-    call.session.subscriptions.discard(uri)
+    call.session.subscriptions.discard(_session_uri(call))
     return {}
 
 
@@ -345,17 +347,11 @@ async def completion_complete(call: Call) -> dict[str, Any]:
     values: Any = []
     if completer is not None:
         values = await call_handler(
-            completer, _is_coro(completer), {"value": value, "context": context_args or {}}
+            completer, inspect.iscoroutinefunction(completer), {"value": value, "context": context_args or {}}
         )
     values = [str(v) for v in (values or [])]
     completion: dict[str, Any] = {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}
     return {"completion": completion}
-
-
-def _is_coro(fn: Any) -> bool:
-    import inspect
-
-    return inspect.iscoroutinefunction(fn)
 
 
 # -- subscriptions (basic/patterns/subscriptions.mdx) -------------------------------------
