@@ -348,12 +348,14 @@ class Scripted:
 
 
 @contextlib.asynccontextmanager
-async def scripted(standalone: bool = False) -> AsyncIterator[tuple[str, Scripted]]:
-    """Serve a fresh ``Scripted`` app with uvicorn in this event loop."""
+async def scripted(
+    standalone: bool = False, wrap: Callable[[Scripted], Any] | None = None
+) -> AsyncIterator[tuple[str, Scripted]]:
+    """Serve a fresh ``Scripted`` app (or ``wrap(app)``) with uvicorn in this event loop."""
     app = Scripted(standalone)
     port = free_port()
     config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_level="warning", lifespan="off", timeout_graceful_shutdown=1
+        wrap(app) if wrap else app, host="127.0.0.1", port=port, log_level="warning", lifespan="off", timeout_graceful_shutdown=1
     )
     server = uvicorn.Server(config)
     task = asyncio.get_running_loop().create_task(server.serve())
@@ -688,3 +690,360 @@ def test_the_transport_names_the_server_and_is_http():
 
     assert transport.name == "HTTP server http://example.test/mcp"
     assert transport.kind == "http"
+
+
+# -- the lean HTTP/1.1 path (_http11) and the bound on httpx ------------------------------------------
+# Over plain http:// with its own client and no auth hook, the transport POSTs through
+# _http11; with a client of the user's (or an auth hook, or https) through httpx. These
+# tests hold both to the same behaviour, and _http11 to what HTTP/1.1 allows a server.
+
+PATHS = {
+    "lean": {},
+    "httpx (own client)": {"auth": None},  # replaced below by a hook: own client, httpx path
+    "httpx (given client)": {"http_client": None},  # replaced below by a fresh client
+}
+
+
+@contextlib.asynccontextmanager
+async def via(url: str, path: str, **options: Any) -> AsyncIterator[tuple[HttpClientTransport, Events]]:
+    """``connected`` through the named path; checks that it is the path taken."""
+    given = None
+    if path == "httpx (own client)":
+
+        async def no_headers() -> dict[str, str]:
+            return {}
+
+        options["auth"] = no_headers
+    elif path == "httpx (given client)":
+        given = options["http_client"] = httpx.AsyncClient(follow_redirects=True)
+    try:
+        async with connected(url, **options) as (transport, events):
+            assert (transport._fast is not None) == (path == "lean")
+            yield transport, events
+    finally:
+        if given is not None:
+            await given.aclose()
+
+
+def listen(request_id: int) -> Outgoing:
+    return modern(request_id, "subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+def test_open_listen_streams_neither_block_nor_are_blocked_by_many_concurrent_calls(url, path):
+    async def main() -> None:
+        async with via(url, path) as (transport, events):
+
+            def acked(request_id: int) -> bool:
+                return any(
+                    type(m) is Notification
+                    and m.method == "notifications/subscriptions/acknowledged"
+                    and (m.params or {}).get("_meta", {}).get(_meta.SUBSCRIPTION_ID) == request_id
+                    for m in events.messages
+                )
+
+            streams = range(100, 106)
+            for n in streams:
+                await transport.send(listen(n))
+            await until(lambda: all(acked(n) for n in streams), "six acknowledged listen streams")
+
+            calls = range(1, 41)
+            for n in calls:
+                await transport.send(call(n, "add", a=n, b=1))
+            await until(lambda: all(events.outcome(n) for n in calls), "forty concurrent calls")
+            assert [text_of(events.response(n)) for n in calls] == [str(n + 1) for n in calls]
+
+            # The streams are still open: each one carries the change a call makes.
+            await transport.send(call(50, "grow", name=f"grown_{path.split()[0]}"))
+            await until(lambda: events.outcome(50), "grow")
+
+            def changes() -> int:
+                return sum(getattr(m, "method", None) == "notifications/tools/list_changed" for m in events.messages)
+
+            await until(lambda: changes() >= len(streams), "tools/list_changed on every listen stream")
+            assert all(events.outcome(n) is None for n in streams)
+            assert events.failures == {}
+
+    run(main())
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+def test_slow_calls_do_not_hold_up_quick_ones(url, tmp_path, path):
+    """More slow calls than httpx slots: a quick call still goes out and comes back."""
+
+    async def main() -> None:
+        async with via(url, path) as (transport, events):
+            markers = [tmp_path / f"slow{n}" for n in range(8)]
+            for n, marker in enumerate(markers):
+                await transport.send(call(10 + n, "sleepy", marker=str(marker)))
+            await until(lambda: all(Path(f"{m}.started").exists() for m in markers), "eight slow calls")
+
+            started = time.monotonic()
+            await transport.send(call(1, "add", a=2, b=2))
+            await until(lambda: events.outcome(1), "the quick call")
+            assert text_of(events.response(1)) == "4"
+            assert time.monotonic() - started < 2.0
+
+            for n in range(8):
+                await transport.cancel(10 + n)
+
+    run(main())
+
+
+def test_the_lean_path_keeps_one_connection_and_sends_what_httpx_sends():
+    async def main() -> None:
+        async with scripted() as (url, app):
+            sent: dict[str, dict[str, str]] = {}
+            for path in ("lean", "httpx (given client)"):
+                async with via(url, path, headers={"X-Team": "blue"}) as (transport, events):
+                    for n in range(1, 6):
+                        await transport.send(call(n, "add", a=n, b=n))
+                        await until(lambda n=n: events.outcome(n), f"call {n}")
+                    assert events.failures == {}
+                sent[path] = app.requests("POST")[-1]["headers"]
+
+            lean, reference = sent["lean"], sent["httpx (given client)"]
+            assert lean.pop("accept-encoding") == "gzip, deflate"
+            reference.pop("accept-encoding")
+            assert lean == reference  # host, user-agent, connection, content-length, ours, the user's
+            assert lean["x-team"] == "blue" and lean["mcp-method"] == "tools/call"
+
+    run(main())
+
+
+# A bare HTTP/1.1 server, for the response shapes and failures uvicorn never produces.
+def json_reply(request: dict[str, Any], text: str = "ok") -> bytes:
+    content = [{"type": "text", "text": text}]
+    return json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": {"content": content}}).encode()
+
+
+class Raw:
+    """Answers each request with ``respond(n, request)``: bytes to write and whether to
+    close after, or None to close without answering. Records (connection, body)."""
+
+    def __init__(self, respond: Callable[[int, dict[str, Any]], tuple[bytes, bool] | None]) -> None:
+        self.respond = respond
+        self.seen: list[tuple[int, dict[str, Any]]] = []
+        self.connections = 0
+        self.writers: list[asyncio.StreamWriter] = []
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        connection = self.connections
+        self.writers.append(writer)
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                fields = {k.lower(): v for k, v in (line.split(": ", 1) for line in lines[1:] if line)}
+                body = await reader.readexactly(int(fields["content-length"]))
+                request = json.loads(body)
+                self.seen.append((connection, request))
+                answer = self.respond(len(self.seen), request)
+                if answer is None:
+                    break
+                data, close = answer
+                writer.write(data)
+                await writer.drain()
+                if close:
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+
+@contextlib.asynccontextmanager
+async def raw_server(respond: Callable[[int, dict[str, Any]], tuple[bytes, bool] | None]) -> AsyncIterator[tuple[str, Raw]]:
+    raw = Raw(respond)
+    server = await asyncio.start_server(raw.handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}/mcp", raw
+    finally:
+        server.close()
+        for writer in raw.writers:
+            writer.close()
+
+
+def http(status: str, headers: list[str], body: bytes = b"") -> bytes:
+    return (f"HTTP/1.1 {status}\r\n" + "".join(h + "\r\n" for h in headers) + "\r\n").encode() + body
+
+
+def chunked(body: bytes, size: int = 7) -> bytes:
+    pieces = [body[i : i + size] for i in range(0, len(body), size)]
+    return b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces) + b"0\r\n\r\n"
+
+
+def gzipped(body: bytes) -> bytes:
+    import gzip
+
+    return gzip.compress(body)
+
+
+SHAPES: dict[str, Callable[[dict[str, Any]], tuple[bytes, bool]]] = {
+    "content-length": lambda r: (
+        http("200 OK", ["content-type: application/json", f"content-length: {len(json_reply(r))}"], json_reply(r)),
+        False,
+    ),
+    "chunked": lambda r: (
+        http("200 OK", ["content-type: application/json", "transfer-encoding: chunked"], chunked(json_reply(r))),
+        False,
+    ),
+    "gzip": lambda r: (
+        http(
+            "200 OK",
+            ["content-type: application/json", "content-encoding: gzip", f"content-length: {len(gzipped(json_reply(r)))}"],
+            gzipped(json_reply(r)),
+        ),
+        False,
+    ),
+    "100-continue first": lambda r: (
+        http("100 Continue", [])
+        + http("200 OK", ["content-type: application/json", f"content-length: {len(json_reply(r))}"], json_reply(r)),
+        False,
+    ),
+    "until close": lambda r: (http("200 OK", ["content-type: application/json", "connection: close"], json_reply(r)), True),
+    "http/1.0": lambda r: (
+        b"HTTP/1.0 200 OK\r\ncontent-type: application/json\r\n\r\n" + json_reply(r),
+        True,
+    ),
+    "sse, chunked": lambda r: (
+        http("200 OK", ["content-type: text/event-stream", "transfer-encoding: chunked"])
+        + chunked(b": keep-alive\n\nevent: message\ndata: " + json_reply(r) + b"\n\n", size=5),
+        False,
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_the_lean_path_reads_every_response_shape_http_allows(shape):
+    async def main() -> None:
+        async with raw_server(lambda n, r: SHAPES[shape](r)) as (url, raw), connected(url) as (transport, events):
+            assert transport._fast is not None
+            for n in (1, 2, 3):
+                await transport.send(call(n, "echo"))
+                await until(lambda n=n: events.outcome(n), f"reply {n}")
+                assert text_of(events.response(n)) == "ok", events.failures
+            closing = shape in ("until close", "http/1.0")
+            assert raw.connections == (3 if closing else 1)
+
+    run(main())
+
+
+def test_a_keep_alive_connection_the_server_closed_while_idle_is_not_reused():
+    def respond(n: int, request: dict[str, Any]) -> tuple[bytes, bool]:
+        data, _ = SHAPES["content-length"](request)
+        return data, n == 1  # the server closes the first connection after answering
+
+    async def main() -> None:
+        async with raw_server(respond) as (url, raw), connected(url) as (transport, events):
+            await transport.send(call(1, "echo"))
+            await until(lambda: events.outcome(1), "the first reply")
+            await asyncio.sleep(0.1)
+            await transport.send(call(2, "echo"))
+            await until(lambda: events.outcome(2), "the second reply")
+
+            assert text_of(events.response(2)) == "ok" and events.failures == {}
+            assert [c for c, _ in raw.seen] == [1, 2]
+
+    run(main())
+
+
+FAILURES = {
+    "closed without a response": (lambda n, r: None, "RemoteProtocolError"),
+    "malformed status line": (lambda n, r: (b"HTTP/1.1 twohundred\r\n\r\n", False), "RemoteProtocolError"),
+    "body cut short": (
+        lambda n, r: (http("200 OK", ["content-type: application/json", "content-length: 500"], b'{"jsonrpc"'), True),
+        "RemoteProtocolError",
+    ),
+    "silence": (lambda n, r: (b"", False), "ReadTimeout"),
+}
+
+
+@pytest.mark.parametrize("failure", list(FAILURES))
+@pytest.mark.parametrize("path", ["lean", "httpx (given client)"])
+def test_broken_responses_fail_the_request_the_same_way_on_both_paths(failure, path):
+    respond, cause = FAILURES[failure]
+
+    async def main() -> None:
+        async with raw_server(respond) as (url, _), via(url, path, sse_read_timeout=0.3) as (transport, events):
+            await transport.send(call(1, "echo"))
+            await until(lambda: events.outcome(1), "the failure")
+
+            error = events.failures[1]
+            assert type(error) is ConnectionClosed
+            assert f"HTTP server {url}" in str(error) and f"failed: {cause}" in str(error)
+
+    run(main())
+
+
+def test_a_redirect_is_followed_by_httpx_and_later_posts_go_there_too():
+    def respond(n: int, request: dict[str, Any]) -> tuple[bytes, bool]:
+        return SHAPES["content-length"](request)
+
+    async def main() -> None:
+        async with raw_server(respond) as (target, raw):
+
+            def moved(app: Scripted) -> Callable:
+                async def asgi(scope: dict, receive: Callable, send: Callable) -> None:
+                    if scope["method"] != "POST":
+                        return await app(scope, receive, send)
+                    app.seen.append({"verb": "POST", "headers": {}, "body": None, "at": time.monotonic()})
+                    headers = [(b"location", target.encode()), (b"content-length", b"0")]
+                    await send({"type": "http.response.start", "status": 307, "headers": headers})
+                    await send({"type": "http.response.body", "body": b""})
+
+                return asgi
+
+            async with scripted(wrap=moved) as (url, app), connected(url) as (transport, events):
+                assert transport._fast is not None
+                for n in (1, 2):
+                    await transport.send(call(n, "echo"))
+                    await until(lambda n=n: events.outcome(n), f"reply {n}")
+                    assert text_of(events.response(n)) == "ok", events.failures
+                assert transport._fast is None
+            assert [r["id"] for _, r in raw.seen] == [1, 2]  # each POST reached the target once
+            # 1: by the lean path (httpx goes on from its 307, not from scratch); 2: by httpx
+            assert len(app.requests("POST")) == 2
+
+    run(main())
+
+
+@pytest.mark.parametrize("headers", [{"X-Note": "café"}, {"X-Note": "a\r\nx-injected: 1"}])
+def test_a_header_value_the_lean_path_cannot_send_verbatim_fails_as_httpx_fails(url, headers):
+    async def main() -> BaseException:
+        async with connected(url, headers=headers) as (transport, events):
+            assert transport._fast is not None
+            await transport.send(call(1, "add", a=1, b=1))
+            await until(lambda: events.outcome(1), "the failure")
+            return events.failures[1]
+
+    async def reference() -> BaseException:
+        async with via(url, "httpx (given client)", headers=headers) as (transport, events):
+            await transport.send(call(1, "add", a=1, b=1))
+            await until(lambda: events.outcome(1), "the failure")
+            return events.failures[1]
+
+    lean, expected = run(main()), run(reference())
+    assert type(lean) is type(expected) and str(lean) == str(expected)
+
+
+def test_the_get_stream_is_open_before_the_message_after_initialized_goes_out():
+    """With POSTs as quick as the lean path makes them, the next request could reach a
+    server before the GET stream does (the conformance mock for sse-retry then routes
+    the call's result to that GET): send(notifications/initialized) waits for it."""
+
+    async def main() -> None:
+        async with scripted(standalone=True) as (url, app), connected(url) as (transport, events):
+            await transport.send(initialize())
+            await until(lambda: events.outcome(1), "initialize")
+            await transport.send(legacy(None, "notifications/initialized"))
+
+            assert len(app.requests("GET")) >= 1
+            await transport.send(legacy(2, "tools/list"))
+            await until(lambda: events.outcome(2), "tools/list")
+            first_get, tools_list = app.requests("GET")[0], app.requests("POST")[-1]
+            assert first_get["at"] < tools_list["at"]
+
+    run(main())

@@ -18,6 +18,16 @@ back on every later message, and ended with DELETE on ``close``); the standalone
 stream for server messages, opened after ``notifications/initialized``; SSE
 resumption (a stream that ends early is resumed with GET and ``Last-Event-ID`` after
 the server's ``retry`` delay); and ``notifications/cancelled`` on cancel.
+
+Two ways to carry a POST, one set of semantics. Over plain ``http://``, with the
+transport's own httpx client (no ``http_client``, no ``auth`` hook, no proxy for the
+URL), POSTs go through ``_http11``: a lean HTTP/1.1 client on a pool of keep-alive
+asyncio connections, several times cheaper per request than httpx and with no
+per-request cost that grows with the number in flight. Everything else (HTTPS, a
+user's client, the GET streams, DELETE, a header value it cannot send verbatim, a
+redirect) goes through httpx. Both hand the same code a response with the same
+face, and fail with the same httpx exceptions, so what a request delivers or how
+it fails does not depend on the path it took.
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +61,12 @@ _DEFAULT_RETRY_MS = 1000  # SSE reconnection time when the server names none
 _RESUME_MISSES = 3  # resumption attempts in a row that bring nothing, before giving up
 _LISTEN_BACKOFF_MAX = 30.0
 _CLOSE_WAIT = 2.0  # seconds close() and cancel() wait for tasks and for DELETE
+_LISTEN_OPEN_WAIT = 1.0  # seconds send(notifications/initialized) waits for the GET stream to open
+_KEEP_ALIVE = 32  # idle keep-alive connections kept (either path)
+_HTTPX_SLOTS = 4  # POSTs in flight through httpx at once (streams aside); see _Slot
+_SLOT_HOLD = 0.005  # seconds a POST holds its slot at most: a slow call must not block others
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # what h11 would refuse in a header value
 
 
 class _Exchange:
@@ -112,6 +129,11 @@ class HttpClientTransport(ClientTransport):
         self._listener: asyncio.Task | None = None
         self._stream_timeout: Any = None
         self._quick_timeout: Any = None
+        self._fast: Any = None  # the _http11 pool, when POSTs can take the lean path
+        self._fast_head = b""  # its request line and the headers no request changes
+        self._fast_defaults: dict[str, str] = {}
+        self._fast_names: set[str] = set()  # header names already checked to be tokens
+        self._httpx_slots: asyncio.Semaphore | None = None
 
     # -- ClientTransport -----------------------------------------------------------------
     async def connect(self, events: TransportEvents) -> None:
@@ -126,7 +148,10 @@ class HttpClientTransport(ClientTransport):
         )
         self._quick_timeout = httpx.Timeout(self._connect_timeout)
         if self._client is None:
-            self._client = httpx.AsyncClient(follow_redirects=True)
+            limits = httpx.Limits(max_connections=None, max_keepalive_connections=_KEEP_ALIVE)
+            self._client = httpx.AsyncClient(follow_redirects=True, limits=limits)
+        if self._own_client and self._auth is None and self._fast is None:
+            self._fast_path_setup()
 
     async def send(self, outgoing: Outgoing) -> None:
         if self._closed or self._events is None or self._client is None:
@@ -141,7 +166,15 @@ class HttpClientTransport(ClientTransport):
             # A notification, or a response to a handshake-era server request.
             ok = await self._post_quiet(outgoing)
             if ok and outgoing.legacy and method == "notifications/initialized":
-                self._start_listener()
+                opened = self._start_listener()
+                # Let the GET stream open before the session's next message, so what the
+                # server sends from then on (even a reply it chooses to route there) has
+                # somewhere to go; bounded, for a server slow to answer a GET.
+                if opened is not None:
+                    try:
+                        await asyncio.wait_for(opened.wait(), _LISTEN_OPEN_WAIT)
+                    except TimeoutError:
+                        pass
             return
         exchange = _Exchange(request_id, method, outgoing.legacy, self._session_for(outgoing))
         previous = self._exchanges.get(request_id)
@@ -185,6 +218,9 @@ class HttpClientTransport(ClientTransport):
             task.cancel()
         if tasks:
             await asyncio.wait(tasks, timeout=_CLOSE_WAIT)
+        fast, self._fast = self._fast, None
+        if fast is not None:
+            fast.close()
         client, session_id = self._client, self._session_id
         self._session_id = None
         if client is not None and session_id is not None:
@@ -254,6 +290,79 @@ class HttpClientTransport(ClientTransport):
             headers["last-event-id"] = last_id
         return headers
 
+    # -- the two ways a POST goes -----------------------------------------------------------
+    def _fast_path_setup(self) -> None:
+        """Use ``_http11`` for POSTs if this URL and configuration allow it (see the module doc)."""
+        import httpx
+
+        try:
+            from . import _http11
+        except ImportError:  # no httptools: httpx carries everything
+            return
+        client = self._client
+        assert client is not None
+        try:
+            url = httpx.URL(self.url)
+            if url.scheme != "http" or url.userinfo or not url.raw_host:
+                return
+            if client._transport_for_url(url) is not client._transport:  # a proxy (HTTP_PROXY etc.)
+                return
+        except Exception:  # noqa: BLE001 - an unusual URL or httpx internals: stay on httpx
+            return
+        if "accept-encoding" in self._headers or "transfer-encoding" in self._headers:
+            return  # a coding _http11 may not decode, or framing it does not do
+        defaults = {k.lower(): v for k, v in client.headers.items()}
+        defaults["accept-encoding"] = "gzip, deflate"  # exactly what _http11 can decode
+        defaults = {"host": url.netloc.decode("ascii"), **defaults}
+        if not all(_TOKEN.fullmatch(name) for name in {**defaults, **self._headers}):
+            return
+        self._fast_defaults = defaults
+        self._fast_names = set(defaults)
+        self._fast_head = b"POST " + url.raw_path + b" HTTP/1.1\r\n"
+        host = url.raw_host.decode("ascii")
+        self._fast = _http11.Http11Pool(host, url.port or 80, max_idle=_KEEP_ALIVE)
+
+    def _fast_request(self, body: bytes, headers: dict[str, str]) -> bytes | None:
+        """The whole request for ``_http11``, or None if httpx should send it (it would
+        refuse or re-encode something: then it fails or sends as it always did)."""
+        merged = {**self._fast_defaults, **headers}
+        if "transfer-encoding" in merged:
+            return None
+        merged["content-length"] = str(len(body))
+        names = self._fast_names
+        for name in merged:
+            if name not in names:
+                if not _TOKEN.fullmatch(name):
+                    return None
+                names.add(name)
+        values = "\t".join(merged.values())
+        if not values.isascii() or _BAD_VALUE.search(values):
+            return None
+        lines = "".join([f"{name}: {value}\r\n" for name, value in merged.items()])
+        return b"".join((self._fast_head, lines.encode("ascii"), b"\r\n", body))
+
+    def _post(self, body: bytes, headers: dict[str, str], *, quick: bool, stream: bool = False) -> Any:
+        """An unopened POST (``async with`` it, for the response), by whichever path fits.
+
+        ``stream``: the reply is a long-lived stream (``subscriptions/listen``), which
+        must neither wait for nor hold one of the httpx path's slots."""
+        assert self._client is not None
+        if self._fast is not None:
+            request = self._fast_request(body, headers)
+            if request is not None:
+                return _FastPost(self, request, body, headers, quick)
+        timeout = self._quick_timeout if quick else self._stream_timeout
+        opened = self._client.stream("POST", self.url, content=body, headers=headers, timeout=timeout)
+        return opened if stream else _Slot(self._slots(), opened)
+
+    def _slots(self) -> asyncio.Semaphore:
+        # Through httpx, the CPU cost of each request grows with the number in flight
+        # (httpcore's pool scans every queued request and connection on each change), so
+        # a few at a time finish sooner than all at once; see _Slot for slow ones.
+        if self._httpx_slots is None:
+            self._httpx_slots = asyncio.Semaphore(_HTTPX_SLOTS)
+        return self._httpx_slots
+
     # -- one request -------------------------------------------------------------------------
     async def _exchange(self, exchange: _Exchange, outgoing: Outgoing) -> None:
         import httpx
@@ -282,9 +391,8 @@ class HttpClientTransport(ClientTransport):
         stream = SSEParser()
         broken = ""
         body = encode(outgoing.message)
-        async with self._client.stream(
-            "POST", self.url, content=body, headers=headers, timeout=self._stream_timeout
-        ) as response:
+        listen = exchange.method == "subscriptions/listen"
+        async with self._post(body, headers, quick=False, stream=listen) as response:
             if exchange.method == "initialize" and outgoing.legacy and response.is_success:
                 self._adopt_session(response.headers.get("mcp-session-id"))
             if response.status_code == 404 and exchange.session_id is not None:
@@ -400,17 +508,16 @@ class HttpClientTransport(ClientTransport):
         session_id = self._session_for(outgoing)
         try:
             headers = await self._post_headers(outgoing, session_id)
-            response = await self._client.post(
-                self.url, content=encode(outgoing.message), headers=headers, timeout=self._quick_timeout
-            )
+            async with self._post(encode(outgoing.message), headers, quick=True) as response:
+                status, success = response.status_code, response.is_success
+                content = await _read(response, _EXCERPT * 4)
         except httpx.HTTPError as exc:
             log.warning("%s: sending %s failed: %s", self.name, what, _cause(exc))
             return False
-        if response.status_code == 404 and session_id is not None:
-            self._expired(session_id, _clip(response.content))
-        if not response.is_success:
-            excerpt = _clip(response.content)
-            log.warning("%s: %s got HTTP %d: %s", self.name, what, response.status_code, excerpt)
+        if status == 404 and session_id is not None:
+            self._expired(session_id, _clip(content))
+        if not success:
+            log.warning("%s: %s got HTTP %d: %s", self.name, what, status, _clip(content))
             return False
         return True
 
@@ -432,11 +539,16 @@ class HttpClientTransport(ClientTransport):
             f"(HTTP 404{detail}); send initialize again"
         )
 
-    def _start_listener(self) -> None:
+    def _start_listener(self) -> asyncio.Event | None:
+        """Start the GET stream's task; the event it sets once its first GET is answered."""
         if self._listener is None or self._listener.done():
-            self._listener = asyncio.get_running_loop().create_task(self._listen(self._session_id))
+            opened = asyncio.Event()
+            self._listener = asyncio.get_running_loop().create_task(self._listen(self._session_id, opened))
+            self._listener.add_done_callback(lambda _: opened.set())
+            return opened
+        return None
 
-    async def _listen(self, session_id: str | None) -> None:
+    async def _listen(self, session_id: str | None, opened: asyncio.Event) -> None:
         """The standalone GET stream of a handshake session: server requests and
         notifications unrelated to any request. Reconnects with backoff while the
         session lasts; a 405 means the server offers none."""
@@ -449,6 +561,7 @@ class HttpClientTransport(ClientTransport):
             seen = stream.dispatched
             try:
                 async with await self._get(session_id, stream.last_id) as response:
+                    opened.set()
                     if response.status_code == 405:
                         log.debug("%s: no standalone GET stream (405)", self.name)
                         return
@@ -463,6 +576,7 @@ class HttpClientTransport(ClientTransport):
                 log.info("%s: the GET stream broke: %s", self.name, _cause(exc))
             except Exception as exc:  # the auth hook's: keep the loop, say why
                 log.warning("%s: the GET stream could not be opened: %s", self.name, _cause(exc))
+            opened.set()
             retry = stream.retry_ms / 1000 if stream.retry_ms is not None else None
             if stream.dispatched > seen:  # it worked for a while: reconnect as the server asks
                 backoff = 1.0
@@ -481,6 +595,109 @@ class HttpClientTransport(ClientTransport):
             log.debug("%s: DELETE of session %s failed: %s", self.name, session_id, _cause(exc))
 
 
+class _FastPost:
+    """``async with``: one POST through ``_http11``, giving the response its block reads.
+
+    A redirect is left to httpx (which follows it, as the transport's client is made
+    to), and from then on the transport sends every POST through httpx."""
+
+    __slots__ = ("body", "fallback", "headers", "quick", "request", "response", "transport")
+
+    def __init__(
+        self, transport: HttpClientTransport, request: bytes, body: bytes, headers: dict[str, str], quick: bool
+    ) -> None:
+        self.transport = transport
+        self.request = request
+        self.body = body
+        self.headers = headers
+        self.quick = quick
+        self.response: Any = None
+        self.fallback: Any = None
+
+    async def __aenter__(self) -> Any:
+        transport = self.transport
+        pool = transport._fast
+        if pool is None:  # the transport switched to httpx (a redirect) or closed meanwhile
+            return await self._via_httpx(None)
+        wait = transport._connect_timeout if self.quick else transport._read_timeout
+        response = await pool.request(
+            self.request, connect_timeout=transport._connect_timeout, read_timeout=wait, write_timeout=wait
+        )
+        if response.status_code in _REDIRECTS and "location" in response.headers:
+            response.release()
+            log.debug("%s: the endpoint redirects; POSTs go through httpx from now on", transport.name)
+            transport._fast = None
+            pool.close()
+            return await self._via_httpx(response)
+        self.response = response
+        return response
+
+    async def _via_httpx(self, redirect: Any) -> Any:
+        import httpx
+
+        transport = self.transport
+        client = transport._client
+        if client is None:
+            raise httpx.ConnectError("the transport is closed")
+        timeout = transport._quick_timeout if self.quick else transport._stream_timeout
+        request = client.build_request("POST", transport.url, content=self.body, headers=self.headers, timeout=timeout)
+        if redirect is not None:
+            # What httpx would have sent next (e.g. 303: a GET); it follows any further hops.
+            seen = httpx.Response(redirect.status_code, headers=list(redirect.headers.items()), request=request)
+            try:
+                request = client._build_redirect_request(request, seen)
+            except AttributeError:  # a future httpx: repeat the POST and let httpx follow
+                pass
+        self.fallback = await client.send(request, stream=True)
+        return self.fallback
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self.fallback is not None:
+            await self.fallback.aclose()
+        elif self.response is not None:
+            self.response.release()
+
+
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+
+
+class _Slot:
+    """``async with``: an httpx POST that first takes one of a few slots.
+
+    The slot goes back when the exchange ends or after ``_SLOT_HOLD`` seconds,
+    whichever comes first: quick exchanges (nearly all) queue here, cheaply, instead
+    of inside httpcore, while a slow tool call or a long stream delays the others by
+    at most that long and then runs outside the bound."""
+
+    __slots__ = ("opened", "slots", "timer")
+
+    def __init__(self, slots: asyncio.Semaphore, opened: Any) -> None:
+        self.slots = slots
+        self.opened = opened
+        self.timer: asyncio.TimerHandle | None = None
+
+    async def __aenter__(self) -> Any:
+        await self.slots.acquire()
+        self.timer = asyncio.get_running_loop().call_later(_SLOT_HOLD, self._give_back)
+        try:
+            return await self.opened.__aenter__()
+        except BaseException:
+            self._give_back()
+            raise
+
+    async def __aexit__(self, *exc_info: object) -> Any:
+        try:
+            return await self.opened.__aexit__(*exc_info)
+        finally:
+            self._give_back()
+
+    def _give_back(self) -> None:
+        timer, self.timer = self.timer, None
+        if timer is not None:
+            timer.cancel()
+            self.slots.release()
+
+
 def _is_sse(response: httpx.Response) -> bool:
     return response.is_success and response.headers.get("content-type", "").startswith(_SSE)
 
@@ -497,6 +714,9 @@ def _clip(body: bytes) -> str:
 
 async def _read(response: httpx.Response, limit: int) -> bytes:
     """The body, or its first ``limit`` bytes (a huge body is not buffered whole)."""
+    whole = getattr(response, "complete_body", None)  # _http11: the body is usually in already
+    if whole is not None and (body := whole(limit)) is not None:
+        return body
     chunks: list[bytes] = []
     size = 0
     async for chunk in response.aiter_bytes():

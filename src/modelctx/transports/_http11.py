@@ -1,0 +1,441 @@
+"""A lean HTTP/1.1 client for the Streamable HTTP client transport's hot path.
+
+Most of what a client sends is one POST with a small JSON body, answered by one JSON
+body with ``Content-Length`` (or by an SSE stream, for progress or long calls). Done
+through httpx, each such exchange costs far more CPU in httpx, httpcore, h11 and anyio
+than the MCP work around it, and httpcore's pool gets slower with every request in
+flight. This module does just that exchange, over plain ``http://``: a LIFO pool of
+keep-alive connections (``asyncio.Protocol``, no streams), the request written with
+one ``write()``, the response parsed by ``httptools`` (llhttp, so chunked bodies,
+close-delimited bodies and 1xx responses are handled as the standard says).
+
+It is not a general client. ``http_client.py`` decides when to use it (plain HTTP,
+its own httpx client, no proxy, header values it can send verbatim) and keeps every
+semantic decision (statuses, sessions, SSE, errors) in one place for both paths: a
+``Response`` here offers exactly the part of ``httpx.Response`` that code reads
+(``status_code``, ``is_success``, ``headers`` with lower-case names, ``aiter_bytes``).
+Failures raise the httpx exceptions httpx would raise in the same situation
+(``ConnectError``, ``ConnectTimeout``, ``ReadTimeout``, ``WriteTimeout``,
+``ReadError``, ``RemoteProtocolError``, ``DecodingError``), so errors read the same
+whichever path carried the request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import select
+import socket
+import zlib
+from typing import Any
+
+import httptools
+import httpx
+
+__all__ = ["Http11Pool", "Response"]
+
+_HIGH_WATER = 1 << 20  # buffered body bytes at which reading pauses until the consumer catches up
+_TIMED_OUT = object()
+_STALE_CHECK = 1.0  # an idle connection older than this is polled before reuse (see _acquire)
+
+
+class _Connection(asyncio.Protocol):
+    """One keep-alive connection; one exchange at a time (no pipelining)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._parser = httptools.HttpResponseParser(self)
+        self._transport: asyncio.Transport | None = None
+        self._waiter: asyncio.Future | None = None
+        self._drain: asyncio.Future | None = None
+        self.closed = False
+        self.idle_since = 0.0
+        self._busy = False  # an exchange is under way (a request sent, its response not released)
+        self._write_paused = False
+        self._read_paused = False
+        self._reset()
+
+    def _reset(self) -> None:
+        self.status = 0
+        self.raw_headers: list[tuple[bytes, bytes]] = []
+        self.headers: dict[str, str] = {}
+        self.headers_done = False
+        self.complete = False
+        self.chunks: list[bytes] = []
+        self.buffered = 0
+        self.keep_alive = False
+        self.until_close = False  # the body ends when the server closes the connection
+        self._informational = False
+        self.error: tuple[type[Exception], str] | None = None
+
+    # -- asyncio.Protocol ----------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        if not self._busy or self.complete or self.error is not None:
+            # Bytes nobody asked for (e.g. a 408 on an idle connection): never reuse it.
+            self.keep_alive = False
+            self.close()
+            return
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self._fail(httpx.RemoteProtocolError, "the server switched protocols")
+        except httptools.HttpParserError as exc:
+            self._fail(httpx.RemoteProtocolError, f"malformed HTTP response: {exc}")
+
+    def eof_received(self) -> bool:
+        return False  # close the transport; connection_lost follows
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self._busy and not self.complete and self.error is None:
+            if self.headers_done and self.until_close:
+                self.complete = True
+            elif not self.headers_done and exc is None:
+                self.error = (httpx.RemoteProtocolError, "Server disconnected without sending a response.")
+            elif exc is None:
+                self.error = (httpx.RemoteProtocolError, "peer closed connection without sending complete message body")
+            else:
+                self.error = (httpx.ReadError, str(exc))
+        self._wake()
+        drain, self._drain = self._drain, None
+        if drain is not None and not drain.done():
+            drain.set_result(None)
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        drain, self._drain = self._drain, None
+        if drain is not None and not drain.done():
+            drain.set_result(None)
+
+    # -- httptools callbacks ---------------------------------------------------------------
+    def on_message_begin(self) -> None:
+        if self.complete:  # a second response to one request: the connection is confused
+            self._fail(httpx.RemoteProtocolError, "the server sent more than one response")
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.raw_headers.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        status = self._parser.get_status_code()
+        if status < 200:  # 1xx informational (101 raises HttpParserUpgrade instead): skip it
+            self._informational = True
+            self.raw_headers = []
+            return
+        headers: dict[str, str] = {}
+        for raw_name, raw_value in self.raw_headers:
+            name = raw_name.decode("latin-1").lower()
+            value = raw_value.decode("latin-1")
+            headers[name] = f"{headers[name]}, {value}" if name in headers else value
+        self.headers = headers
+        self.until_close = status not in (204, 304) and "content-length" not in headers and (
+            "chunked" not in headers.get("transfer-encoding", "").lower()
+        )
+        self.status = status
+        self.headers_done = True
+        self._wake()
+
+    def on_body(self, body: bytes) -> None:
+        if self._informational:
+            return
+        self.chunks.append(body)
+        self.buffered += len(body)
+        if self.buffered >= _HIGH_WATER and not self._read_paused and self._transport is not None:
+            self._read_paused = True
+            self._transport.pause_reading()
+        self._wake()
+
+    def on_message_complete(self) -> None:
+        if self._informational:
+            self._informational = False
+            return
+        self.complete = True
+        self.keep_alive = self._parser.should_keep_alive()
+        self._wake()
+
+    # -- the exchange ----------------------------------------------------------------------
+    def usable(self) -> bool:
+        """Open, and nothing of ours left unsent (a server may answer before reading
+        all of a request; the rest would then pass for the next one)."""
+        transport = self._transport
+        return (
+            not self.closed
+            and transport is not None
+            and not transport.is_closing()
+            and not transport.get_write_buffer_size()
+        )
+
+    def readable(self) -> bool:
+        """Whether the socket has something to read right now: on an idle connection
+        that is an EOF (or junk) the event loop has not handled yet, so: do not reuse."""
+        try:
+            sock = self._transport.get_extra_info("socket") if self._transport is not None else None
+            if sock is None:
+                return False
+            if hasattr(select, "poll"):  # no FD_SETSIZE limit
+                poller = select.poll()
+                poller.register(sock.fileno(), select.POLLIN)
+                return bool(poller.poll(0))
+            return bool(select.select([sock.fileno()], [], [], 0)[0])
+        except (OSError, ValueError):
+            return True
+
+    def send(self, data: bytes) -> None:
+        self._reset()
+        self._busy = True
+        assert self._transport is not None
+        self._transport.write(data)
+
+    async def drain(self, timeout: float | None) -> None:
+        if not self._write_paused or self.closed:
+            return
+        drain = self._drain = self._loop.create_future()
+        if await _wait(self._loop, drain, timeout) is _TIMED_OUT:
+            raise httpx.WriteTimeout("")
+
+    async def wait(self, timeout: float | None) -> None:
+        """Wait until something arrives, the connection ends, or ``timeout`` seconds pass."""
+        waiter = self._waiter = self._loop.create_future()
+        try:
+            if await _wait(self._loop, waiter, timeout) is _TIMED_OUT:
+                raise httpx.ReadTimeout("")
+        finally:
+            self._waiter = None
+
+    def take(self) -> bytes:
+        """Everything buffered so far, resuming reading if it had paused."""
+        chunks = self.chunks
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        self.chunks = []
+        self.buffered = 0
+        if self._read_paused and self._transport is not None and not self.closed:
+            self._read_paused = False
+            self._transport.resume_reading()
+        return data
+
+    def raise_error(self) -> None:
+        if self.error is not None:
+            kind, text = self.error
+            raise kind(text)
+
+    def finished(self) -> None:
+        self._busy = False
+
+    def close(self) -> None:
+        self.closed = True
+        if self._transport is not None:
+            self._transport.close()
+
+    def _fail(self, kind: type[Exception], text: str) -> None:
+        if self.error is None:
+            self.error = (kind, text)
+        self.close()
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+
+async def _wait(loop: asyncio.AbstractEventLoop, future: asyncio.Future, timeout: float | None) -> Any:
+    """``await future``, or ``_TIMED_OUT`` after ``timeout`` seconds (one timer, no task)."""
+    if timeout is None:
+        return await future
+    handle = loop.call_later(timeout, _time_out, future)
+    try:
+        return await future
+    finally:
+        handle.cancel()
+
+
+def _time_out(future: asyncio.Future) -> None:
+    if not future.done():
+        future.set_result(_TIMED_OUT)
+
+
+class Response:
+    """What the transport reads of a response (a subset of ``httpx.Response``)."""
+
+    __slots__ = ("_conn", "_decoder", "_pool", "_released", "_timeout", "headers", "status_code")
+
+    def __init__(self, pool: Http11Pool, conn: _Connection, timeout: float | None) -> None:
+        self._pool = pool
+        self._conn = conn
+        self._timeout = timeout
+        self._released = False
+        self.status_code = conn.status
+        self.headers = conn.headers
+        self._decoder = _decoder(conn.headers.get("content-encoding"))
+
+    @property
+    def is_success(self) -> bool:
+        return 200 <= self.status_code < 300
+
+    def complete_body(self, limit: int) -> bytes | None:
+        """The whole body if it has all arrived already (the usual JSON reply) and is
+        shorter than ``limit``; else None, and ``aiter_bytes`` reads it."""
+        conn = self._conn
+        if not conn.complete or self._decoder is not None or conn.buffered >= limit:
+            return None
+        return conn.take() if conn.chunks else b""
+
+    async def aiter_bytes(self) -> Any:
+        conn = self._conn
+        decoder = self._decoder
+        while True:
+            if conn.chunks:
+                data = conn.take()
+                if decoder is not None:
+                    data = _decode(decoder, data)
+                if data:
+                    yield data
+                continue
+            if conn.complete:
+                if decoder is not None and (tail := _flush(decoder)):
+                    yield tail
+                return
+            conn.raise_error()
+            if conn.closed:
+                raise httpx.ReadError("the connection closed")
+            await conn.wait(self._timeout)
+
+    def release(self) -> None:
+        """Done with the response: keep its connection if it can carry another exchange."""
+        if self._released:
+            return
+        self._released = True
+        conn = self._conn
+        conn.finished()
+        if conn.complete and conn.keep_alive and conn.error is None and not conn.chunks and conn.usable():
+            self._pool.keep(conn)
+        else:
+            conn.close()
+
+
+def _decoder(encoding: str | None) -> Any:
+    if not encoding:
+        return None
+    encoding = encoding.strip().lower()
+    if encoding == "identity":
+        return None
+    if encoding in ("gzip", "x-gzip"):
+        return zlib.decompressobj(zlib.MAX_WBITS | 16)
+    if encoding == "deflate":
+        return _Deflate()
+    raise httpx.DecodingError(f"unsupported Content-Encoding {encoding!r}")
+
+
+class _Deflate:
+    """``deflate`` as httpx reads it: zlib-wrapped, or raw when that fails at once."""
+
+    def __init__(self) -> None:
+        self.first = True
+        self.obj = zlib.decompressobj()
+
+    def decompress(self, data: bytes) -> bytes:
+        if self.first:
+            self.first = False
+            try:
+                return self.obj.decompress(data)
+            except zlib.error:
+                self.obj = zlib.decompressobj(-zlib.MAX_WBITS)
+        return self.obj.decompress(data)
+
+    def flush(self) -> bytes:
+        return self.obj.flush()
+
+
+def _decode(decoder: Any, data: bytes) -> bytes:
+    try:
+        return decoder.decompress(data)
+    except zlib.error as exc:
+        raise httpx.DecodingError(str(exc)) from exc
+
+
+def _flush(decoder: Any) -> bytes:
+    try:
+        return decoder.flush()
+    except zlib.error as exc:
+        raise httpx.DecodingError(str(exc)) from exc
+
+
+class Http11Pool:
+    """Keep-alive HTTP/1.1 connections to one ``host:port``, most recently used first.
+
+    There is no cap on connections in use: every request gets one at once (a slow
+    tool call or an open stream never makes another request wait); at most
+    ``max_idle`` are kept between exchanges.
+    """
+
+    def __init__(self, host: str, port: int, *, max_idle: int = 32) -> None:
+        self.host = host
+        self.port = port
+        self.max_idle = max_idle
+        self._idle: list[_Connection] = []
+        self._closed = False
+
+    async def request(
+        self,
+        data: bytes,
+        *,
+        connect_timeout: float | None,
+        read_timeout: float | None,
+        write_timeout: float | None,
+    ) -> Response:
+        """Send ``data`` (a whole request) and return once the response headers are in."""
+        conn = await self._acquire(connect_timeout)
+        try:
+            conn.send(data)
+            await conn.drain(write_timeout)
+            while not conn.headers_done:
+                conn.raise_error()
+                if conn.closed:
+                    raise httpx.RemoteProtocolError("Server disconnected without sending a response.")
+                await conn.wait(read_timeout)
+            return Response(self, conn, read_timeout)
+        except BaseException:
+            conn.finished()
+            conn.close()
+            raise
+
+    async def _acquire(self, timeout: float | None) -> _Connection:
+        idle = self._idle
+        loop = asyncio.get_running_loop()
+        while idle:
+            conn = idle.pop()
+            # As httpcore does: a server that closed a connection kept idle for a while
+            # (uvicorn: after 5 s) may have said so since the event loop last looked.
+            if conn.usable() and (loop.time() - conn.idle_since < _STALE_CHECK or not conn.readable()):
+                return conn
+            conn.close()
+        if self._closed:
+            raise httpx.ConnectError("the connection pool is closed")
+        try:
+            connecting = loop.create_connection(lambda: _Connection(loop), self.host, self.port)
+            _, conn = await asyncio.wait_for(connecting, timeout)
+        except TimeoutError:
+            raise httpx.ConnectTimeout("") from None
+        except socket.gaierror as exc:
+            raise httpx.ConnectError(str(exc)) from exc
+        except OSError as exc:
+            raise httpx.ConnectError("All connection attempts failed") from exc
+        return conn  # type: ignore[return-value]
+
+    def keep(self, conn: _Connection) -> None:
+        if self._closed or len(self._idle) >= self.max_idle:
+            conn.close()
+        else:
+            conn.idle_since = conn._loop.time()
+            self._idle.append(conn)
+
+    def close(self) -> None:
+        """Close the idle connections; those in use close when they are released."""
+        self._closed = True
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
