@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ..protocol._framing import SSE_KEEPALIVE
 from ..protocol._jsonrpc import encode
 
 Scope = dict[str, Any]
@@ -70,3 +72,20 @@ async def send_empty(send: ASGISend, status: int) -> None:
     await send({"type": "http.response.body", "body": b""})
 
 
+
+
+async def wait_or_keepalive(
+    waiter: asyncio.Future, watcher: asyncio.Future, send: ASGISend, on_idle: Callable[[], None]
+) -> bool:
+    """Wait for ``waiter`` or for ``watcher`` (the client leaving); after a quiet
+    ``KEEPALIVE_SECONDS`` send an SSE keep-alive comment. True when ``waiter`` finished."""
+    done, _ = await asyncio.wait(
+        (waiter, watcher), timeout=KEEPALIVE_SECONDS, return_when=asyncio.FIRST_COMPLETED
+    )
+    if waiter in done:
+        return True
+    waiter.cancel()
+    if not done:
+        on_idle()
+        await send({"type": "http.response.body", "body": SSE_KEEPALIVE, "more_body": True})
+    return False

@@ -17,9 +17,9 @@ import secrets
 from collections import deque
 from typing import Any
 
-from ..protocol._framing import SSE_KEEPALIVE, sse_event
+from ..protocol._framing import sse_event
 from ..protocol._jsonrpc import encode
-from ._asgi import KEEPALIVE_SECONDS, SSE_HEADERS, ASGISend, Receive, wait_disconnect
+from ._asgi import SSE_HEADERS, ASGISend, Receive, wait_disconnect, wait_or_keepalive
 
 __all__ = ["KeptStream", "kept_after", "resume", "KEPT_STREAMS", "KEPT_EVENTS"]
 
@@ -108,15 +108,7 @@ async def resume(session: Any, kept: KeptStream, after: int, receive: Receive, s
                 continue  # more may have come while we sent
             if kept.done:
                 break
-            waiter = asyncio.ensure_future(changed.wait())
-            done, _ = await asyncio.wait(
-                (waiter, watcher), timeout=KEEPALIVE_SECONDS, return_when=asyncio.FIRST_COMPLETED
-            )
-            if waiter not in done:
-                waiter.cancel()
-                if not done:
-                    session.touch()
-                    await send({"type": "http.response.body", "body": SSE_KEEPALIVE, "more_body": True})
+            await wait_or_keepalive(asyncio.ensure_future(changed.wait()), watcher, send, session.touch)
     except OSError:
         pass
     finally:

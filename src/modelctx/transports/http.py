@@ -68,6 +68,7 @@ from ._asgi import (
     send_json,
     send_plain,
     wait_disconnect,
+    wait_or_keepalive,
 )
 from ._sse_resume import KeptStream, kept_after, resume
 from ._tuning import settle_heap
@@ -452,18 +453,10 @@ class HttpApp:
         try:
             while not watcher.done() and not session.closed:
                 getter = asyncio.ensure_future(queue.get())
-                done, _ = await asyncio.wait(
-                    (getter, watcher), timeout=KEEPALIVE_SECONDS, return_when=asyncio.FIRST_COMPLETED
-                )
-                if getter in done:
+                if await wait_or_keepalive(getter, watcher, send, session.touch):
                     await send(
                         {"type": "http.response.body", "body": sse_event(encode(getter.result())), "more_body": True}
                     )
-                else:
-                    getter.cancel()
-                    if not done:
-                        session.touch()
-                        await send({"type": "http.response.body", "body": SSE_KEEPALIVE, "more_body": True})
         except OSError:
             pass
         finally:
