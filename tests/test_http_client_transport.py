@@ -24,7 +24,7 @@ import httpx
 import pytest
 import uvicorn
 
-from modelctx.client._transport import Outgoing
+from modelctx.transports._base import Outgoing
 from modelctx.errors import ConnectionClosed
 from modelctx.protocol import _meta
 from modelctx.protocol._headers import header_paths, request_headers

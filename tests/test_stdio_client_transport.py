@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from modelctx.client._transport import Outgoing
+from modelctx.transports._base import Outgoing
 from modelctx.errors import ConnectionClosed
 from modelctx.protocol._jsonrpc import Notification, Response
 from modelctx.transports import stdio_client

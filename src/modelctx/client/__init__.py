@@ -11,7 +11,7 @@ from ._client import (
     SubscriptionEvent,
 )
 from ._session import ClientSession, RequestTimeout
-from ._transport import ClientTransport, Outgoing, TransportEvents
+from ..transports._base import ClientTransport, Outgoing, TransportEvents
 
 __all__ = [
     "Client",

@@ -45,7 +45,7 @@ from ..protocol._jsonrpc import Notification, Request
 from ..protocol._versions import HANDSHAKE_VERSIONS, LATEST, MODERN_VERSIONS
 from ._cache import ResultCache
 from ._session import ClientSession, ProgressCallback, RequestTimeout
-from ._transport import ClientTransport
+from ..transports._base import ClientTransport
 
 __all__ = [
     "Client",

@@ -26,7 +26,7 @@ from ..errors import ConnectionClosed, MCPError, MethodNotFound, ProtocolError, 
 from ..protocol import _meta
 from ..protocol._jsonrpc import Notification, Request, Response, error_response
 from ..protocol._headers import request_headers
-from ._transport import ClientTransport, Outgoing
+from ..transports._base import ClientTransport, Outgoing
 
 __all__ = ["ClientSession", "RequestTimeout", "ProgressCallback"]
 

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..client._transport import ClientTransport, Outgoing, TransportEvents
+from ._base import ClientTransport, Outgoing, TransportEvents
 from ..errors import ConnectionClosed, HttpStatusError, MCPError, ProtocolError, SessionExpired
 from ..protocol._framing import SSEParser
 from ..protocol._jsonrpc import Message, Response, decode, encode, from_object

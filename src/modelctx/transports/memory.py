@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ..client._transport import ClientTransport, Outgoing, TransportEvents
+from ._base import ClientTransport, Outgoing, TransportEvents
 from ..errors import ConnectionClosed
 from ..protocol._jsonrpc import Notification, Request, Response, decode, encode
 

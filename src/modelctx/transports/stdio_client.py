@@ -30,7 +30,7 @@ import signal
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..client._transport import ClientTransport, Outgoing, TransportEvents
+from ._base import ClientTransport, Outgoing, TransportEvents
 from ..errors import ConnectionClosed, ProtocolError
 from ..protocol._framing import LineBuffer
 from ..protocol._jsonrpc import decode, encode, notification
