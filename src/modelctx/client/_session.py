@@ -1,12 +1,15 @@
 """The client session: ids, deadlines, progress and cancellation over one transport.
 
-Theory of operation. ``request`` gives each request a fresh id, registers a future,
-sends the message and waits for the matching response with a deadline. A progress
-notification for the request's token calls the caller's progress callback and pushes
-the deadline back (never past ``max_timeout``). When the awaiting task is cancelled,
-or the deadline passes, the request is cancelled on the wire too. When the transport
-reports the connection closed, every pending request fails at once with an error that
-names the server and the cause. Nothing here waits without a deadline.
+Theory of operation. The bookkeeping is ``ClientConnection``'s (protocol/_connection.py):
+ids, deadlines as numbers, progress tokens, which response answers which request. This
+module adds the event loop: ``request`` registers a future for the request, sends it
+and waits; one timer, set for the earliest deadline the connection reports, fails the
+requests whose time is up. A progress notification calls the caller's progress
+callback, and the connection has already pushed the deadline back (never past
+``max_timeout``). When the awaiting task is cancelled, or the deadline passes, the
+request is cancelled on the wire too. When the transport reports the connection closed,
+every pending request fails at once with an error that names the server and the cause.
+Nothing here waits without a deadline.
 
 Messages the server sends on its own are routed by kind: notifications tagged with a
 subscription id go to that subscription's queue; other notifications to the
@@ -17,14 +20,22 @@ to ``on_server_request``, whose answer is sent back as the response.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
+import math
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..errors import ConnectionClosed, MCPError, MethodNotFound, ProtocolError, error_from_wire
 from ..protocol import _meta
-from ..protocol._jsonrpc import Notification, Request, Response, error_response
+from ..protocol._connection import (
+    Answer,
+    ClientConnection,
+    Notify,
+    Progress,
+    Serve,
+    with_progress_token,
+)
+from ..protocol._jsonrpc import Message, Notification, Request, error_response
 from ..protocol._headers import request_headers
 from ..transports._base import ClientTransport, Outgoing
 
@@ -39,22 +50,23 @@ class RequestTimeout(MCPError, TimeoutError):
     """A request got no answer within its deadline (a local error: no JSON-RPC code)."""
 
 
-class _Pending:
-    __slots__ = ("future", "progress", "deadline", "limit", "budget", "method", "scope")
+class _Expired(Exception):
+    """Set on a request's future when its deadline passes; ``request`` turns it into
+    ``RequestTimeout`` with the words of the moment."""
 
-    def __init__(self, future: asyncio.Future, method: str, progress: ProgressCallback | None) -> None:
+
+class _Waiter:
+    """What one request's caller waits on: the future its answer settles, the task
+    (cancelled when the deadline passes while it is still sending), the progress
+    callback."""
+
+    __slots__ = ("future", "task", "sending", "progress")
+
+    def __init__(self, future: asyncio.Future[Any], progress: ProgressCallback | None) -> None:
         self.future = future
-        self.method = method
+        self.task: asyncio.Task[Any] | None = None
+        self.sending = False
         self.progress = progress
-        self.deadline = 0.0  # loop time when the request times out, moved by progress
-        self.limit = 0.0  # loop time past which no progress extends it (max_timeout)
-        self.budget = 0.0  # this request's timeout: what each progress update grants again
-        self.scope: Any = None  # the asyncio.Timeout that enforces the deadline
-
-    def extend(self, now: float) -> None:
-        self.deadline = max(self.deadline, now + self.budget)
-        if self.scope is not None:
-            self.scope.reschedule(min(self.deadline, self.limit))
 
 
 class ClientSession:
@@ -66,8 +78,7 @@ class ClientSession:
         max_timeout: float = 600.0,
     ) -> None:
         self.transport = transport
-        self.timeout = timeout
-        self.max_timeout = max_timeout
+        self.connection = ClientConnection(timeout=timeout, max_timeout=max_timeout)
         self.version: str | None = None
         self.modern = True
         self.client_info: dict[str, Any] = {"name": "modelctx", "version": "0.1.0"}
@@ -75,63 +86,94 @@ class ClientSession:
         self.log_level: str | None = None
         self.on_notification: Callable[[Notification], None] | None = None
         self.on_server_request: Callable[[Request], Awaitable[dict[str, Any]]] | None = None
-        self._ids = itertools.count(1)
-        self._pending: dict[str | int, _Pending] = {}
-        self._by_token: dict[str | int, _Pending] = {}
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = math.inf
         self._subscriptions: dict[str | int, asyncio.Queue] = {}
         self._closed: BaseException | None = None
         self._tasks: set[asyncio.Task] = set()
 
+    @property
+    def timeout(self) -> float:
+        return self.connection.timeout
+
+    @timeout.setter
+    def timeout(self, value: float) -> None:
+        self.connection.timeout = value
+
     # -- TransportEvents ------------------------------------------------------------
-    def message(self, message: Any) -> None:
-        kind = type(message)
-        if kind is Response:
-            pending = self._pending.get(message.id)
-            if pending is None or pending.future.done():
-                log.debug("%s: ignored a response to unknown or finished id %r", self.transport.name, message.id)
+    def message(self, message: Message) -> None:
+        event = self.connection.receive(message, asyncio.get_running_loop().time())
+        kind = type(event)
+        if kind is Answer:
+            response = event.response  # type: ignore[union-attr]
+            future = event.outbound.handle.future  # type: ignore[union-attr]
+            if future.done():
                 return
-            if message.error is not None:
-                pending.future.set_exception(error_from_wire(message.error))
+            if response.error is not None:
+                future.set_exception(error_from_wire(response.error))
             else:
-                pending.future.set_result(message.result)
-        elif kind is Notification:
-            self._notification(message)
-        elif kind is Request:
-            task = asyncio.get_running_loop().create_task(self._answer(message))
+                future.set_result(response.result)
+        elif kind is Progress:
+            waiter = event.outbound.handle  # type: ignore[union-attr]
+            if waiter.progress is not None:
+                params = event.params  # type: ignore[union-attr]
+                self._spawn(waiter.progress, params.get("progress", 0), params.get("total"), params.get("message"))
+        elif kind is Notify:
+            self._notification(event.notification)  # type: ignore[union-attr]
+        elif kind is Serve:
+            task = asyncio.get_running_loop().create_task(self._answer(event.inbound.request))  # type: ignore[union-attr]
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+        else:
+            log.debug("%s: %s", self.transport.name, getattr(event, "why", event))
 
     def request_failed(self, request_id: str | int, exc: BaseException) -> None:
-        pending = self._pending.get(request_id)
-        if pending is not None and not pending.future.done():
-            pending.future.set_exception(exc)
+        outbound = self.connection.failed(request_id)
+        if outbound is not None and not outbound.handle.future.done():
+            outbound.handle.future.set_exception(exc)
 
     def closed(self, exc: BaseException) -> None:
         if self._closed is None:
             self._closed = exc
-        for pending in list(self._pending.values()):
-            if not pending.future.done():
-                pending.future.set_exception(exc)
+        for outbound in self.connection.close():
+            if not outbound.handle.future.done():
+                outbound.handle.future.set_exception(exc)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         for queue in self._subscriptions.values():
             queue.put_nowait(exc)
+
+    # -- deadlines: one timer for the earliest ----------------------------------------------
+    def _arm(self, deadline: float) -> None:
+        if deadline >= self._timer_at:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_at = deadline
+        self._timer = asyncio.get_running_loop().call_at(deadline, self._on_deadline)
+
+    def _on_deadline(self) -> None:
+        self._timer, self._timer_at = None, math.inf
+        loop = asyncio.get_running_loop()
+        for outbound in self.connection.expire(loop.time()):
+            waiter: _Waiter = outbound.handle
+            if not waiter.future.done():
+                waiter.future.set_exception(_Expired())
+            if waiter.sending and waiter.task is not None:
+                waiter.task.cancel()  # still sending: stop that too
+        deadline = self.connection.next_deadline()
+        if deadline is not None:
+            self._arm(deadline)
 
     # -- routing ------------------------------------------------------------------------
     def _notification(self, note: Notification) -> None:
         params = note.params
-        if note.method == "notifications/progress":
-            pending = self._by_token.get(params.get("progressToken"))
-            if pending is not None and not pending.future.done():
-                # Progress pushes the deadline back by the request's own timeout, up to
-                # max_timeout (cancellation.mdx).
-                pending.extend(asyncio.get_running_loop().time())
-                if pending.progress is not None:
-                    self._spawn(pending.progress, params.get("progress", 0), params.get("total"), params.get("message"))
-            return
         meta = params.get("_meta")
         sub_id = meta.get(_meta.SUBSCRIPTION_ID) if isinstance(meta, dict) else None
         if note.method == "notifications/cancelled":
             sub_id = params.get("requestId")
-        queue = self._subscriptions.get(sub_id) if sub_id is not None else None
+        queue = self._subscriptions.get(sub_id) if isinstance(sub_id, (str, int)) else None
         if queue is not None:
             queue.put_nowait(note)
         if self.on_notification is not None:
@@ -178,7 +220,7 @@ class ClientSession:
         self._subscriptions.pop(request_id, None)
 
     def next_id(self) -> int:
-        return next(self._ids)
+        return self.connection.next_id()
 
     def _legacy_headers(self) -> dict[str, str]:
         return {"mcp-protocol-version": self.version} if self.version else {}
@@ -219,42 +261,47 @@ class ClientSession:
         legacy = raw or not self.modern
         if legacy:
             if token is not None:
-                params["_meta"] = {**(params.get("_meta") or {}), _meta.PROGRESS_TOKEN: token}
+                params = with_progress_token(params, token)
             headers = self._legacy_headers() if method != "initialize" else {}
         else:
             params = self.envelope(params, token)
             headers = request_headers(method, params, self.version or "", param_paths)
-        message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         loop = asyncio.get_running_loop()
-        future = loop.create_future()
-        pending = _Pending(future, method, progress)
-        pending.budget = budget = self.timeout if timeout is None else timeout
         started = loop.time()
-        pending.deadline = started + budget
-        pending.limit = started + self.max_timeout
-        self._pending[request_id] = pending
-        if token is not None:
-            self._by_token[token] = pending
+        outbound = self.connection.request(
+            method, params, now=started, timeout=timeout, request_id=request_id, progress=token is not None
+        )
+        waiter = outbound.handle = _Waiter(loop.create_future(), progress)
+        future = waiter.future
+        self._arm(outbound.deadline)
         try:
+            waiter.task = asyncio.current_task()
+            waiter.sending = True
             try:
-                # One timer covers sending and waiting; progress reschedules it.
-                async with asyncio.timeout_at(min(pending.deadline, pending.limit)) as scope:
-                    pending.scope = scope
-                    await self.transport.send(Outgoing(message, headers, request_id, legacy))
-                    return await future
-            except TimeoutError:
-                raise self._timeout(
-                    f"no answer to {method} within {loop.time() - started:.1f}s (request id {request_id})"
-                ) from None
-        except (asyncio.CancelledError, RequestTimeout):
+                await self.transport.send(Outgoing(outbound.message, headers, request_id, legacy))
+            except asyncio.CancelledError:
+                if future.done() and not future.cancelled() and isinstance(future.exception(), _Expired):
+                    task = asyncio.current_task()
+                    if task is not None:
+                        task.uncancel()  # our deadline cancelled the send, not the caller
+                    raise _Expired from None
+                raise
+            finally:
+                waiter.sending = False
+            return await future
+        except _Expired:
+            await self._cancel_on_wire(request_id)
+            raise self._timeout(
+                f"no answer to {method} within {loop.time() - started:.1f}s (request id {request_id})"
+            ) from None
+        except asyncio.CancelledError:
             if not future.done() or future.cancelled():
                 future.cancel()
+                self.connection.finish(outbound)
                 await self._cancel_on_wire(request_id)
             raise
         finally:
-            self._pending.pop(request_id, None)
-            if token is not None:
-                self._by_token.pop(token, None)
+            self.connection.finish(outbound)
             if not future.done():
                 future.cancel()
             elif not future.cancelled():

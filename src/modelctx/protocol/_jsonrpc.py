@@ -96,6 +96,10 @@ def decode(data: bytes | str) -> Message:
         obj = _decoder.decode(data)
     except msgspec.DecodeError as exc:
         raise ParseError(f"Parse error: the message is not valid JSON ({exc})") from None
+    except RecursionError:
+        # msgspec stops at its nesting limit (about 1,000 levels); the frame is lost,
+        # the connection is not.
+        raise ParseError("Parse error: the message is nested too deeply") from None
     return from_object(obj)
 
 

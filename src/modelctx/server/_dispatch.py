@@ -27,7 +27,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ..errors import (
     InternalError,
@@ -37,34 +37,22 @@ from ..errors import (
     UnsupportedProtocolVersion,
 )
 from ..protocol import _meta
-from ..protocol._jsonrpc import Request, error_response, result_response
+from ..protocol._jsonrpc import Notification, Request, error_response, result_response
 from ..protocol._versions import (
     MODERN_VERSIONS,
     SUPPORTED_VERSIONS,
     negotiate_handshake,
 )
-from ._context import Call, ResponseStream
-from ._session import HandshakeSession
+from ..transports._seam import Peer, ResponseStream, Send
+from ..transports._session import HandshakeSession
+from ._context import Call
 
 if TYPE_CHECKING:
     from ._server import Server
 
-__all__ = ["Dispatcher", "Peer"]
+__all__ = ["Dispatcher"]
 
 log = logging.getLogger("modelctx.server")
-
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-
-
-class Peer(Protocol):
-    """The transport's view of the other side."""
-
-    session: HandshakeSession | None
-    principal: Any
-
-    def open_session(self, session: HandshakeSession) -> None:
-        """Make ``session`` the handshake session of this peer (stdio process / HTTP)."""
-
 
 # Methods that may answer input_required (basic/patterns/mrtr.mdx).
 MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
@@ -155,7 +143,7 @@ class Dispatcher:
             not modern and method in MODERN_ONLY
         ):
             raise MethodNotFound(f"Method not found: {method}")
-        if not self.server._serves(method):
+        if not self.server.serves(method):
             raise MethodNotFound(
                 f"Method not found: {method} (this server declares no such capability)"
             )
@@ -185,7 +173,7 @@ class Dispatcher:
                 call.log_rank = rank
         elif session is not None:
             call.log_rank = session.log_rank
-        middleware = self.server._middleware
+        middleware = self.server.middleware
         if middleware:
             result = await _chain(middleware, handler)(call)
         else:
@@ -219,11 +207,12 @@ class Dispatcher:
         if caps is not None and not isinstance(caps, dict):
             raise InvalidParams("Invalid params: capabilities must be an object")
         version = negotiate_handshake(requested)
-        old = peer.session
-        if old is not None:
-            old.close()
         session = HandshakeSession(
-            uuid.uuid4().hex, version, caps or {}, info if isinstance(info, dict) else None
+            uuid.uuid4().hex,
+            version,
+            caps or {},
+            info if isinstance(info, dict) else None,
+            peer.connection,  # stdio and in-process: the session lives on the connection
         )
         peer.open_session(session)
         result: dict[str, Any] = {
@@ -235,31 +224,32 @@ class Dispatcher:
             result["instructions"] = self.server.instructions
         return result
 
-    def notification(self, method: str, params: dict[str, Any], peer: Peer) -> None:
-        """Act on a client notification (never answered)."""
-        if method == "notifications/cancelled":
-            request_id = params.get("requestId")
-            task = peer_inflight(peer).get(request_id) if request_id is not None else None
-            if task is not None:
-                task.cancel()
-        elif method == "notifications/initialized":
+    def notify(self, notification: Notification, peer: Peer) -> None:
+        """Act on a client notification (never answered). ``notifications/cancelled``
+        never gets here: the connection acts on it (protocol/_connection.py)."""
+        if notification.method == "notifications/initialized":
             session = peer.session
             if session is not None and not session.initialized:
                 session.initialized = True
-                self.server._start_session_listener(session)
+                self.server.start_session_listener(session)
         # Other notifications (roots/list_changed, progress from the client…) carry
         # nothing this server acts on; they are ignored as JSON-RPC allows.
 
 
-def peer_inflight(peer: Any) -> dict[Any, asyncio.Task]:
-    inflight = getattr(peer, "inflight", None)
-    return inflight if inflight is not None else {}
+Handler = Callable[[Call], Awaitable[dict[str, Any] | None]]
+Middleware = Callable[[Call, Handler], Awaitable[dict[str, Any] | None]]
 
 
-def _chain(middleware: list, handler: Callable[[Call], Awaitable[Any]]):
+def _chain(middleware: list[Middleware], handler: Handler) -> Handler:
     """Wrap ``handler`` in middleware: each is ``async (call, call_next) -> result``."""
     wrapped = handler
     for layer in reversed(middleware):
-        wrapped = (lambda layer, inner: lambda call: layer(call, inner))(layer, wrapped)
+        wrapped = _link(layer, wrapped)
     return wrapped
 
+
+def _link(layer: Middleware, inner: Handler) -> Handler:
+    def linked(call: Call) -> Awaitable[dict[str, Any] | None]:
+        return layer(call, inner)
+
+    return linked

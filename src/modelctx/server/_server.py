@@ -21,16 +21,20 @@ subscribers of one resource.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..protocol._jsonrpc import Notification, Request
 from ..protocol._request_state import StateSealer
+from ..transports._seam import Peer, ResponseStream, Send
+from ..transports._session import HandshakeSession
 from ..protocol._versions import SUPPORTED_VERSIONS
 from ._bus import Event, LocalBus, SubscriptionBus
 from ._context import Context
-from ._dispatch import Dispatcher
+from ._dispatch import Dispatcher, Middleware
 from ._registry import (
     CacheHint,
     PromptDef,
@@ -41,7 +45,6 @@ from ._registry import (
     prompt_definition,
     resource_definition,
 )
-from ._session import HandshakeSession
 from ._signature import Signature
 from ._uri_template import UriTemplate
 
@@ -280,7 +283,7 @@ class Server:
             caps["tools"] = {"listChanged": True}
         return caps
 
-    def _serves(self, method: str) -> bool:
+    def serves(self, method: str) -> bool:
         """Is the capability behind ``method`` served? (Checked on every request.)"""
         registry = self._registry
         if method.startswith("tools/"):
@@ -294,7 +297,7 @@ class Server:
         return True
 
     # -- handshake sessions --------------------------------------------------------------
-    def _start_session_listener(self, session: HandshakeSession) -> None:
+    def start_session_listener(self, session: HandshakeSession) -> None:
         session.listener = asyncio.get_running_loop().create_task(self._session_events(session))
 
     async def _session_events(self, session: HandshakeSession) -> None:
@@ -324,6 +327,34 @@ class Server:
                         log.debug("dropped a notification for session %s", session.id)
         finally:
             subscription.close()
+
+    # -- what transports call (transports/_seam.py, ServerApp) ---------------------------
+    def handle(
+        self, request: Request, peer: Peer, send: Send, stream: ResponseStream | None = None
+    ) -> Awaitable[dict[str, Any] | None]:
+        return self.dispatcher.handle(request, peer, send, stream)
+
+    def notify(self, notification: Notification, peer: Peer) -> None:
+        self.dispatcher.notify(notification, peer)
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Hold while serving: attaches the event loop (so sync handlers in worker
+        threads can notify subscribers)."""
+        self._attach_loop()
+        yield
+
+    def tool_input_schema(self, name: str) -> dict[str, Any] | None:
+        tool = self._registry.tools.get(name)
+        return None if tool is None else tool.definition["inputSchema"]
+
+    @property
+    def versions(self) -> tuple[str, ...]:
+        return self.config.versions
+
+    @property
+    def middleware(self) -> list[Middleware]:
+        return self._middleware
 
     # -- running -------------------------------------------------------------------------
     def run(self, transport: str = "stdio", **options: Any) -> None:

@@ -38,6 +38,7 @@ oldest are dropped; the response, being last, is always kept); they end with it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import OrderedDict
@@ -45,17 +46,23 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from ..errors import (
+    HEADER_MISMATCH,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    PARSE_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
     HeaderMismatch,
     InvalidParams,
     InvalidRequest,
-    MethodNotFound,
     ProtocolError,
     UnsupportedProtocolVersion,
 )
 from ..protocol import _meta
 from ..protocol._framing import SSE_KEEPALIVE, sse_event
 from ..protocol._headers import check_headers, header_paths
-from ..protocol._jsonrpc import Notification, Request, Response, decode, encode, error_response
+from ..protocol._connection import Answer, Cancel, Ignore, Notify, Reject, Serve
+from ..protocol._jsonrpc import Message, Notification, Request, Response, decode, encode, error_response
 from ..protocol._versions import HANDSHAKE_VERSIONS, HTTP_DEFAULT_LEGACY_VERSION, MODERN_VERSIONS
 from ._asgi import (
     KEEPALIVE_SECONDS,
@@ -70,6 +77,8 @@ from ._asgi import (
     wait_disconnect,
     wait_or_keepalive,
 )
+from ._seam import Peer, ServerApp
+from ._session import HandshakeSession, settle
 from ._sse_resume import KeptStream, kept_after, resume
 from ._tuning import settle_heap
 
@@ -89,22 +98,6 @@ def _host_name(value: str) -> str:
     return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
 
-class _Peer:
-    """One HTTP request's view of the client (and its handshake session, if any)."""
-
-    __slots__ = ("session", "principal", "inflight", "_app")
-
-    def __init__(self, app: HttpApp, session: Any, principal: Any) -> None:
-        self._app = app
-        self.session = session
-        self.principal = principal
-        self.inflight = session.inflight if session is not None else {}
-
-    def open_session(self, session: Any) -> None:
-        self.session = session
-        self._app._sessions_add(session)
-
-
 class HttpApp:
     """The ASGI application of one ``Server``.
 
@@ -118,7 +111,7 @@ class HttpApp:
 
     def __init__(
         self,
-        server: Any,
+        server: ServerApp,
         *,
         path: str = "/mcp",
         allowed_hosts: Iterable[str] = (),
@@ -138,9 +131,9 @@ class HttpApp:
         self.session_idle_seconds = session_idle_seconds
         self.max_sessions = max_sessions
         self.authenticate = authenticate
-        self._sessions: OrderedDict[str, Any] = OrderedDict()
-        self._header_paths: dict[str, dict[str, tuple[str, ...]]] = {}
-        self._header_paths_for: Any = None
+        self._sessions: OrderedDict[str, HandshakeSession] = OrderedDict()
+        self._running: contextlib.AsyncExitStack | None = None
+        self._header_paths: dict[str, tuple[dict[str, Any], dict[str, tuple[str, ...]]]] = {}
 
     # -- ASGI entry ------------------------------------------------------------------
     async def __call__(self, scope: Scope, receive: Receive, send: ASGISend) -> None:
@@ -154,12 +147,20 @@ class HttpApp:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
-                self.server._attach_loop()
+                self._running = contextlib.AsyncExitStack()
+                try:
+                    await self._running.enter_async_context(self.server.running())
+                except Exception as exc:
+                    log.exception("the server failed to start")
+                    await send({"type": "lifespan.startup.failed", "message": repr(exc)})
+                    return
                 if self.tune_gc:
                     settle_heap()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 self.close()
+                if self._running is not None:
+                    await self._running.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
@@ -238,35 +239,55 @@ class HttpApp:
         try:
             message = decode(body)
         except ProtocolError as exc:
-            await send_json(send, 400, error_response(exc.request_id, exc))
+            await send_json(send, status_for(exc.code, checked=False), error_response(exc.request_id, exc))
             return
         try:
             session = self._era(message, headers)
         except ProtocolError as exc:
-            status = exc.http_status if exc.http_status != 200 else 400
-            await send_json(send, status, error_response(getattr(message, "id", None), exc))
+            await send_json(
+                send, status_for(exc.code, checked=False), error_response(_id_of(message), exc)
+            )
             return
         except _UnknownSession:
             await send_json(
                 send,
                 404,
                 error_response(
-                    getattr(message, "id", None),
+                    _id_of(message),
                     InvalidRequest("Session not found or expired; send initialize again"),
                 ),
             )
             return
         if type(message) is Request:
-            await self._request(message, session, headers, receive, send, principal)
-        elif type(message) is Notification:
-            peer = _Peer(self, session, principal)
-            self.server.dispatcher.notification(message.method, message.params, peer)
-            await send_empty(send, 202)
+            await self._request(message, session, receive, send, principal)
         else:
-            assert type(message) is Response
-            if session is None or not session.deliver(message):
-                log.debug("ignored a response to an unknown request id %r", message.id)
+            self._one_way(message, session, principal)
             await send_empty(send, 202)
+
+    def _peer(self, session: HandshakeSession | None, principal: Any) -> Peer:
+        # Each HTTP session has a connection of its own: the peer lends none.
+        return Peer(None, session, principal, on_open=self._sessions_add)
+
+    def _one_way(self, message: Message, session: HandshakeSession | None, principal: Any) -> None:
+        """A notification or a response: acted on, answered 202 with no body."""
+        if session is None:
+            if type(message) is Notification and message.method != "notifications/cancelled":
+                self.server.notify(message, self._peer(None, principal))
+            else:  # nothing to cancel or answer outside a session (2026-07-28 is stateless)
+                log.debug("ignored %r outside a handshake session", message)
+            return
+        event = session.connection.receive(message)
+        kind = type(event)
+        if kind is Cancel:
+            handle = event.inbound.handle  # type: ignore[union-attr]
+            if handle is not None:
+                handle.cancel()
+        elif kind is Notify:
+            self.server.notify(event.notification, self._peer(session, principal))  # type: ignore[union-attr]
+        elif kind is Answer:
+            settle(event)  # type: ignore[arg-type]
+        elif kind is Ignore:
+            log.debug("ignored: %s", event.why)  # type: ignore[union-attr]
 
     def _too_large(self) -> str:
         return f"Request body too large: the limit is {self.max_body} bytes"
@@ -295,13 +316,11 @@ class HttpApp:
         session_id = headers.get("mcp-session-id")
         if session_id is None:
             if type(message) is Request:
-                exc = InvalidParams(
+                raise InvalidParams(
                     "Invalid params: no Mcp-Session-Id header and no "
                     f"_meta[{_meta.PROTOCOL_VERSION!r}]: modern clients send the _meta keys "
                     "and the MCP-Protocol-Version header; older clients send initialize first"
                 )
-                exc.http_status = 400
-                raise exc
             return None
         session = self._sessions.get(session_id)
         if session is None or session.closed or self._expired(session):
@@ -326,62 +345,64 @@ class HttpApp:
             if not isinstance(meta, dict) or key not in meta
         ]
         if missing:
-            exc = InvalidParams(
+            raise InvalidParams(
                 f"Invalid params: params._meta is missing required key(s) {', '.join(missing)}"
             )
-            exc.http_status = 400
-            raise exc
         if header_version != version:
             raise HeaderMismatch(
                 f"Header mismatch: MCP-Protocol-Version header value '{header_version}' does "
                 f"not match body value '{version}'"
             )
         if version not in MODERN_VERSIONS:
-            raise UnsupportedProtocolVersion(version, list(self.server.config.versions))
+            raise UnsupportedProtocolVersion(version, list(self.server.versions))
         check_headers(headers, request.method, params, version, self._params_for(request))
 
     def _params_for(self, request: Request) -> dict[str, tuple[str, ...]] | None:
         if request.method != "tools/call":
             return None
         name = request.params.get("name")
-        tools = self.server._registry.tools
-        tool = tools.get(name) if isinstance(name, str) else None
-        if tool is None:
+        schema = self.server.tool_input_schema(name) if isinstance(name, str) else None
+        if schema is None:
             return None
-        if self._header_paths_for is not tools:
-            self._header_paths = {}
-            self._header_paths_for = tools
-        paths = self._header_paths.get(name)
-        if paths is None:
-            try:
-                paths = header_paths(tool.definition["inputSchema"])
-            except ValueError as exc:
-                log.warning("tool %r: %s; its x-mcp-header annotations are ignored", name, exc)
-                paths = {}
-            self._header_paths[name] = paths
+        # Keyed by the schema object itself: a tool registered again has a new one.
+        cached = self._header_paths.get(name)
+        if cached is not None and cached[0] is schema:
+            return cached[1]
+        try:
+            paths = header_paths(schema)
+        except ValueError as exc:
+            log.warning("tool %r: %s; its x-mcp-header annotations are ignored", name, exc)
+            paths = {}
+        self._header_paths[name] = (schema, paths)
         return paths
 
     async def _request(
         self,
         request: Request,
-        session: Any,
-        headers: dict[str, str],
+        session: HandshakeSession | None,
         receive: Receive,
         send: ASGISend,
         principal: Any,
     ) -> None:
-        peer = _Peer(self, session, principal)
-        extra: list[tuple[bytes, bytes]] = []
+        peer = self._peer(session, principal)
+        inbound = None
+        if session is not None:
+            event = session.connection.receive(request)
+            if type(event) is Reject:
+                await send_json(send, status_for(event.error.code, checked=False), event.response)  # type: ignore[union-attr]
+                return
+            assert type(event) is Serve
+            inbound = event.inbound
         # The handler runs inline in this task; a watcher cancels it if the client goes
         # away (closing the stream is the cancellation, streamable-http.mdx). One extra
         # task per request instead of two.
         guard = _CancelGuard(asyncio.current_task())
         stream = _Reply(send, session, guard)
         watcher = asyncio.get_running_loop().create_task(guard.watch(receive))
-        if session is not None:
-            session.inflight[request.id] = guard
+        if inbound is not None:
+            inbound.handle = guard
         try:
-            response = await self.server.dispatcher.handle(
+            response = await self.server.handle(
                 request, peer, stream.event, stream if session is not None else None
             )
         except asyncio.CancelledError:
@@ -392,8 +413,10 @@ class HttpApp:
         finally:
             guard.running = False
             watcher.cancel()
-            if session is not None:
-                session.inflight.pop(request.id, None)
+            if inbound is not None and session is not None:
+                if guard.requested:
+                    session.connection.cancel(inbound)
+                response = session.connection.finish(inbound, response)
         if guard.requested:
             guard.settle()
             if guard.disconnected:
@@ -409,15 +432,16 @@ class HttpApp:
         if stream.started:
             await stream.finish(response)
             return
-        if peer.session is not None and request.method == "initialize":
-            extra.append((b"mcp-session-id", peer.session.id.encode()))
         if response is None:
             await send_empty(send, 202)
             return
+        extra: list[tuple[bytes, bytes]] = []
+        if peer.session is not None and request.method == "initialize":
+            extra.append((b"mcp-session-id", peer.session.id.encode()))
         status = 200
         error = response.get("error")
         if error is not None and session is None:
-            status = _status_for(error)
+            status = status_for(error.get("code"), checked=True)
         await send_json(send, status, response, extra)
 
     # -- GET and DELETE (handshake era only) -------------------------------------------------
@@ -626,13 +650,34 @@ class _Reply:
             pass  # the client is already gone; it can still resume
 
 
-def _status_for(error: dict[str, Any]) -> int:
-    code = error.get("code")
-    if code == MethodNotFound.code:
-        return 404
-    if code in (-32020, -32021, -32022, -32700, -32600):
-        return 400
-    return 200
+# The HTTP status of a reply that is one JSON-RPC error, on the 2026-07-28 path
+# (ARCHITECTURE.md, choices): the one table, read by status_for.
+_STATUS_BY_CODE = {
+    PARSE_ERROR: 400,
+    INVALID_REQUEST: 400,
+    METHOD_NOT_FOUND: 404,
+    HEADER_MISMATCH: 400,
+    MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
+    UNSUPPORTED_PROTOCOL_VERSION: 400,
+}
+
+
+def status_for(code: object, *, checked: bool) -> int:
+    """The HTTP status for an error reply with JSON-RPC ``code``.
+
+    ``checked=False``: the message was refused before dispatch (unreadable, malformed
+    or with headers unlike its body): 400, or what the table says. ``checked=True``:
+    a method's own error: what the table says, else 200 as the official SDK does.
+    Handshake-era session replies are always 200 (the caller does not ask).
+    """
+    status = _STATUS_BY_CODE.get(code) if isinstance(code, int) else None
+    if status is not None:
+        return status
+    return 200 if checked else 400
+
+
+def _id_of(message: Message) -> str | int | None:
+    return message.id if type(message) is not Notification else None  # type: ignore[union-attr]
 
 
 def serve_http(

@@ -2,90 +2,66 @@
 
 Messages still go through JSON encoding and decoding, so what the client sees is
 exactly what a real transport would deliver; only the bytes never leave the process.
-Meant for tests and for embedding a server in the same program as its client.
+The server side is the same ``DuplexServer`` that serves stdio. Meant for tests and for
+embedding a server in the same program as its client.
 """
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 from typing import Any
 
-from ._base import ClientTransport, Outgoing, TransportEvents
 from ..errors import ConnectionClosed
-from ..protocol._jsonrpc import Notification, Request, Response, decode, encode
+from ..protocol._jsonrpc import decode, encode
+from ._base import ClientTransport, Outgoing, TransportEvents
+from ._duplex import DuplexServer
+from ._seam import ServerApp
 
 __all__ = ["MemoryTransport"]
 
-
-class _Peer:
-    def __init__(self, deliver) -> None:
-        self.session = None
-        self.principal = None
-        self.inflight: dict[Any, asyncio.Task] = {}
-        self._deliver = deliver
-
-    def open_session(self, session) -> None:
-        self.session = session
-        session.outbound = self._deliver
+_GRACE_SECONDS = 2.0
 
 
 class MemoryTransport(ClientTransport):
     kind = "stdio"  # one duplex connection, like a pipe
 
-    def __init__(self, server: Any, principal: Any = None) -> None:
+    def __init__(self, server: ServerApp, principal: Any = None) -> None:
         self.server = server
         self.name = f"in-process server {server.name!r}"
         self._events: TransportEvents | None = None
-        self._peer: _Peer | None = None
+        self._served: DuplexServer | None = None
+        self._running: contextlib.AsyncExitStack | None = None
         self._closed = False
         self._principal = principal
 
     async def connect(self, events: TransportEvents) -> None:
         self._events = events
-        self._peer = _Peer(self._to_client)
-        self._peer.principal = self._principal
-        self.server._attach_loop()
+        self._running = contextlib.AsyncExitStack()
+        await self._running.enter_async_context(self.server.running())
+        self._served = DuplexServer(self.server, self._to_client, self._principal)
 
     async def _to_client(self, message: dict[str, Any]) -> None:
         if not self._closed and self._events is not None:
             self._events.message(decode(encode(message)))
 
     async def send(self, outgoing: Outgoing) -> None:
-        if self._closed or self._peer is None:
+        if self._closed or self._served is None:
             raise ConnectionClosed(f"{self.name}: the connection is closed")
-        message = decode(encode(outgoing.message))
-        peer = self._peer
-        dispatcher = self.server.dispatcher
-        if type(message) is Request:
-            peer.inflight[message.id] = asyncio.get_running_loop().create_task(self._run(message))
-        elif type(message) is Notification:
-            dispatcher.notification(message.method, message.params, peer)
-        elif type(message) is Response and peer.session is not None:
-            peer.session.deliver(message)
-
-    async def _run(self, request: Request) -> None:
-        assert self._peer is not None
-        try:
-            response = await self.server.dispatcher.handle(request, self._peer, self._to_client)
-        except asyncio.CancelledError:
-            return
-        finally:
-            self._peer.inflight.pop(request.id, None)
-        if response is not None:
-            await self._to_client(response)
+        self._served.receive_data(encode(outgoing.message))
 
     async def cancel(self, request_id: str | int, reason: str | None = None) -> None:
-        if self._peer is not None:
-            task = self._peer.inflight.get(request_id)
-            if task is not None:
-                task.cancel()
+        if self._served is not None and not self._closed:
+            params: dict[str, Any] = {"requestId": request_id}
+            if reason:
+                params["reason"] = reason
+            note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
+            self._served.receive_data(encode(note))
 
     async def close(self) -> None:
         if self._closed:
             return
         self._closed = True
-        if self._peer is not None:
-            for task in list(self._peer.inflight.values()):
-                task.cancel()
-            if self._peer.session is not None:
-                self._peer.session.close()
+        if self._served is not None:
+            await self._served.shutdown(_GRACE_SECONDS)
+        if self._running is not None:
+            await self._running.aclose()

@@ -1,11 +1,15 @@
 """The stdio transport, server side: newline-delimited JSON on stdin and stdout.
 
 basic/transports/stdio.mdx: one message per line; logs go to stderr, never stdout.
-Every request runs as its own task, so requests are handled concurrently and
-``notifications/cancelled`` cancels the task of the request it names. A malformed line
-is answered with the JSON-RPC error it deserves and the connection goes on. The server
-stops when stdin closes (after a short grace for requests still running) or on
-SIGTERM/SIGINT.
+The conversation's rules (ids, cancellation, answers) are ``ServerConnection``'s; this
+module only moves bytes: lines from stdin into a ``DuplexServer``, messages out to
+stdout. A malformed line is answered with the JSON-RPC error it deserves and the
+connection goes on.
+
+Stopping is bounded. When stdin closes, or on SIGTERM/SIGINT, listen streams end with
+their final response, running requests get ``_GRACE_SECONDS`` to answer (stdin closed)
+or are cancelled at once (a signal), and whatever ignores its cancellation for another
+``_GRACE_SECONDS`` is left behind: ``serve_stdio`` then exits the process anyway.
 
 The stdio process is one connection: after ``initialize`` it carries a handshake
 session, and modern requests on the same pipe are still served statelessly.
@@ -18,34 +22,24 @@ import logging
 import os
 import signal
 import sys
+import threading
 from typing import Any, BinaryIO
 
-from ..errors import InvalidRequest, ProtocolError
+from ..errors import InvalidRequest
 from ..protocol._framing import LineBuffer
+from ..protocol._jsonrpc import encode, error_response
+from ._duplex import DuplexServer
+from ._seam import ServerApp
 from ._tuning import settle_heap
-from ..protocol._jsonrpc import Notification, Request, Response, decode, encode, error_response
 
-__all__ = ["serve_stdio", "serve_stdio_async", "StdioPeer"]
+__all__ = ["serve_stdio", "serve_stdio_async"]
 
 log = logging.getLogger("modelctx.stdio")
 
 _NEWLINE = b"\n"
 _HIGH_WATER = 1 << 20
 _GRACE_SECONDS = 2.0
-
-
-class StdioPeer:
-    """The client at the other end of the pipes."""
-
-    def __init__(self, write) -> None:
-        self.session = None
-        self.principal = None
-        self.inflight: dict[Any, asyncio.Task] = {}
-        self._write = write
-
-    def open_session(self, session) -> None:
-        self.session = session
-        session.outbound = self._write
+_READ_CHUNK = 1 << 16
 
 
 class _Writer:
@@ -65,7 +59,7 @@ class _Writer:
             return
         data = encode(message) + _NEWLINE
         try:
-            if self._transport is None:
+            if self._transport is None or self._writer is None:
                 self._file.write(data)
                 self._file.flush()
                 return
@@ -79,26 +73,26 @@ class _Writer:
         if self._writer is None:
             return
         try:
-            await self._writer.drain()
+            await asyncio.wait_for(self._writer.drain(), _GRACE_SECONDS)
             self._writer.close()
-        except (ConnectionError, RuntimeError):
+        except (ConnectionError, RuntimeError, OSError, asyncio.TimeoutError):
             pass
 
 
 async def _open_pipes(stdin: BinaryIO, stdout: BinaryIO) -> tuple[asyncio.StreamReader, _Writer]:
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=1 << 16)
+    reader = asyncio.StreamReader(limit=_READ_CHUNK)
     try:
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
     except ValueError:
         # A regular file (``< requests.jsonl``) is no pipe: read it on a thread.
         def pump() -> None:
             read = getattr(stdin, "read1", stdin.read)
-            while chunk := read(1 << 16):
+            while chunk := read(_READ_CHUNK):
                 loop.call_soon_threadsafe(reader.feed_data, chunk)
             loop.call_soon_threadsafe(reader.feed_eof)
 
-        loop.run_in_executor(None, pump)
+        threading.Thread(target=pump, name="modelctx-stdin", daemon=True).start()
     try:
         transport, protocol = await loop.connect_write_pipe(
             asyncio.streams.FlowControlMixin, stdout
@@ -108,99 +102,83 @@ async def _open_pipes(stdin: BinaryIO, stdout: BinaryIO) -> tuple[asyncio.Stream
     return reader, _Writer(asyncio.StreamWriter(transport, protocol, None, loop), stdout)
 
 
+async def _read(reader: asyncio.StreamReader, served: DuplexServer, writer: _Writer) -> None:
+    """Feed stdin's lines to ``served`` until stdin closes."""
+    lines = LineBuffer()
+    while True:
+        chunk = await reader.read(_READ_CHUNK)
+        if not chunk:
+            tail = lines.tail()
+            if tail.strip():
+                served.receive_data(tail)
+            return
+        try:
+            complete = list(lines.feed(chunk))
+        except ValueError as exc:  # a line too long to hold: answer and go on
+            await writer.send(error_response(None, InvalidRequest(f"Invalid Request: {exc}")))
+            continue
+        for line in complete:
+            if line.strip():
+                served.receive_data(line)
+
+
 async def serve_stdio_async(
-    server: Any, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None
-) -> None:
-    """Serve ``server`` on the given pipes (default: this process's stdin and stdout)."""
+    server: ServerApp, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None
+) -> bool:
+    """Serve ``server`` on the given pipes (default: this process's stdin and stdout).
+
+    Returns False when some request ignored its cancellation and is still running.
+    """
     stdin = stdin or sys.stdin.buffer
     stdout = stdout or sys.stdout.buffer
-    server._attach_loop()
-    reader, writer = await _open_pipes(stdin, stdout)
-    send = writer.send
-    peer = StdioPeer(send)
-    dispatcher = server.dispatcher
-    inflight = peer.inflight
-    lines = LineBuffer()
-    stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        try:
-            loop.add_signal_handler(signum, stop.set)
-        except (NotImplementedError, RuntimeError, ValueError):
-            pass
-
-    async def run(request: Request) -> None:
-        try:
-            response = await dispatcher.handle(request, peer, send)
-        except asyncio.CancelledError:
-            return  # cancelled: nothing more is sent for this request
-        finally:
-            if inflight.get(request.id) is asyncio.current_task():
-                del inflight[request.id]
-        # A handler may swallow its CancelledError and return; the request was still
-        # cancelled, so its response must not be sent (basic/transports/stdio.mdx).
-        if response is not None and not asyncio.current_task().cancelling():
-            await send(response)
-
-    def on_line(line: bytes) -> None:
-        if not line.strip():
-            return
-        try:
-            message = decode(line)
-        except ProtocolError as exc:
-            loop.create_task(send(error_response(exc.request_id, exc)))
-            return
-        if type(message) is Request:
-            if message.id in inflight:
-                # Answering with that id would look like the answer to the request still
-                # running, so the error names the id in its text only.
-                error = InvalidRequest(f"Invalid Request: id {message.id!r} is already in use")
-                loop.create_task(send(error_response(None, error)))
-                return
-            inflight[message.id] = loop.create_task(run(message))
-        elif type(message) is Notification:
-            dispatcher.notification(message.method, message.params, peer)
-        elif type(message) is Response:
-            session = peer.session
-            if session is None or not session.deliver(message):
-                log.debug("ignored a response to an unknown request id %r", message.id)
-
-    async def read_loop() -> None:
-        while True:
-            chunk = await reader.read(1 << 16)
-            if not chunk:
-                tail = lines.tail()
-                if tail:
-                    on_line(tail)
-                return
+    async with server.running():
+        reader, writer = await _open_pipes(stdin, stdout)
+        served = DuplexServer(server, writer.send)
+        stop = asyncio.Event()
+        for signum in (signal.SIGTERM, signal.SIGINT):
             try:
-                for line in lines.feed(chunk):
-                    on_line(line)
-            except ValueError as exc:  # a line too long to hold: answer and go on
-                await send(error_response(None, InvalidRequest(f"Invalid Request: {exc}")))
+                loop.add_signal_handler(signum, stop.set)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass
+        reading = loop.create_task(_read(reader, served, writer))
+        stopping = loop.create_task(stop.wait())
+        try:
+            await asyncio.wait({reading, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            reading.cancel()
+            stopping.cancel()
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                try:
+                    loop.remove_signal_handler(signum)
+                except (NotImplementedError, RuntimeError, ValueError):
+                    pass
+            # Listen streams end with their final response (subscriptions.mdx, Ending);
+            # after stdin closed, running requests may still answer.
+            server.close_subscriptions()
+            await served.drain(_GRACE_SECONDS if not stop.is_set() else 0.2)
+            clean = await served.shutdown(_GRACE_SECONDS)
+            await writer.close()
+    return clean
 
-    reading = loop.create_task(read_loop())
-    stopping = loop.create_task(stop.wait())
+
+async def _stop_threads(loop: asyncio.AbstractEventLoop) -> bool:
+    """Wait a bounded time for worker threads (sync handlers) to finish."""
     try:
-        await asyncio.wait({reading, stopping}, return_when=asyncio.FIRST_COMPLETED)
-        if inflight and not stop.is_set():
-            # stdin closed: give running requests a moment to answer, then stop.
-            await asyncio.wait(list(inflight.values()), timeout=_GRACE_SECONDS)
-    finally:
-        reading.cancel()
-        stopping.cancel()
-        if peer.session is not None:
-            peer.session.close()
-        server.close_subscriptions()
-        for task in list(inflight.values()):
-            task.cancel()
-        if inflight:
-            await asyncio.wait(list(inflight.values()), timeout=1.0)
-        await writer.close()
+        await asyncio.wait_for(loop.shutdown_default_executor(), _GRACE_SECONDS)
+    except asyncio.TimeoutError:
+        log.warning("a sync handler is still running in its thread; exiting without it")
+        return False
+    return True
 
 
-def serve_stdio(server: Any) -> None:
-    """Run ``server`` on this process's stdin and stdout until stdin closes or SIGTERM."""
+def serve_stdio(server: ServerApp) -> None:
+    """Run ``server`` on this process's stdin and stdout until stdin closes or SIGTERM.
+
+    Returns when everything has stopped; when a handler will not stop (it swallows
+    its cancellation, or a sync handler is stuck in its thread) the process exits
+    here instead of waiting for it forever.
+    """
     if not logging.getLogger().handlers:
         logging.basicConfig(
             stream=sys.stderr,
@@ -209,4 +187,19 @@ def serve_stdio(server: Any) -> None:
         )
     settle_heap()
     # Plain asyncio: uvloop's pipe transports abort the process when stdio closes.
-    asyncio.run(serve_stdio_async(server))
+    loop = asyncio.new_event_loop()
+    clean = False
+    try:
+        clean = loop.run_until_complete(serve_stdio_async(server))
+        if clean:
+            clean = loop.run_until_complete(_stop_threads(loop))
+    finally:
+        if clean:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+    if not clean:
+        # Something will not stop (asyncio.run would wait for it forever, and so would
+        # the interpreter for a worker thread): leave without it.
+        logging.shutdown()
+        sys.stderr.flush()
+        os._exit(0)

@@ -1,0 +1,428 @@
+"""The two ends of one JSON-RPC conversation, as state machines that do no I/O.
+
+Theory of operation (in the manner of h11). A transport hands each message it read to
+the connection object of its side and gets back one *event* that says what to do; when
+work is finished it asks the connection what, if anything, to write. Nothing here
+sleeps, spawns or reads a clock: deadlines are numbers the caller passes in (``now``)
+and reads back (``next_deadline``), so a test drives every rule without an event loop.
+
+The rules kept here, once for every transport:
+
+* Requests are tracked by id while they run. A request that reuses the id of one still
+  running is refused (answering it would look like the answer to the other one).
+* ``notifications/cancelled`` names a running request: the event tells the transport
+  to stop it, the id is free for reuse at once, and the cancelled request is never
+  answered, even when its handler returns anyway (basic/utilities/cancellation.mdx).
+  A ``requestId`` that is not a string or an integer names nothing and is ignored.
+* Responses are matched to the requests this side sent; unknown ids are ignored.
+* Each request this side sends has a deadline that progress pushes back by the
+  request's own timeout, never past its hard limit (cancellation.mdx, Timeouts).
+
+``ServerConnection`` is the server's side (a stdio process, an in-process pair, or a
+handshake-era HTTP session); ``ClientConnection`` the client's. The transports keep
+whatever they need to act (a task, a future) in the ``handle`` slot of a record.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from typing import Any
+
+from ..errors import InvalidRequest, ProtocolError
+from . import _meta
+from ._jsonrpc import Message, Notification, Request, Response, decode, error_response
+
+__all__ = [
+    "Inbound",
+    "Outbound",
+    "Serve",
+    "Notify",
+    "Cancel",
+    "Answer",
+    "Progress",
+    "Reject",
+    "Ignore",
+    "Event",
+    "ServerConnection",
+    "ClientConnection",
+]
+
+RequestId = str | int
+
+
+def _is_id(value: object) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
+
+
+# -- records ------------------------------------------------------------------------------
+class Inbound:
+    """A request from the peer that this side is serving."""
+
+    __slots__ = ("request", "cancelled", "handle")
+
+    def __init__(self, request: Request) -> None:
+        self.request = request
+        self.cancelled = False
+        #: What the transport runs the request with (a task, a cancel guard).
+        self.handle: Any = None
+
+    @property
+    def id(self) -> RequestId:
+        return self.request.id
+
+
+class Outbound:
+    """A request this side sent and whose response it awaits."""
+
+    __slots__ = ("id", "method", "message", "deadline", "limit", "budget", "token", "handle")
+
+    def __init__(
+        self,
+        request_id: RequestId,
+        method: str,
+        message: dict[str, Any],
+        deadline: float,
+        limit: float,
+        budget: float,
+        token: RequestId | None,
+    ) -> None:
+        self.id = request_id
+        self.method = method
+        self.message = message
+        #: When the request times out; progress moves it back, never past ``limit``.
+        self.deadline = deadline
+        self.limit = limit
+        self.budget = budget
+        self.token = token
+        #: What the transport waits on (a future).
+        self.handle: Any = None
+
+    def extend(self, now: float) -> None:
+        self.deadline = min(max(self.deadline, now + self.budget), self.limit)
+
+
+# -- events -------------------------------------------------------------------------------
+class Serve:
+    """Start serving ``inbound.request``; later call ``finish(inbound, response)``."""
+
+    __slots__ = ("inbound",)
+
+    def __init__(self, inbound: Inbound) -> None:
+        self.inbound = inbound
+
+
+class Notify:
+    """A notification for the layer above (never answered)."""
+
+    __slots__ = ("notification",)
+
+    def __init__(self, notification: Notification) -> None:
+        self.notification = notification
+
+
+class Cancel:
+    """The peer cancelled ``inbound``: stop it; it will not be answered."""
+
+    __slots__ = ("inbound", "reason")
+
+    def __init__(self, inbound: Inbound, reason: str | None) -> None:
+        self.inbound = inbound
+        self.reason = reason
+
+
+class Answer:
+    """The response to ``outbound`` arrived (``response.error`` or ``response.result``)."""
+
+    __slots__ = ("outbound", "response")
+
+    def __init__(self, outbound: Outbound, response: Response) -> None:
+        self.outbound = outbound
+        self.response = response
+
+
+class Progress:
+    """Progress on ``outbound``; its deadline has already been pushed back."""
+
+    __slots__ = ("outbound", "params")
+
+    def __init__(self, outbound: Outbound, params: dict[str, Any]) -> None:
+        self.outbound = outbound
+        self.params = params
+
+
+class Reject:
+    """The message was refused: send ``response`` (a JSON-RPC error) if it is not None."""
+
+    __slots__ = ("response", "error")
+
+    def __init__(self, error: ProtocolError, request_id: RequestId | None) -> None:
+        self.error = error
+        self.response: dict[str, Any] = error_response(request_id, error)
+
+
+class Ignore:
+    """Nothing to do (a late response, a cancellation of nothing); ``why`` for logs."""
+
+    __slots__ = ("why",)
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+
+Event = Serve | Notify | Cancel | Answer | Progress | Reject | Ignore
+
+
+def decode_frame(data: bytes | str) -> Message | Reject:
+    """Decode one frame from the peer; whatever it holds, never raise."""
+    try:
+        return decode(data)
+    except ProtocolError as exc:
+        return Reject(exc, exc.request_id)
+
+
+# -- shared: requests this side sends -----------------------------------------------------
+class _Requests:
+    """Ids, deadlines and progress tokens of the requests this side has sent."""
+
+    def __init__(self) -> None:
+        self.pending: dict[RequestId, Outbound] = {}
+        self._by_token: dict[RequestId, Outbound] = {}
+        self._ids = itertools.count(1)
+        self._deadlines: list[tuple[float, int, Outbound]] = []
+        self._order = itertools.count()
+
+    def next_id(self) -> int:
+        return next(self._ids)
+
+    def start(
+        self,
+        message: dict[str, Any],
+        *,
+        now: float,
+        timeout: float,
+        max_timeout: float | None,
+        token: RequestId | None,
+    ) -> Outbound:
+        request_id = message["id"]
+        if request_id in self.pending:
+            raise InvalidRequest(f"request id {request_id!r} is already waiting for its response")
+        limit = now + (max_timeout if max_timeout is not None else timeout)
+        outbound = Outbound(
+            request_id, message["method"], message, min(now + timeout, limit), limit, timeout, token
+        )
+        self.pending[request_id] = outbound
+        if token is not None:
+            self._by_token[token] = outbound
+        heapq.heappush(self._deadlines, (outbound.deadline, next(self._order), outbound))
+        return outbound
+
+    def finish(self, outbound: Outbound) -> None:
+        if self.pending.get(outbound.id) is outbound:
+            del self.pending[outbound.id]
+        if outbound.token is not None and self._by_token.get(outbound.token) is outbound:
+            del self._by_token[outbound.token]
+
+    def answer(self, response: Response) -> Answer | Ignore:
+        outbound = self.pending.get(response.id) if response.id is not None else None
+        if outbound is None:
+            return Ignore(f"a response to unknown or finished request id {response.id!r}")
+        self.finish(outbound)
+        return Answer(outbound, response)
+
+    def progress(self, params: dict[str, Any], now: float) -> Progress | None:
+        token = params.get("progressToken")
+        outbound = self._by_token.get(token) if _is_id(token) else None
+        if outbound is None:
+            return None
+        outbound.extend(now)
+        return Progress(outbound, params)
+
+    def expire(self, now: float) -> list[Outbound]:
+        """Finish and return the requests whose deadline is ``now`` or earlier."""
+        expired: list[Outbound] = []
+        heap = self._deadlines
+        while heap and heap[0][0] <= now:
+            _, _, outbound = heapq.heappop(heap)
+            if self.pending.get(outbound.id) is not outbound:
+                continue  # answered or cancelled since
+            if outbound.deadline > now:  # progress moved it: look again then
+                heapq.heappush(heap, (outbound.deadline, next(self._order), outbound))
+                continue
+            self.finish(outbound)
+            expired.append(outbound)
+        return expired
+
+    def next_deadline(self) -> float | None:
+        heap = self._deadlines
+        while heap and self.pending.get(heap[0][2].id) is not heap[0][2]:
+            heapq.heappop(heap)  # drop entries of finished requests
+        return heap[0][0] if heap else None
+
+    def close(self) -> list[Outbound]:
+        waiting = list(self.pending.values())
+        self.pending.clear()
+        self._by_token.clear()
+        self._deadlines.clear()
+        return waiting
+
+
+# -- the server's side --------------------------------------------------------------------
+class ServerConnection:
+    """The server's end: requests in (served, cancelled), server-to-client requests out."""
+
+    def __init__(self) -> None:
+        self.inflight: dict[RequestId, Inbound] = {}
+        self._out = _Requests()
+        self.closed = False
+
+    def receive_data(self, data: bytes | str) -> Event:
+        """Decode one frame (a stdio line, an HTTP body) and take it in."""
+        message = decode_frame(data)
+        if type(message) is Reject:
+            return message
+        return self.receive(message)  # type: ignore[arg-type]
+
+    def receive(self, message: Message) -> Event:
+        kind = type(message)
+        if kind is Request:
+            request: Request = message  # type: ignore[assignment]
+            if request.id in self.inflight:
+                # The error names the id in its text only: with that id it would read as
+                # the answer to the request that is still running.
+                return Reject(
+                    InvalidRequest(f"Invalid Request: id {request.id!r} is already in use"), None
+                )
+            inbound = Inbound(request)
+            self.inflight[request.id] = inbound
+            return Serve(inbound)
+        if kind is Notification:
+            note: Notification = message  # type: ignore[assignment]
+            if note.method == "notifications/cancelled":
+                return self._cancelled(note.params)
+            return Notify(note)
+        return self._out.answer(message)  # type: ignore[arg-type]
+
+    def _cancelled(self, params: dict[str, Any]) -> Cancel | Ignore:
+        request_id = params.get("requestId")
+        if not _is_id(request_id):
+            return Ignore(f"notifications/cancelled names no request id ({request_id!r})")
+        inbound = self.inflight.pop(request_id, None)
+        if inbound is None:
+            return Ignore(f"notifications/cancelled for unknown request id {request_id!r}")
+        inbound.cancelled = True
+        reason = params.get("reason")
+        return Cancel(inbound, reason if isinstance(reason, str) else None)
+
+    def cancel(self, inbound: Inbound) -> None:
+        """This side gives up on ``inbound`` (the client left): it gets no answer."""
+        inbound.cancelled = True
+        if self.inflight.get(inbound.id) is inbound:
+            del self.inflight[inbound.id]
+
+    def finish(self, inbound: Inbound, response: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The message to send for a finished request: None when it was cancelled."""
+        if self.inflight.get(inbound.id) is inbound:
+            del self.inflight[inbound.id]
+        if inbound.cancelled:
+            return None
+        return response
+
+    # server-to-client requests (handshake era: elicitation, sampling, roots)
+    def request(
+        self, method: str, params: dict[str, Any], *, now: float, timeout: float
+    ) -> Outbound:
+        message = {"jsonrpc": "2.0", "id": self._out.next_id(), "method": method, "params": params}
+        return self._out.start(message, now=now, timeout=timeout, max_timeout=None, token=None)
+
+    def forget(self, outbound: Outbound) -> None:
+        """Stop waiting for ``outbound`` (it timed out or its caller left)."""
+        self._out.finish(outbound)
+
+    def close(self) -> tuple[list[Inbound], list[Outbound]]:
+        """End the connection: what is still running, and what still waits for an answer."""
+        self.closed = True
+        running = list(self.inflight.values())
+        for inbound in running:
+            inbound.cancelled = True
+        self.inflight.clear()
+        return running, self._out.close()
+
+
+# -- the client's side --------------------------------------------------------------------
+class ClientConnection:
+    """The client's end: requests out with deadlines, responses and server messages in."""
+
+    def __init__(self, *, timeout: float = 60.0, max_timeout: float = 600.0) -> None:
+        self.timeout = timeout
+        self.max_timeout = max_timeout
+        self._out = _Requests()
+        self.closed = False
+
+    def next_id(self) -> int:
+        return self._out.next_id()
+
+    def request(
+        self,
+        method: str,
+        params: dict[str, Any],
+        *,
+        now: float,
+        timeout: float | None = None,
+        request_id: RequestId | None = None,
+        progress: bool = False,
+    ) -> Outbound:
+        """Start a request. With ``progress`` the request id is its progress token, and
+        ``params`` must already carry it in ``_meta`` (see ``with_progress_token``)."""
+        request_id = self._out.next_id() if request_id is None else request_id
+        message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        return self._out.start(
+            message,
+            now=now,
+            timeout=self.timeout if timeout is None else timeout,
+            max_timeout=self.max_timeout,
+            token=request_id if progress else None,
+        )
+
+    def receive(self, message: Message, now: float) -> Event:
+        kind = type(message)
+        if kind is Response:
+            return self._out.answer(message)  # type: ignore[arg-type]
+        if kind is Notification:
+            note: Notification = message  # type: ignore[assignment]
+            if note.method == "notifications/progress":
+                progress = self._out.progress(note.params, now)
+                return progress if progress is not None else Ignore("progress for no request")
+            return Notify(note)
+        return Serve(Inbound(message))  # type: ignore[arg-type]  # a server-to-client request
+
+    def finish(self, outbound: Outbound) -> None:
+        self._out.finish(outbound)
+
+    def failed(self, request_id: RequestId) -> Outbound | None:
+        """The transport can no longer deliver an answer to ``request_id``."""
+        outbound = self._out.pending.get(request_id)
+        if outbound is not None:
+            self._out.finish(outbound)
+        return outbound
+
+    def expire(self, now: float) -> list[Outbound]:
+        return self._out.expire(now)
+
+    def next_deadline(self) -> float | None:
+        return self._out.next_deadline()
+
+    @property
+    def pending(self) -> dict[RequestId, Outbound]:
+        return self._out.pending
+
+    def close(self) -> list[Outbound]:
+        self.closed = True
+        return self._out.close()
+
+
+def with_progress_token(params: dict[str, Any], token: RequestId) -> dict[str, Any]:
+    """``params`` with ``_meta.progressToken`` set (a copy; the caller's dict is kept)."""
+    meta = dict(params.get("_meta") or {})
+    meta[_meta.PROGRESS_TOKEN] = token
+    return {**params, "_meta": meta}

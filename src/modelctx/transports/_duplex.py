@@ -1,0 +1,130 @@
+"""Serving one duplex connection (stdio pipes, an in-process pair) on the event loop.
+
+The rules of the conversation live in ``ServerConnection`` (protocol/_connection.py);
+this is the part that needs a loop: every request runs as its own task (so requests
+are served concurrently and a cancellation can stop one), what the connection says to
+send is sent, and ``shutdown`` ends it all within a bounded time whatever handlers do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from ..protocol._connection import (
+    Answer,
+    Cancel,
+    Event,
+    Ignore,
+    Inbound,
+    Notify,
+    Reject,
+    Serve,
+    ServerConnection,
+)
+from ..protocol._jsonrpc import Message
+from ._seam import Peer, ServerApp
+from ..errors import ConnectionClosed
+from ._session import HandshakeSession, Send, fail, settle
+
+__all__ = ["DuplexServer"]
+
+log = logging.getLogger("modelctx.server")
+
+
+class DuplexServer:
+    """One connection's requests, served as tasks; ``send`` writes one message."""
+
+    def __init__(self, app: ServerApp, send: Send, principal: Any = None) -> None:
+        self.connection = ServerConnection()
+        self.peer = Peer(self.connection, principal=principal, on_open=self._opened)
+        self._app = app
+        self._send = send
+        self._loop = asyncio.get_running_loop()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def _opened(self, session: HandshakeSession) -> None:
+        session.outbound = self._send  # messages of no request go down the same pipe
+
+    # -- in ------------------------------------------------------------------------------
+    def receive_data(self, data: bytes) -> None:
+        """Take in one frame (a line of stdio); a malformed one is answered, never raised."""
+        self._act(self.connection.receive_data(data))
+
+    def receive(self, message: Message) -> None:
+        self._act(self.connection.receive(message))
+
+    def _act(self, event: Event) -> None:
+        kind = type(event)
+        if kind is Serve:
+            inbound = event.inbound  # type: ignore[union-attr]
+            task = self._loop.create_task(self._serve(inbound))
+            inbound.handle = task
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        elif kind is Notify:
+            self._app.notify(event.notification, self.peer)  # type: ignore[union-attr]
+        elif kind is Cancel:
+            handle = event.inbound.handle  # type: ignore[union-attr]
+            if handle is not None:
+                handle.cancel()
+        elif kind is Answer:
+            settle(event)  # type: ignore[arg-type]
+        elif kind is Reject:
+            self._spawn(self._send(event.response))  # type: ignore[union-attr]
+        else:
+            assert kind is Ignore
+            log.debug("ignored: %s", event.why)  # type: ignore[union-attr]
+
+    def _spawn(self, work: Any) -> None:
+        task = self._loop.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _serve(self, inbound: Inbound) -> None:
+        try:
+            response = await self._app.handle(inbound.request, self.peer, self._send)
+        except asyncio.CancelledError:
+            self.connection.cancel(inbound)
+            return  # cancelled: nothing more is sent for this request
+        # A handler may swallow its CancelledError and return: the request was still
+        # cancelled, so the connection says not to answer (cancellation.mdx).
+        message = self.connection.finish(inbound, response)
+        if message is not None:
+            await self._send(message)
+
+    # -- out -----------------------------------------------------------------------------
+    @property
+    def busy(self) -> bool:
+        return bool(self.connection.inflight)
+
+    async def drain(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the running requests to answer."""
+        running = [t for t in self._tasks if not t.done()]
+        if running:
+            await asyncio.wait(running, timeout=timeout)
+
+    async def shutdown(self, grace: float) -> bool:
+        """Stop: end the handshake session, cancel what still runs and wait up to
+        ``grace`` seconds for it. True when everything ended; False when some handler
+        ignored its cancellation (the caller may then leave without it)."""
+        session = self.peer.session
+        if session is not None:
+            session.close()
+        _, waiting = self.connection.close()
+        for outbound in waiting:
+            fail(outbound, ConnectionClosed("the connection closed"))
+        running = [t for t in self._tasks if not t.done()]
+        for task in running:
+            task.cancel()
+        if running:
+            _, still = await asyncio.wait(running, timeout=grace)
+            if still:
+                log.warning(
+                    "%d request(s) did not stop within %.1fs of being cancelled; leaving them",
+                    len(still),
+                    grace,
+                )
+                return False
+        return True
