@@ -23,6 +23,8 @@ import os
 import signal
 import sys
 import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO
 
 from ..errors import InvalidRequest
@@ -40,6 +42,7 @@ _NEWLINE = b"\n"
 _HIGH_WATER = 1 << 20
 _GRACE_SECONDS = 2.0
 _READ_CHUNK = 1 << 16
+_THREAD_PREFIX = "modelctx-stdio-worker"
 
 
 class _Writer:
@@ -162,14 +165,19 @@ async def serve_stdio_async(
     return clean
 
 
-async def _stop_threads(loop: asyncio.AbstractEventLoop) -> bool:
-    """Wait a bounded time for worker threads (sync handlers) to finish."""
-    try:
-        await asyncio.wait_for(loop.shutdown_default_executor(), _GRACE_SECONDS)
-    except asyncio.TimeoutError:
-        log.warning("a sync handler is still running in its thread; exiting without it")
-        return False
-    return True
+def _threads_stopped(executor: ThreadPoolExecutor, grace: float) -> bool:
+    """Stop the worker threads of sync handlers; False if one is still busy after
+    ``grace`` seconds (the interpreter would wait for it at exit, forever)."""
+    executor.shutdown(wait=False, cancel_futures=True)
+    deadline = time.monotonic() + grace
+    while True:
+        busy = [t for t in threading.enumerate() if t.name.startswith(_THREAD_PREFIX) and t.is_alive()]
+        if not busy:
+            return True
+        if time.monotonic() > deadline:
+            log.warning("a sync handler is still running in its thread; exiting without it")
+            return False
+        time.sleep(0.02)
 
 
 def serve_stdio(server: ServerApp) -> None:
@@ -188,11 +196,12 @@ def serve_stdio(server: ServerApp) -> None:
     settle_heap()
     # Plain asyncio: uvloop's pipe transports abort the process when stdio closes.
     loop = asyncio.new_event_loop()
+    executor = ThreadPoolExecutor(thread_name_prefix=_THREAD_PREFIX)
+    loop.set_default_executor(executor)
     clean = False
     try:
         clean = loop.run_until_complete(serve_stdio_async(server))
-        if clean:
-            clean = loop.run_until_complete(_stop_threads(loop))
+        clean = _threads_stopped(executor, _GRACE_SECONDS) and clean
     finally:
         if clean:
             loop.run_until_complete(loop.shutdown_asyncgens())

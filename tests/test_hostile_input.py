@@ -1,0 +1,153 @@
+"""Whatever a peer sends, the answer is a JSON-RPC error or silence: never a dead
+process, a 5xx, or a server that will not stop (issue: foundation, second pass §3).
+
+Real processes over real pipes, a real HTTP server on loopback.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+
+from conftest import request, wait_until
+
+DEAF_SERVER = Path(__file__).parent / "servers" / "deaf_server.py"
+NESTED = b"[" * 1000 + b"]" * 1000  # about 2 KB: msgspec's nesting limit
+
+
+def _cancel(request_id: object) -> dict:
+    return {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": request_id}}
+
+
+def _echo(request_id: int | str, text: str) -> dict:
+    return request(request_id, "tools/call", {"name": "echo", "arguments": {"text": text}})
+
+
+# -- stdio ----------------------------------------------------------------------------------
+def test_a_deeply_nested_line_is_a_parse_error_and_the_server_goes_on(stdio_server):
+    stdio_server.send_raw(NESTED)
+
+    error = stdio_server.recv()
+
+    assert error["error"]["code"] == -32700
+    assert stdio_server.call(_echo(2, "still here"))["result"]["content"][0]["text"] == "still here"
+    assert stdio_server.process.poll() is None
+
+
+def test_a_cancellation_naming_a_list_or_an_object_is_ignored(stdio_server):
+    for bad in ([1], {"id": 1}, None, 1.5):
+        stdio_server.send(_cancel(bad))
+
+    assert stdio_server.call(_echo(1, "alive"))["result"]["content"][0]["text"] == "alive"
+    assert stdio_server.process.poll() is None
+
+
+def test_a_cancelled_request_id_is_free_for_reuse(stdio_server, tmp_path):
+    marker = tmp_path / "m"
+    stdio_server.send(request(1, "tools/call", {"name": "stubborn", "arguments": {"marker": str(marker)}}))
+    wait_until((tmp_path / "m.started").exists, "the tool to start")
+    stdio_server.send(_cancel(1))
+    wait_until(marker.exists, "the handler to see its cancellation")
+
+    answer = stdio_server.call(_echo(1, "second use of id 1"))
+
+    assert answer["result"]["content"][0]["text"] == "second use of id 1"
+    stdio_server.close_stdin()
+    assert stdio_server.wait() == 0
+    # Exactly one answer for id 1: the stubborn handler's late result was never sent.
+    answers = [line for line in stdio_server.stdout_raw if b'"id":1' in line]
+    assert len(answers) == 1
+
+
+def test_a_handler_that_swallows_cancellation_does_not_keep_the_process_alive(
+    start_stdio_server, tmp_path
+):
+    server = start_stdio_server(DEAF_SERVER)
+    marker = tmp_path / "deaf"
+    server.send(request(1, "tools/call", {"name": "deaf", "arguments": {"marker": str(marker)}}))
+    wait_until((tmp_path / "deaf.started").exists, "the tool to start")
+
+    server.close_stdin()
+
+    assert server.wait(timeout=15) == 0  # bounded: grace, cancellation, grace
+    assert marker.read_text() == "cancelled"
+    assert "did not stop" in server.stderr
+
+
+def test_sigterm_ends_a_server_whose_handler_swallows_cancellation(start_stdio_server, tmp_path):
+    server = start_stdio_server(DEAF_SERVER)
+    marker = tmp_path / "deaf"
+    server.send(request(1, "tools/call", {"name": "deaf", "arguments": {"marker": str(marker)}}))
+    wait_until((tmp_path / "deaf.started").exists, "the tool to start")
+
+    started = time.monotonic()
+    server.process.send_signal(signal.SIGTERM)
+
+    assert server.wait(timeout=15) == 0
+    assert time.monotonic() - started < 10
+
+
+def test_a_sync_handler_stuck_in_its_thread_does_not_keep_the_process_alive(
+    start_stdio_server, tmp_path
+):
+    server = start_stdio_server(DEAF_SERVER)
+    server.send(request(1, "tools/call", {"name": "stuck", "arguments": {"marker": str(tmp_path / "s")}}))
+    wait_until((tmp_path / "s.started").exists, "the tool to start")
+
+    server.close_stdin()
+
+    assert server.wait(timeout=15) == 0
+
+
+def test_sigterm_ends_an_open_listen_stream_with_its_final_response(start_stdio_server):
+    server = start_stdio_server(DEAF_SERVER)
+    server.send(request(1, "subscriptions/listen", {"notifications": {"toolsListChanged": True}}))
+    ack = server.recv()
+    assert ack["method"] == "notifications/subscriptions/acknowledged"
+
+    server.process.send_signal(signal.SIGTERM)
+
+    final = server.recv_until(1)[-1]
+    assert final["id"] == 1 and "result" in final
+    assert server.wait() == 0
+
+
+# -- HTTP -----------------------------------------------------------------------------------
+def test_a_deeply_nested_body_is_a_400_parse_error_not_a_500(http):
+    response = http.post(content=NESTED)
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32700
+    assert http.call(_echo(2, "fine"))["result"]["content"][0]["text"] == "fine"
+
+
+def test_a_cancellation_naming_a_list_is_ignored_on_a_handshake_session(http_server):
+    import httpx
+
+    with httpx.Client(timeout=10) as client:
+        init = client.post(
+            http_server.url,
+            json={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+            },
+            headers={"accept": "application/json, text/event-stream"},
+        )
+        session = init.headers["mcp-session-id"]
+        headers = {
+            "mcp-session-id": session,
+            "mcp-protocol-version": "2025-11-25",
+            "accept": "application/json, text/event-stream",
+        }
+        for bad in ([1], {"a": 1}):
+            assert client.post(http_server.url, json=_cancel(bad), headers=headers).status_code == 202
+        answer = client.post(
+            http_server.url,
+            json={"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "ok"}}},
+            headers=headers,
+        )
+        assert answer.status_code == 200
+        assert answer.json()["result"]["content"][0]["text"] == "ok"
