@@ -30,6 +30,7 @@ from ..protocol import _meta
 from ..protocol._connection import (
     Answer,
     ClientConnection,
+    Ignore,
     Notify,
     Progress,
     Serve,
@@ -88,9 +89,9 @@ class ClientSession:
         self.on_server_request: Callable[[Request], Awaitable[dict[str, Any]]] | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = math.inf
-        self._subscriptions: dict[str | int, asyncio.Queue] = {}
+        self._subscriptions: dict[str | int, asyncio.Queue[Any]] = {}
         self._closed: BaseException | None = None
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
 
     @property
     def timeout(self) -> float:
@@ -103,29 +104,28 @@ class ClientSession:
     # -- TransportEvents ------------------------------------------------------------
     def message(self, message: Message) -> None:
         event = self.connection.receive(message, asyncio.get_running_loop().time())
-        kind = type(event)
-        if kind is Answer:
-            response = event.response  # type: ignore[union-attr]
-            future = event.outbound.handle.future  # type: ignore[union-attr]
+        if isinstance(event, Answer):
+            future = event.outbound.handle.future
             if future.done():
                 return
+            response = event.response
             if response.error is not None:
                 future.set_exception(error_from_wire(response.error))
             else:
                 future.set_result(response.result)
-        elif kind is Progress:
-            waiter = event.outbound.handle  # type: ignore[union-attr]
+        elif isinstance(event, Progress):
+            waiter: _Waiter = event.outbound.handle
             if waiter.progress is not None:
-                params = event.params  # type: ignore[union-attr]
+                params = event.params
                 self._spawn(waiter.progress, params.get("progress", 0), params.get("total"), params.get("message"))
-        elif kind is Notify:
-            self._notification(event.notification)  # type: ignore[union-attr]
-        elif kind is Serve:
-            task = asyncio.get_running_loop().create_task(self._answer(event.inbound.request))  # type: ignore[union-attr]
+        elif isinstance(event, Notify):
+            self._notification(event.notification)
+        elif isinstance(event, Serve):
+            task = asyncio.get_running_loop().create_task(self._answer(event.inbound.request))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
-        else:
-            log.debug("%s: %s", self.transport.name, getattr(event, "why", event))
+        elif isinstance(event, Ignore):
+            log.debug("%s: %s", self.transport.name, event.why)
 
     def request_failed(self, request_id: str | int, exc: BaseException) -> None:
         outbound = self.connection.failed(request_id)
@@ -211,8 +211,8 @@ class ClientSession:
             pass
 
     # -- requests -------------------------------------------------------------------------
-    def subscribe_queue(self, request_id: str | int) -> asyncio.Queue:
-        queue: asyncio.Queue = asyncio.Queue()
+    def subscribe_queue(self, request_id: str | int) -> asyncio.Queue[Any]:
+        queue: asyncio.Queue[Any] = asyncio.Queue()
         self._subscriptions[request_id] = queue
         return queue
 
@@ -288,7 +288,8 @@ class ClientSession:
                 raise
             finally:
                 waiter.sending = False
-            return await future
+            result: dict[str, Any] = await future
+            return result
         except _Expired:
             await self._cancel_on_wire(request_id)
             raise self._timeout(

@@ -232,7 +232,7 @@ class _Requests:
 
     def progress(self, params: dict[str, Any], now: float) -> Progress | None:
         token = params.get("progressToken")
-        outbound = self._by_token.get(token) if _is_id(token) else None
+        outbound = self._by_token.get(token) if isinstance(token, (str, int)) else None
         if outbound is None:
             return None
         outbound.extend(now)
@@ -279,14 +279,13 @@ class ServerConnection:
     def receive_data(self, data: bytes | str) -> Event:
         """Decode one frame (a stdio line, an HTTP body) and take it in."""
         message = decode_frame(data)
-        if type(message) is Reject:
+        if isinstance(message, Reject):
             return message
-        return self.receive(message)  # type: ignore[arg-type]
+        return self.receive(message)
 
     def receive(self, message: Message) -> Event:
-        kind = type(message)
-        if kind is Request:
-            request: Request = message  # type: ignore[assignment]
+        if isinstance(message, Request):
+            request = message
             if request.id in self.inflight:
                 # The error names the id in its text only: with that id it would read as
                 # the answer to the request that is still running.
@@ -296,16 +295,15 @@ class ServerConnection:
             inbound = Inbound(request)
             self.inflight[request.id] = inbound
             return Serve(inbound)
-        if kind is Notification:
-            note: Notification = message  # type: ignore[assignment]
-            if note.method == "notifications/cancelled":
-                return self._cancelled(note.params)
-            return Notify(note)
-        return self._out.answer(message)  # type: ignore[arg-type]
+        if isinstance(message, Notification):
+            if message.method == "notifications/cancelled":
+                return self._cancelled(message.params)
+            return Notify(message)
+        return self._out.answer(message)
 
     def _cancelled(self, params: dict[str, Any]) -> Cancel | Ignore:
         request_id = params.get("requestId")
-        if not _is_id(request_id):
+        if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
             return Ignore(f"notifications/cancelled names no request id ({request_id!r})")
         inbound = self.inflight.pop(request_id, None)
         if inbound is None:
@@ -385,16 +383,14 @@ class ClientConnection:
         )
 
     def receive(self, message: Message, now: float) -> Event:
-        kind = type(message)
-        if kind is Response:
-            return self._out.answer(message)  # type: ignore[arg-type]
-        if kind is Notification:
-            note: Notification = message  # type: ignore[assignment]
-            if note.method == "notifications/progress":
-                progress = self._out.progress(note.params, now)
+        if isinstance(message, Response):
+            return self._out.answer(message)
+        if isinstance(message, Notification):
+            if message.method == "notifications/progress":
+                progress = self._out.progress(message.params, now)
                 return progress if progress is not None else Ignore("progress for no request")
-            return Notify(note)
-        return Serve(Inbound(message))  # type: ignore[arg-type]  # a server-to-client request
+            return Notify(message)
+        return Serve(Inbound(message))  # a server-to-client request
 
     def finish(self, outbound: Outbound) -> None:
         self._out.finish(outbound)

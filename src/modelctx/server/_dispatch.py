@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import (
@@ -54,6 +54,9 @@ __all__ = ["Dispatcher"]
 
 log = logging.getLogger("modelctx.server")
 
+Handler = Callable[[Call], Awaitable[dict[str, Any] | None]]
+Middleware = Callable[[Call, Handler], Awaitable[dict[str, Any] | None]]
+
 # Methods that may answer input_required (basic/patterns/mrtr.mdx).
 MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 # Methods whose complete results carry ttlMs and cacheScope (server/utilities/caching.mdx).
@@ -78,7 +81,7 @@ class Dispatcher:
         self.server = server
         from . import _methods
 
-        self._methods: dict[str, Callable[[Call], Awaitable[dict[str, Any]]]] = _methods.TABLE
+        self._methods: Mapping[str, Handler] = _methods.TABLE
 
     def classify(
         self, request: Request, peer: Peer
@@ -90,7 +93,7 @@ class Dispatcher:
         params = request.params
         meta = params.get("_meta")
         version = meta.get(_meta.PROTOCOL_VERSION) if isinstance(meta, dict) else None
-        if version is not None:
+        if version is not None and isinstance(meta, dict):
             if version not in MODERN_VERSIONS:
                 raise UnsupportedProtocolVersion(version, list(SUPPORTED_VERSIONS))
             caps = meta.get(_meta.CLIENT_CAPABILITIES)
@@ -234,10 +237,6 @@ class Dispatcher:
                 self.server.start_session_listener(session)
         # Other notifications (roots/list_changed, progress from the client…) carry
         # nothing this server acts on; they are ignored as JSON-RPC allows.
-
-
-Handler = Callable[[Call], Awaitable[dict[str, Any] | None]]
-Middleware = Callable[[Call, Handler], Awaitable[dict[str, Any] | None]]
 
 
 def _chain(middleware: list[Middleware], handler: Handler) -> Handler:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable
 from typing import Any
 
 from ..protocol._connection import (
@@ -56,29 +57,26 @@ class DuplexServer:
         self._act(self.connection.receive(message))
 
     def _act(self, event: Event) -> None:
-        kind = type(event)
-        if kind is Serve:
-            inbound = event.inbound  # type: ignore[union-attr]
+        if isinstance(event, Serve):
+            inbound = event.inbound
             task = self._loop.create_task(self._serve(inbound))
             inbound.handle = task
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
-        elif kind is Notify:
-            self._app.notify(event.notification, self.peer)  # type: ignore[union-attr]
-        elif kind is Cancel:
-            handle = event.inbound.handle  # type: ignore[union-attr]
-            if handle is not None:
-                handle.cancel()
-        elif kind is Answer:
-            settle(event)  # type: ignore[arg-type]
-        elif kind is Reject:
-            self._spawn(self._send(event.response))  # type: ignore[union-attr]
-        else:
-            assert kind is Ignore
-            log.debug("ignored: %s", event.why)  # type: ignore[union-attr]
+        elif isinstance(event, Notify):
+            self._app.notify(event.notification, self.peer)
+        elif isinstance(event, Cancel):
+            if event.inbound.handle is not None:
+                event.inbound.handle.cancel()
+        elif isinstance(event, Answer):
+            settle(event)
+        elif isinstance(event, Reject):
+            self._spawn(self._send(event.response))
+        elif isinstance(event, Ignore):
+            log.debug("ignored: %s", event.why)
 
-    def _spawn(self, work: Any) -> None:
-        task = self._loop.create_task(work)
+    def _spawn(self, work: Awaitable[None]) -> None:
+        task = self._loop.create_task(_await(work))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -128,3 +126,7 @@ class DuplexServer:
                 )
                 return False
         return True
+
+
+async def _await(work: Awaitable[None]) -> None:
+    await work

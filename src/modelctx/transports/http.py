@@ -277,17 +277,15 @@ class HttpApp:
                 log.debug("ignored %r outside a handshake session", message)
             return
         event = session.connection.receive(message)
-        kind = type(event)
-        if kind is Cancel:
-            handle = event.inbound.handle  # type: ignore[union-attr]
-            if handle is not None:
-                handle.cancel()
-        elif kind is Notify:
-            self.server.notify(event.notification, self._peer(session, principal))  # type: ignore[union-attr]
-        elif kind is Answer:
-            settle(event)  # type: ignore[arg-type]
-        elif kind is Ignore:
-            log.debug("ignored: %s", event.why)  # type: ignore[union-attr]
+        if isinstance(event, Cancel):
+            if event.inbound.handle is not None:
+                event.inbound.handle.cancel()
+        elif isinstance(event, Notify):
+            self.server.notify(event.notification, self._peer(session, principal))
+        elif isinstance(event, Answer):
+            settle(event)
+        elif isinstance(event, Ignore):
+            log.debug("ignored: %s", event.why)
 
     def _too_large(self) -> str:
         return f"Request body too large: the limit is {self.max_body} bytes"
@@ -361,7 +359,9 @@ class HttpApp:
         if request.method != "tools/call":
             return None
         name = request.params.get("name")
-        schema = self.server.tool_input_schema(name) if isinstance(name, str) else None
+        if not isinstance(name, str):
+            return None
+        schema = self.server.tool_input_schema(name)
         if schema is None:
             return None
         # Keyed by the schema object itself: a tool registered again has a new one.
@@ -388,10 +388,10 @@ class HttpApp:
         inbound = None
         if session is not None:
             event = session.connection.receive(request)
-            if type(event) is Reject:
-                await send_json(send, status_for(event.error.code, checked=False), event.response)  # type: ignore[union-attr]
+            if isinstance(event, Reject):
+                await send_json(send, status_for(event.error.code, checked=False), event.response)
                 return
-            assert type(event) is Serve
+            assert isinstance(event, Serve)
             inbound = event.inbound
         # The handler runs inline in this task; a watcher cancels it if the client goes
         # away (closing the stream is the cancellation, streamable-http.mdx). One extra
@@ -506,10 +506,10 @@ class HttpApp:
         await send_empty(send, 200)
 
     # -- sessions ----------------------------------------------------------------------------
-    def _expired(self, session: Any) -> bool:
+    def _expired(self, session: HandshakeSession) -> bool:
         return time.monotonic() - session.last_seen > self.session_idle_seconds
 
-    def _sessions_add(self, session: Any) -> None:
+    def _sessions_add(self, session: HandshakeSession) -> None:
         sessions = self._sessions
         if len(sessions) >= self.max_sessions:
             for key in [k for k, s in sessions.items() if self._expired(s) or s.closed]:
@@ -535,7 +535,7 @@ class _CancelGuard:
 
     __slots__ = ("task", "requested", "disconnected", "running", "detached")
 
-    def __init__(self, task: asyncio.Task | None) -> None:
+    def __init__(self, task: asyncio.Task[None] | None) -> None:
         self.task = task
         self.requested = False
         self.disconnected = False
@@ -573,7 +573,7 @@ class _Reply:
         self.started = False
         self.closed = False
         self._lock: asyncio.Lock | None = None
-        self._keepalive: asyncio.Task | None = None
+        self._keepalive: asyncio.Task[None] | None = None
         self._session = session
         self._guard = guard
         self._kept: KeptStream | None = None
@@ -677,7 +677,7 @@ def status_for(code: object, *, checked: bool) -> int:
 
 
 def _id_of(message: Message) -> str | int | None:
-    return message.id if type(message) is not Notification else None  # type: ignore[union-attr]
+    return None if isinstance(message, Notification) else message.id
 
 
 def serve_http(
