@@ -22,7 +22,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..errors import ConnectionClosed, MCPError, MethodNotFound, ProtocolError, error_from_wire
+from ..errors import ConnectionClosed, MCPError, MethodNotFound, ProtocolError, RequestTimeout, error_from_wire
 from ..protocol import _meta
 from ..protocol._jsonrpc import Notification, Request, Response, error_response
 from ..protocol._headers import request_headers
@@ -33,10 +33,6 @@ __all__ = ["ClientSession", "RequestTimeout", "ProgressCallback"]
 log = logging.getLogger("modelctx.client")
 
 ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] | None]
-
-
-class RequestTimeout(MCPError, TimeoutError):
-    """A request got no answer within its deadline (a local error: no JSON-RPC code)."""
 
 
 class _Pending:
