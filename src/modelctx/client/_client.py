@@ -857,7 +857,10 @@ def _plain(value: object, handler: str) -> dict[str, Any]:
     except TypeError:
         plain = None
     if not isinstance(plain, dict):
-        raise LocalError(f"the {handler} handler returned {type(value).__name__}, not a JSON object")
+        raise LocalError(
+            f"the {handler} handler returned {value!r:.80} ({type(value).__name__}); it must return "
+            "a JSON object (a dict) for the result the server asked for"
+        )
     return plain
 
 
