@@ -39,6 +39,8 @@ from modelctx import (
 )
 from modelctx.client import (
     Client,
+    ClientHandlers,
+    ClientOptions,
     ClientTransport,
     Elicitation,
     InputRoundsExceeded,
@@ -395,8 +397,8 @@ class User:
     async def roots(self) -> list[Any]:
         return ["file:///work/a", {"uri": "file:///work/b", "name": "b"}]
 
-    def handlers(self) -> dict[str, Any]:
-        return {"elicitation": self.elicit, "sampling": self.sample, "roots": self.roots}
+    def handlers(self) -> ClientHandlers:
+        return ClientHandlers(elicitation=self.elicit, sampling=self.sample, roots=self.roots)
 
 
 # -- typed results ---------------------------------------------------------------------------------
@@ -505,7 +507,7 @@ async def test_output_is_validated_even_before_the_tools_were_listed():
 @run
 async def test_output_validation_can_be_turned_off():
     server, _ = build_server()
-    async with Client(server, timeout=DEADLINE, validate_output=False) as client:
+    async with Client(server, timeout=DEADLINE, options=ClientOptions(validate_output=False)) as client:
         await client.tools()
         result = await client.call_tool("liar")
 
@@ -650,7 +652,7 @@ async def test_resource_updated_drops_only_that_resources_cached_read():
 async def test_results_of_input_rounds_are_never_cached():
     server, asked = build_server()
     user = User()
-    async with Client(server, timeout=DEADLINE, elicitation=user.elicit) as client:
+    async with Client(server, timeout=DEADLINE, handlers=ClientHandlers(elicitation=user.elicit)) as client:
         first = await client.read_resource("mem://secret")
         second = await client.read_resource("mem://secret")
 
@@ -664,7 +666,7 @@ async def test_results_of_input_rounds_are_never_cached():
 async def test_form_and_url_elicitation_are_answered_by_the_application(mode):
     server, _ = build_server()
     user = User()
-    async with Client(server, mode=mode, timeout=DEADLINE, elicitation=user.elicit) as client:
+    async with Client(server, mode=mode, timeout=DEADLINE, handlers=ClientHandlers(elicitation=user.elicit)) as client:
         result = await client.call_tool("signup")
 
     assert result.content[0].text == "Ada signed up; login accept"
@@ -678,7 +680,7 @@ async def test_form_and_url_elicitation_are_answered_by_the_application(mode):
 async def test_a_declined_elicitation_reaches_the_tool():
     server, _ = build_server()
     user = User(action="decline")
-    async with Client(server, timeout=DEADLINE, elicitation=user.elicit) as client:
+    async with Client(server, timeout=DEADLINE, handlers=ClientHandlers(elicitation=user.elicit)) as client:
         result = await client.call_tool("signup")
 
     assert result.content[0].text == "signup: decline"
@@ -689,7 +691,7 @@ async def test_a_declined_elicitation_reaches_the_tool():
 async def test_an_accepted_form_gets_the_schema_defaults_for_fields_left_out(mode):
     server, _ = build_server()
     user = User()
-    async with Client(server, mode=mode, timeout=DEADLINE, elicitation=user.elicit) as client:
+    async with Client(server, mode=mode, timeout=DEADLINE, handlers=ClientHandlers(elicitation=user.elicit)) as client:
         result = await client.call_tool("preferences")
 
     assert result.content[0].text == "accept [('color', 'blue'), ('size', 3)]"
@@ -700,7 +702,7 @@ async def test_an_accepted_form_gets_the_schema_defaults_for_fields_left_out(mod
 async def test_sampling_and_roots_are_answered_by_their_handlers(mode):
     server, _ = build_server()
     user = User()
-    async with Client(server, mode=mode, timeout=DEADLINE, **user.handlers()) as client:
+    async with Client(server, mode=mode, timeout=DEADLINE, handlers=user.handlers()) as client:
         sampled = await client.call_tool("ask_model")
         roots = await client.call_tool("where")
 
@@ -714,7 +716,7 @@ async def test_sampling_and_roots_are_answered_by_their_handlers(mode):
 async def test_several_input_requests_are_answered_in_one_round():
     server, asked = build_server()
     user = User()
-    async with Client(server, timeout=DEADLINE, **user.handlers()) as client:
+    async with Client(server, timeout=DEADLINE, handlers=user.handlers()) as client:
         result = await client.call_tool("all_at_once")
 
     assert result.content[0].text == "Ada|hi!|2"
@@ -726,7 +728,7 @@ async def test_each_retry_has_a_new_id_and_echoes_request_state_unchanged():
     server, _ = build_server()
     transport = Recording(MemoryTransport(server))
     user = User()
-    async with Client(transport, timeout=DEADLINE, elicitation=user.elicit) as client:
+    async with Client(transport, timeout=DEADLINE, handlers=ClientHandlers(elicitation=user.elicit)) as client:
         await client.call_tool("signup")
 
     calls = transport.requests("tools/call")
@@ -746,7 +748,8 @@ async def test_each_retry_has_a_new_id_and_echoes_request_state_unchanged():
 async def test_a_server_that_keeps_asking_is_stopped_after_max_rounds_with_a_clear_error():
     server, asked = build_server()
     user = User()
-    async with Client(server, timeout=DEADLINE, elicitation=user.elicit, max_rounds=3) as client:
+    handlers, options = ClientHandlers(elicitation=user.elicit), ClientOptions(max_rounds=3)
+    async with Client(server, timeout=DEADLINE, handlers=handlers, options=options) as client:
         with pytest.raises(InputRoundsExceeded) as caught:
             await client.call_tool("forever")
         still_working = await client.call_tool("echo", {"text": "ok"})
@@ -771,7 +774,8 @@ async def test_input_the_client_cannot_give_is_a_missing_capability_error():
 async def test_declaring_a_handler_is_what_declares_the_capability():
     server, asked = build_server()
     user = User()
-    async with Client(server, timeout=DEADLINE, elicitation=user.elicit, sampling=user.sample) as client:
+    handlers = ClientHandlers(elicitation=user.elicit, sampling=user.sample)
+    async with Client(server, timeout=DEADLINE, handlers=handlers) as client:
         await client.call_tool("echo", {"text": "x"})
 
     capabilities = methods(asked, "tools/call")[0]["_meta"]["io.modelcontextprotocol/clientCapabilities"]
@@ -806,7 +810,7 @@ async def test_a_server_request_the_client_has_no_handler_for_is_answered_method
     asker.write_text(ASKER)
     user = User()
     command = [sys.executable, str(asker), str(heard)]
-    async with Client(command, mode="legacy", timeout=DEADLINE, roots=user.roots) as client:
+    async with Client(command, mode="legacy", timeout=DEADLINE, handlers=ClientHandlers(roots=user.roots)) as client:
         await client.call_tool("anything")
         await until(lambda: '"id":"r1"' in heard.read_text() and '"id":"s1"' in heard.read_text(), "both answers")
 
@@ -1021,7 +1025,7 @@ async def test_auto_mode_falls_back_to_initialize_when_discover_is_unknown():
 @run
 async def test_auto_mode_falls_back_to_initialize_when_discover_gets_no_answer():
     server, _ = build_server(ServerConfig(middleware=[failing("server/discover")]))
-    async with Client(server, timeout=DEADLINE, probe_timeout=0.3) as client:
+    async with Client(server, timeout=DEADLINE, options=ClientOptions(probe_timeout=0.3)) as client:
         result = await client.call_tool("echo", {"text": "slow"})
 
     assert client.protocol_version == LEGACY and result.content[0].text == "slow"
@@ -1096,7 +1100,8 @@ async def test_a_subprocess_server_asks_through_the_handlers_in_either_era(sampl
     async def elicit(request: Elicitation) -> dict[str, Any]:
         return {"action": "accept", "content": {"name": "Grace"} if "name" in request.message else {"age": 85}}
 
-    async with Client(sample_target, mode=mode, timeout=DEADLINE, elicitation=elicit) as client:
+    handlers = ClientHandlers(elicitation=elicit)
+    async with Client(sample_target, mode=mode, timeout=DEADLINE, handlers=handlers) as client:
         result = await client.call_tool("register")
 
     assert result.content[0].text == "registered Grace, aged 85"

@@ -27,10 +27,10 @@ from typing import Any
 import pytest
 from conftest import SAMPLE_SERVER, HttpServer, free_port, serve_command
 
-from modelctx.client import Client, ClientTransport, ListChanged, RequestTimeout
+from modelctx.client import Client, ClientOptions, ClientTransport, ListChanged, RequestTimeout
 from modelctx.errors import ConnectionClosed
 from modelctx.transports.http_client import HttpClientTransport
-from modelctx.transports.stdio_client import ServerNotStarted
+from modelctx.transports.stdio_client import ServerNotStarted, StdioClientTransport
 
 DEADLINE = 10.0  # seconds any single wait may take
 TEST_DEADLINE = 30.0
@@ -213,7 +213,7 @@ async def test_garbage_on_stdout_is_ignored_and_the_next_valid_answer_still_arri
 @run
 async def test_a_server_that_only_writes_garbage_fails_connect_within_the_deadline(tmp_path):
     garbage = script(tmp_path, "garbage.py", GARBAGE_ONLY)
-    client = Client([sys.executable, str(garbage)], timeout=0.5, probe_timeout=0.3)
+    client = Client([sys.executable, str(garbage)], timeout=0.5, options=ClientOptions(probe_timeout=0.3))
     error = await fails_within(client.connect(), RequestTimeout, "connect to give up")
 
     message = str(error)
@@ -239,7 +239,8 @@ async def test_a_server_that_never_answers_gets_request_timeout_and_a_cancellati
 @run
 async def test_connecting_to_a_server_that_never_answers_ends_within_the_deadline(tmp_path):
     silent = script(tmp_path, "silent.py", SILENT)
-    client = Client([sys.executable, str(silent), str(tmp_path / "heard")], timeout=0.5, probe_timeout=0.3)
+    argv = [sys.executable, str(silent), str(tmp_path / "heard")]
+    client = Client(argv, timeout=0.5, options=ClientOptions(probe_timeout=0.3))
     error = await fails_within(client.connect(), RequestTimeout, "connect to give up")
 
     assert client.transport.name in str(error) and "initialize" in str(error)
@@ -299,7 +300,8 @@ async def test_closing_the_client_ends_the_server_and_the_processes_it_started(t
     tree = script(tmp_path, "tree.py", TREE)
     pids: list[int] = []
     try:
-        async with Client(serve_command(tree), env={"PIDS_FILE": str(pids_file)}, timeout=DEADLINE) as client:
+        server = StdioClientTransport(serve_command(tree), env={"PIDS_FILE": str(pids_file)})
+        async with Client(server, timeout=DEADLINE) as client:
             assert (await client.call_tool("ping")).content[0].text == "pong"
             pids = [int(pid) for pid in pids_file.read_text().split()]
             assert all(alive(pid) for pid in pids)

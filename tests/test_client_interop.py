@@ -36,12 +36,14 @@ from conftest import free_port
 
 from modelctx.client import (
     Client,
+    ClientHandlers,
     Elicitation,
     ListChanged,
     RequestTimeout,
     ResourceUpdated,
 )
 from modelctx.errors import MethodNotFound
+from modelctx.transports.stdio_client import StdioClientTransport
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -109,8 +111,8 @@ class User:
         self.roots_asked += 1
         return [{"uri": "file:///tmp/project", "name": "project"}]
 
-    def handlers(self) -> dict[str, Any]:
-        return {"elicitation": self.elicit, "sampling": self.sample, "roots": self.roots}
+    def handlers(self) -> ClientHandlers:
+        return ClientHandlers(elicitation=self.elicit, sampling=self.sample, roots=self.roots)
 
 
 class Connected:
@@ -160,10 +162,12 @@ class Connected:
         return self.call(scenario())
 
 
-def connect(target: Any, mode: str, **options: Any) -> Iterator[Connected]:
+def connect(target: Any, mode: str, env: dict[str, str] | None = None) -> Iterator[Connected]:
     portal = Portal()
     user = User()
-    client = Client(target, mode=mode, timeout=DEADLINE, **user.handlers(), **options)
+    if env is not None:  # a subprocess with its own environment: the transport says so
+        target = StdioClientTransport(target, env=env)
+    client = Client(target, mode=mode, timeout=DEADLINE, handlers=user.handlers())
     try:
         portal.call(client.connect(), 2 * DEADLINE)
         yield Connected(portal, client, user, mode)

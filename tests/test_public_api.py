@@ -12,7 +12,8 @@ def test_top_level_names():
         [
             "Server", "ServerConfig", "Context", "ElicitResult", "Elicit", "ElicitUrl", "Sample",
             "ListRoots", "CacheHint", "Text", "Image", "Audio", "ResourceLink", "EmbeddedResource",
-            "ToolResult", "MCPError", "ProtocolError", "ToolError", "__version__",
+            "ToolResult", "Client", "ClientHandlers", "ClientOptions", "MCPError", "ProtocolError",
+            "ToolError", "__version__",
         ]
     )
     for name in modelctx.__all__:
@@ -22,9 +23,10 @@ def test_top_level_names():
 def test_client_names():
     assert sorted(modelctx.client.__all__) == sorted(
         [
-            "Client", "ClientSession", "ClientTransport", "Elicitation", "InputRoundsExceeded",
-            "ListChanged", "OutputSchemaViolation", "Outgoing", "RequestTimeout", "ResourceUpdated",
-            "ResultCache", "SubscriptionEvent", "TransportEvents",
+            "Client", "ClientHandlers", "ClientOptions", "ClientSession", "ClientTransport",
+            "Elicitation", "InputRoundsExceeded", "ListChanged", "OutputSchemaViolation", "Outgoing",
+            "RequestTimeout", "ResourceUpdated", "ResultCache", "SubscriptionEvent", "Target",
+            "TransportEvents",
         ]
     )
 
@@ -36,6 +38,45 @@ def test_every_exception_shares_one_root():
             assert issubclass(obj, modelctx.errors.MCPError), name
     assert issubclass(modelctx.client.RequestTimeout, modelctx.errors.MCPError)
     assert issubclass(modelctx.client.InputRoundsExceeded, modelctx.errors.MCPError)
+
+
+def test_errors_found_on_this_side_are_local_errors_with_no_json_rpc_code():
+    errors = modelctx.errors
+    local = (
+        errors.ConnectionClosed, errors.SessionExpired, errors.HttpStatusError, errors.RequestTimeout,
+        errors.MalformedResponse, errors.InputRoundsExceeded, errors.OutputSchemaViolation,
+    )
+    for cls in local:
+        assert issubclass(cls, errors.LocalError), cls
+        assert not issubclass(cls, errors.ProtocolError), cls
+        assert not hasattr(cls, "code"), cls
+    assert issubclass(errors.RequestTimeout, TimeoutError)  # `except TimeoutError` still works
+    # One class, re-exported where it always was.
+    assert modelctx.client.RequestTimeout is errors.RequestTimeout
+    assert modelctx.client.InputRoundsExceeded is errors.InputRoundsExceeded
+    assert modelctx.client.OutputSchemaViolation is errors.OutputSchemaViolation
+    from modelctx.client._session import RequestTimeout as raised_by_the_session
+
+    assert raised_by_the_session is errors.RequestTimeout
+
+
+def test_the_client_is_importable_from_the_top_level_lazily():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, modelctx; before = 'modelctx.client' in sys.modules; "
+        "from modelctx import Client; import modelctx.client as c; "
+        "print(before, Client is c.Client)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["False", "True"], out.stdout + out.stderr
+
+
+def test_the_package_ships_py_typed_for_type_checkers():
+    from importlib.resources import files
+
+    assert files("modelctx").joinpath("py.typed").is_file()
 
 
 def test_implementation_modules_are_private():

@@ -16,20 +16,26 @@
     │   └── UnsupportedProtocolVersion       -32022  data.supported, data.requested
     ├── ToolError                 raised by a tool on purpose: its text reaches the client
     │                             as an ``isError`` result (never a JSON-RPC error)
-    ├── ConnectionClosed          the peer went away; pending calls fail with this
-    │   └── SessionExpired        HTTP 404 on a handshake-era session: initialize again
-    └── HttpStatusError           an HTTP status with no JSON-RPC response in the body
+    └── LocalError                found on this side; no JSON-RPC code, never sent
+        ├── ConnectionClosed      the peer went away; pending calls fail with this
+        │   └── SessionExpired    HTTP 404 on a handshake-era session: initialize again
+        ├── HttpStatusError       an HTTP status with no JSON-RPC response in the body
+        ├── RequestTimeout        no answer within the deadline (also a ``TimeoutError``)
+        ├── MalformedResponse     the peer's reply breaks the spec (unknown ``resultType``,
+        │                         a result missing what its type requires, ...)
+        ├── InputRoundsExceeded   the server kept asking for input past the client's limit
+        └── OutputSchemaViolation a tool's ``structuredContent`` breaks its ``outputSchema``
 
-*Local* errors (our own bugs, a timeout, a closed connection) never carry a JSON-RPC
-code, so they cannot be mistaken for an error the peer sent. A ``ProtocolError``
-received from a peer has ``remote=True``.
+A ``LocalError`` never carries a JSON-RPC code, so it cannot be mistaken for an error the
+peer sent; catch it to handle everything that went wrong on this side of the wire. A
+``ProtocolError`` received from a peer has ``remote=True``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = [
+__all__ = [  # noqa: RUF022 - in the order of the tree above
     "MCPError",
     "ProtocolError",
     "ParseError",
@@ -42,9 +48,14 @@ __all__ = [
     "MissingRequiredClientCapability",
     "UnsupportedProtocolVersion",
     "ToolError",
+    "LocalError",
     "ConnectionClosed",
     "SessionExpired",
     "HttpStatusError",
+    "RequestTimeout",
+    "MalformedResponse",
+    "InputRoundsExceeded",
+    "OutputSchemaViolation",
     "error_from_wire",
 ]
 
@@ -155,7 +166,15 @@ class ToolError(MCPError):
     """
 
 
-class ConnectionClosed(MCPError):
+class LocalError(MCPError):
+    """A problem found on this side of the wire: it has no JSON-RPC code and is never sent.
+
+    Raised as is for a client handler (elicitation, sampling, roots) that returns
+    something the protocol cannot carry; the subclasses name the other cases.
+    """
+
+
+class ConnectionClosed(LocalError):
     """The connection to the peer closed; the request can no longer be answered."""
 
 
@@ -163,12 +182,11 @@ class SessionExpired(ConnectionClosed):
     """The server no longer knows our handshake-era session (HTTP 404); initialize again."""
 
 
-class HttpStatusError(MCPError):
+class HttpStatusError(LocalError):
     """The server answered with an HTTP status and no JSON-RPC response in the body.
 
-    A local error (no JSON-RPC code): ``status``, ``excerpt`` (the start of the body),
-    ``headers`` (the response headers, e.g. ``www-authenticate`` on 401) and
-    ``server`` (who answered).
+    ``status``, ``excerpt`` (the start of the body), ``headers`` (the response headers,
+    e.g. ``www-authenticate`` on 401) and ``server`` (who answered).
     """
 
     def __init__(self, server: str, what: str, status: int, excerpt: str, headers: Any) -> None:
@@ -178,6 +196,29 @@ class HttpStatusError(MCPError):
         self.status = status
         self.excerpt = excerpt
         self.headers = dict(headers)
+
+
+class RequestTimeout(LocalError, TimeoutError):
+    """A request got no answer within its deadline; it was cancelled on the wire.
+
+    Also a ``TimeoutError``, so ``except TimeoutError`` code keeps working.
+    """
+
+
+class MalformedResponse(LocalError):
+    """The peer's reply does not follow the spec: the request cannot be completed.
+
+    For example a ``resultType`` this side does not recognize (basic/index.mdx: it
+    MUST be considered invalid), or a result that lacks a field its type requires.
+    """
+
+
+class InputRoundsExceeded(LocalError):
+    """The server kept asking for input past the client's limit of rounds (``max_rounds``)."""
+
+
+class OutputSchemaViolation(LocalError):
+    """A tool's ``structuredContent`` does not match the ``outputSchema`` it declared."""
 
 
 _BY_CODE: dict[int, type[ProtocolError]] = {

@@ -17,7 +17,7 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 
-from modelctx.client import Client, Elicitation
+from modelctx.client import Client, ClientHandlers, ClientOptions, Elicitation
 
 Scenario = Callable[[Client], Awaitable[None]]
 SCENARIOS: dict[str, Scenario] = {}
@@ -131,9 +131,9 @@ async def main(url: str) -> int:
     async with Client(
         url,
         mode="auto" if version == "2026-07-28" else "legacy",
-        client_info={"name": "modelctx-conformance-client", "version": "0.1.0"},
-        elicitation=elicitation,
         timeout=20.0,
+        handlers=ClientHandlers(elicitation=elicitation),
+        options=ClientOptions(client_info={"name": "modelctx-conformance-client", "version": "0.1.0"}),
     ) as client:
         await run(client)
     return 0

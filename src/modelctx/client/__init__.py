@@ -1,30 +1,31 @@
-"""The client: one connection to one MCP server, in either era, over any transport."""
+"""The client: one connection to one MCP server, in either era, over any transport.
 
-from ._cache import ResultCache
-from ._client import (
-    Client,
-    Elicitation,
-    InputRoundsExceeded,
-    ListChanged,
-    OutputSchemaViolation,
-    ResourceUpdated,
-    SubscriptionEvent,
-)
-from ._session import ClientSession, RequestTimeout
+``Client(target, *, mode, timeout, handlers=ClientHandlers(...), options=ClientOptions(...))``;
+its methods return the typed results of ``modelctx.protocol.types.v2026_07_28``.
+"""
+
+from ..errors import InputRoundsExceeded, OutputSchemaViolation, RequestTimeout
 from ..transports._base import ClientTransport, Outgoing, TransportEvents
+from ._cache import ResultCache
+from ._client import Client, ListChanged, ResourceUpdated, SubscriptionEvent, Target
+from ._options import ClientHandlers, ClientOptions, Elicitation
+from ._session import ClientSession
 
 __all__ = [
     "Client",
+    "ClientHandlers",
+    "ClientOptions",
     "ClientSession",
     "ClientTransport",
     "Elicitation",
     "InputRoundsExceeded",
     "ListChanged",
-    "OutputSchemaViolation",
     "Outgoing",
+    "OutputSchemaViolation",
     "RequestTimeout",
     "ResourceUpdated",
     "ResultCache",
     "SubscriptionEvent",
+    "Target",
     "TransportEvents",
 ]

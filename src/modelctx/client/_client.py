@@ -3,11 +3,15 @@
 ::
 
     async with Client(["python", "weather.py"]) as client:      # stdio subprocess
-        tools = await client.tools()
-        result = await client.call_tool("forecast", {"city": "Oslo"})
+        tools = await client.tools()                             # list[Tool]
+        result = await client.call_tool("forecast", {"city": "Oslo"})  # CallToolResult
 
     async with Client("http://127.0.0.1:8000/mcp") as client: ...  # Streamable HTTP
     async with Client(server) as client: ...                       # in-process Server
+    async with Client(url, handlers=ClientHandlers(elicitation=ask_user)) as client: ...
+
+Every method returns the typed result of the 2026-07-28 schema
+(``modelctx.protocol.types.v2026_07_28``), whichever era the server speaks.
 
 Era negotiation (basic/versioning.mdx, stdio.mdx and streamable-http.mdx, Backward
 Compatibility): in ``"auto"`` mode the client sends ``server/discover`` at the latest
@@ -24,18 +28,23 @@ import asyncio
 import logging
 import shlex
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
 
 import msgspec
 
 from ..errors import (
     ConnectionClosed,
     HeaderMismatch,
+    InputRoundsExceeded,
+    LocalError,
+    MalformedResponse,
     MCPError,
     MethodNotFound,
     MissingRequiredClientCapability,
+    OutputSchemaViolation,
     ProtocolError,
+    RequestTimeout,
     SessionExpired,
     UnsupportedProtocolVersion,
 )
@@ -43,42 +52,51 @@ from ..protocol import _meta
 from ..protocol._headers import header_paths
 from ..protocol._jsonrpc import Notification, Request
 from ..protocol._versions import HANDSHAKE_VERSIONS, LATEST, MODERN_VERSIONS
-from ._cache import ResultCache
-from ._session import ClientSession, ProgressCallback, RequestTimeout
 from ..transports._base import ClientTransport
+from ._cache import ResultCache
+from ._options import ClientHandlers, ClientOptions, Elicitation
+from ._session import ClientSession, ProgressCallback
+
+if TYPE_CHECKING:
+    from ..protocol.types import v2026_07_28 as wire
+    from ..protocol.types.v2026_07_28 import (
+        CallToolResult,
+        CompleteResult,
+        DiscoverResult,
+        GetPromptResult,
+        ListPromptsResult,
+        ListResourcesResult,
+        ListResourceTemplatesResult,
+        ListToolsResult,
+        Prompt,
+        ReadResourceResult,
+        Resource,
+        ResourceTemplate,
+        Tool,
+    )
+else:
+
+    class _Wire:
+        """The 2026-07-28 wire types, imported on first use (building them takes ~10 ms)."""
+
+        def __getattr__(self, name: str) -> Any:
+            from ..protocol.types import v2026_07_28
+
+            value = getattr(v2026_07_28, name)
+            setattr(self, name, value)
+            return value
+
+    wire = _Wire()
 
 __all__ = [
     "Client",
-    "Elicitation",
-    "InputRoundsExceeded",
     "ListChanged",
     "ResourceUpdated",
     "SubscriptionEvent",
+    "Target",
 ]
 
 log = logging.getLogger("modelctx.client")
-
-
-class InputRoundsExceeded(MCPError):
-    """The server kept asking for input past the client's limit of rounds."""
-
-
-class OutputSchemaViolation(MCPError):
-    """A tool's ``structuredContent`` does not match the ``outputSchema`` it declared."""
-
-
-@dataclass(frozen=True)
-class Elicitation:
-    """What a server asks the user (client/elicitation.mdx).
-
-    ``mode`` is "form" (fill in ``requested_schema``) or "url" (open ``url``).
-    """
-
-    mode: str
-    message: str
-    requested_schema: dict[str, Any] | None = None
-    url: str | None = None
-    server: str = ""
 
 
 @dataclass(frozen=True)
@@ -90,60 +108,47 @@ class ListChanged:
 
 @dataclass(frozen=True)
 class ResourceUpdated:
+    """The resource at ``uri`` changed: read it again to see how."""
+
     uri: str
 
 
 SubscriptionEvent = ListChanged | ResourceUpdated
 
-ElicitationHandler = Callable[[Elicitation], Awaitable[Any]]
-SamplingHandler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
-RootsHandler = Callable[[], Awaitable[list[Any]]]
+
+class _InProcessServer(Protocol):
+    """A ``modelctx.Server`` object, seen from the client (which never imports server/)."""
+
+    @property
+    def dispatcher(self) -> Any: ...
 
 
-_TYPES: Any = None
+#: What ``Client`` connects to: an ``http(s)://`` URL, a command (a string split like a
+#: shell would, or an argv list), a ``Server`` object, or a ``ClientTransport``.
+Target = str | Sequence[str] | ClientTransport | _InProcessServer
 
 
-def _types() -> Any:
-    """The wire types of the latest revision, imported on first use."""
-    global _TYPES
-    if _TYPES is None:
-        from ..protocol.types import v2026_07_28
-
-        _TYPES = v2026_07_28
-    return _TYPES
-
-
-def _make_transport(target: Any, env: dict[str, str] | None, cwd: Any, headers: dict[str, str] | None) -> ClientTransport:
+def _make_transport(target: Target) -> ClientTransport:
     if isinstance(target, ClientTransport):
         return target
     if isinstance(target, str) and target.startswith(("http://", "https://")):
         from ..transports.http_client import HttpClientTransport
 
-        return HttpClientTransport(target, headers=headers)
-    if isinstance(target, (list, tuple)) or isinstance(target, str):
+        return HttpClientTransport(target)
+    if isinstance(target, (str, list, tuple)):
         from ..transports.stdio_client import StdioClientTransport
 
-        argv = shlex.split(target) if isinstance(target, str) else list(target)
-        return StdioClientTransport(argv[0], argv[1:], env=env, cwd=cwd)
+        argv = shlex.split(target) if isinstance(target, str) else [str(part) for part in target]
+        return StdioClientTransport(argv[0], argv[1:])
     if hasattr(target, "dispatcher"):
         from ..transports.memory import MemoryTransport
 
         return MemoryTransport(target)
     raise TypeError(
         "Client target must be a URL, a command (string or argv list), a Server object or a "
-        f"ClientTransport, not {type(target).__name__}"
+        f"ClientTransport, not {type(target).__name__}; for environment variables, a working "
+        "directory, HTTP headers or auth, pass a StdioClientTransport or HttpClientTransport"
     )
-
-
-@dataclass
-class _Options:
-    mode: str = "auto"
-    timeout: float = 60.0
-    probe_timeout: float = 10.0
-    max_rounds: int = 10
-    cache: bool = True
-    validate_output: bool = True
-    client_info: dict[str, Any] = field(default_factory=lambda: {"name": "modelctx", "version": "0.1.0"})
 
 
 class Client:
@@ -151,59 +156,40 @@ class Client:
 
     ``target``: an ``http(s)://`` URL, a command (``"python server.py"`` or an argv
     list, run as a subprocess on stdio), a ``Server`` object (in-process), or a
-    ``ClientTransport``. Handlers answer what the server asks: ``elicitation``
-    (``async (Elicitation) -> dict | ElicitResult``), ``sampling`` (``async (params) ->
-    CreateMessageResult dict``), ``roots`` (``async () -> [{"uri": ...}]``); declaring a
-    handler is what declares the capability. ``timeout`` is the default deadline of
-    every request; progress pushes it back.
+    ``ClientTransport`` for anything more: ``StdioClientTransport(cmd, env=..., cwd=...)``
+    from ``modelctx.transports.stdio_client``, ``HttpClientTransport(url, headers=...,
+    auth=...)`` from ``modelctx.transports.http_client``.
+
+    ``mode``: ``"auto"`` (probe, then the best era both sides speak), ``"legacy"``
+    (the initialize handshake) or a modern version to pin. ``timeout``: the default
+    deadline of every request, in seconds; progress pushes it back. ``handlers``
+    answer what the server asks (``ClientHandlers``); ``options`` hold the rest
+    (``ClientOptions``).
     """
 
     def __init__(
         self,
-        target: Any,
+        target: Target,
         *,
         mode: str = "auto",
         timeout: float = 60.0,
-        probe_timeout: float = 10.0,
-        client_info: dict[str, Any] | None = None,
-        elicitation: ElicitationHandler | None = None,
-        elicitation_modes: Sequence[str] = ("form", "url"),
-        sampling: SamplingHandler | None = None,
-        roots: RootsHandler | None = None,
-        log_level: str | None = None,
-        on_notification: Callable[[Notification], Any] | None = None,
-        cache: bool = True,
-        max_rounds: int = 10,
-        validate_output: bool = True,
-        env: dict[str, str] | None = None,
-        cwd: Any = None,
-        headers: dict[str, str] | None = None,
+        handlers: ClientHandlers | None = None,
+        options: ClientOptions | None = None,
     ) -> None:
         if mode not in ("auto", "legacy", *MODERN_VERSIONS):
             raise ValueError(
                 f"mode must be 'auto', 'legacy' or one of {list(MODERN_VERSIONS)}, not {mode!r}"
                 + ("; handshake versions are spoken with mode='legacy'" if mode in HANDSHAKE_VERSIONS else "")
             )
-        self.transport = _make_transport(target, env, cwd, headers)
-        self._options = _Options(
-            mode=mode,
-            timeout=timeout,
-            probe_timeout=probe_timeout,
-            max_rounds=max_rounds,
-            cache=cache,
-            validate_output=validate_output,
-            client_info=client_info or {"name": "modelctx", "version": "0.1.0"},
-        )
+        self.mode = mode
+        self.handlers = handlers or ClientHandlers()
+        self.options = options or ClientOptions()
+        self.transport = _make_transport(target)
         self.session = ClientSession(self.transport, timeout=timeout)
-        self.session.client_info = self._options.client_info
-        self.session.log_level = log_level
+        self.session.client_info = dict(self.options.client_info)
+        self.session.log_level = self.options.log_level
         self.session.on_notification = self._on_notification
         self.session.on_server_request = self._on_server_request
-        self._elicitation = elicitation
-        self._elicitation_modes = tuple(elicitation_modes)
-        self._sampling = sampling
-        self._roots = roots
-        self._user_notification = on_notification
         self.cache = ResultCache()
         self.server_info: dict[str, Any] | None = None
         self.server_capabilities: dict[str, Any] = {}
@@ -212,21 +198,22 @@ class Client:
         self._tools: dict[str, dict[str, Any]] = {}
         self._param_paths: dict[str, dict[str, tuple[str, ...]]] = {}
         self._tools_listed = False  # tools/list fetched since the last tools list_changed
-        self._listeners: set[asyncio.Queue] = set()
-        self._legacy_subscriptions: dict[str, int] = {}
+        self._listeners: set[asyncio.Queue[SubscriptionEvent | BaseException]] = set()
         self._connected = False
 
     # -- lifecycle ---------------------------------------------------------------------
-    async def __aenter__(self) -> Client:
+    async def __aenter__(self) -> Self:
         await self.connect()
         return self
 
-    async def __aexit__(self, *exc: Any) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
     async def connect(self) -> None:
+        """Open the transport and agree on an era; raises ``ConnectionClosed``,
+        ``RequestTimeout`` or the server's error, after closing what was opened."""
         self.session.capabilities = self._capabilities(modern=True)
-        await asyncio.wait_for(self.transport.connect(self.session), self._options.probe_timeout + 30)
+        await asyncio.wait_for(self.transport.connect(self.session), self.options.probe_timeout + 30)
         try:
             await self._negotiate()
         except BaseException:
@@ -249,19 +236,27 @@ class Client:
     def modern(self) -> bool:
         return self.session.modern
 
+    @property
+    def server_extensions(self) -> dict[str, dict[str, Any]]:
+        """The extensions the server declared (``capabilities.extensions``): identifier to
+        settings. Known after ``connect`` in ``auto`` and ``legacy`` mode, and after
+        ``discover()`` when the version is pinned (basic/versioning.mdx)."""
+        declared = self.server_capabilities.get("extensions")
+        if not isinstance(declared, dict):
+            return {}
+        return {key: value for key, value in declared.items() if isinstance(value, dict)}
+
     # -- era negotiation ------------------------------------------------------------------
     def _capabilities(self, modern: bool) -> dict[str, Any]:
-        caps: dict[str, Any] = {}
-        if self._elicitation is not None:
-            caps["elicitation"] = {mode: {} for mode in self._elicitation_modes}
-        if self._sampling is not None:
-            caps["sampling"] = {}
-        if self._roots is not None:
-            caps["roots"] = {} if modern else {"listChanged": False}
+        caps = self.handlers.capabilities(modern=modern)
+        if self.options.extensions:
+            # The same object in both eras: _meta clientCapabilities (2026-07-28) and the
+            # initialize capabilities (an open set in 2025-11-25, so older servers ignore it).
+            caps["extensions"] = {key: dict(value) for key, value in self.options.extensions.items()}
         return caps
 
     async def _negotiate(self) -> None:
-        mode = self._options.mode
+        mode = self.mode
         session = self.session
         if mode == "legacy":
             await self._initialize()
@@ -272,11 +267,11 @@ class Client:
             return
         for _ in range(3):
             try:
-                result = await session.request("server/discover", {}, timeout=self._options.probe_timeout)
+                result = await session.request("server/discover", {}, timeout=self.options.probe_timeout)
             except UnsupportedProtocolVersion as exc:
                 if self._adopt_supported(exc):
                     continue
-                if any(v in HANDSHAKE_VERSIONS for v in (exc.data or {}).get("supported") or []):
+                if any(v in HANDSHAKE_VERSIONS for v in _supported(exc)):
                     await self._initialize()
                     return
                 raise
@@ -294,21 +289,22 @@ class Client:
                     await self._initialize()
                     return
                 raise
-            versions = [v for v in result.get("supportedVersions") or [] if v in MODERN_VERSIONS]
+            offered = result.get("supportedVersions")
+            versions = [v for v in offered if v in MODERN_VERSIONS] if isinstance(offered, list) else []
             if not versions:
                 await self._initialize()
                 return
             if session.version not in versions:
                 session.version = versions[0]
             self._remember_discover(result)
-            if self._options.cache:
+            if self.options.cache:
                 self.cache.put("server/discover", {}, self.transport.credential_key, result)
             return
-        raise MCPError(f"{self.transport.name}: could not agree on a protocol version")
+        raise LocalError(f"{self.transport.name}: could not agree on a protocol version")
 
     def _adopt_supported(self, exc: UnsupportedProtocolVersion) -> bool:
         """Switch to a modern version the server says it supports; False if none."""
-        supported = (exc.data or {}).get("supported") or []
+        supported = _supported(exc)
         mutual = [v for v in MODERN_VERSIONS if v in supported]  # our preference order
         if not mutual:
             return False
@@ -332,14 +328,14 @@ class Client:
             {
                 "protocolVersion": HANDSHAKE_VERSIONS[0],
                 "capabilities": self._capabilities(modern=False),
-                "clientInfo": self._options.client_info,
+                "clientInfo": dict(self.options.client_info),
             },
             raw=True,
-            timeout=self._options.probe_timeout + self._options.timeout,
+            timeout=self.options.probe_timeout + self.session.timeout,
         )
         version = result.get("protocolVersion")
-        if version not in (*HANDSHAKE_VERSIONS, "2025-03-26"):
-            raise MCPError(
+        if not isinstance(version, str) or version not in (*HANDSHAKE_VERSIONS, "2025-03-26"):
+            raise LocalError(
                 f"{self.transport.name} offered protocol version {version!r}, which this client "
                 f"does not speak (it speaks {', '.join(MODERN_VERSIONS + HANDSHAKE_VERSIONS)})"
             )
@@ -364,15 +360,15 @@ class Client:
                 self._tools.clear()
                 self._tools_listed = False
             event = ListChanged(kind)
-        elif method == "notifications/resources/updated":
-            uri = params.get("uri")
+        elif method == "notifications/resources/updated" and isinstance(params.get("uri"), str):
+            uri: str = params["uri"]
             cache.invalidate("resources/read", uri)
             event = ResourceUpdated(uri)
         if event is not None and not self.session.modern:
             for queue in self._listeners:
                 queue.put_nowait(event)
-        if self._user_notification is not None:
-            self._user_notification(note)
+        if self.handlers.notification is not None:
+            self.handlers.notification(note)
 
     async def _on_server_request(self, request: Request) -> dict[str, Any]:
         """Handshake-era server requests, answered by the same handlers as MRTR."""
@@ -380,18 +376,19 @@ class Client:
             return {}
         return await self._answer_input(request.method, request.params)
 
-    async def _answer_input(self, method: str, params: dict[str, Any]) -> Any:
-        if method == "elicitation/create" and self._elicitation is not None:
+    async def _answer_input(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        handlers = self.handlers
+        if method == "elicitation/create" and handlers.elicitation is not None:
             mode = params.get("mode", "form")
             schema = params.get("requestedSchema")
-            answer = await self._elicitation(
+            answer = await handlers.elicitation(
                 Elicitation(mode, params.get("message", ""), schema, params.get("url"), self.transport.name)
             )
             return _elicit_answer(answer, schema)
-        if method == "sampling/createMessage" and self._sampling is not None:
-            return _plain(await self._sampling(params))
-        if method == "roots/list" and self._roots is not None:
-            roots = await self._roots()
+        if method == "sampling/createMessage" and handlers.sampling is not None:
+            return _plain(await handlers.sampling(params), "sampling")
+        if method == "roots/list" and handlers.roots is not None:
+            roots = await handlers.roots()
             return {"roots": [_root(r) for r in roots]}
         raise MethodNotFound(f"Method not found: {method} (this client has no handler for it)")
 
@@ -408,7 +405,7 @@ class Client:
     ) -> dict[str, Any]:
         params = params or {}
         credential = self.transport.credential_key
-        use_cache = cacheable and self._options.cache and self.session.modern
+        use_cache = cacheable and self.options.cache and self.session.modern
         if use_cache:
             hit = self.cache.get(method, params, credential)
             if hit is not None:
@@ -433,7 +430,7 @@ class Client:
         extra: dict[str, Any] = {}
         delay = 0.05
         retries = 2
-        for round_number in range(self._options.max_rounds + 1):
+        for round_number in range(self.options.max_rounds + 1):
             try:
                 result = await self.session.request(method, {**params, **extra}, **kwargs)
             except UnsupportedProtocolVersion as exc:
@@ -454,18 +451,20 @@ class Client:
             if kind == "complete":
                 return result, round_number > 0
             if kind != "input_required":
-                raise ProtocolError(
+                # basic/index.mdx: a resultType the client does not recognize MUST be
+                # considered invalid.
+                raise MalformedResponse(
                     f"{self.transport.name} answered {method} with resultType {kind!r}, which this "
                     "client does not recognize"
                 )
             requests = result.get("inputRequests") or {}
             extra = {}
-            if requests:
+            if isinstance(requests, dict) and requests:
                 extra["inputResponses"] = await self._answer_all(requests)
             elif "requestState" not in result:
-                raise ProtocolError(
-                    f"{self.transport.name}: an input_required result with neither inputRequests "
-                    "nor requestState"
+                raise MalformedResponse(
+                    f"{self.transport.name} answered {method} with an input_required result that "
+                    "has neither inputRequests nor requestState"
                 )
             else:
                 await asyncio.sleep(delay)  # "retry later": back off a little each time
@@ -473,35 +472,40 @@ class Client:
             if "requestState" in result:
                 extra["requestState"] = result["requestState"]  # echoed byte for byte
         raise InputRoundsExceeded(
-            f"{self.transport.name} still asked for input after {self._options.max_rounds} rounds "
-            f"of {method}; giving up"
+            f"{self.transport.name} still asked for input after {self.options.max_rounds} rounds "
+            f"of {method}; giving up (raise ClientOptions.max_rounds if that is expected)"
         )
 
     async def _answer_all(self, requests: dict[str, Any]) -> dict[str, Any]:
         keys = list(requests)
 
-        async def one(request: Any) -> Any:
+        async def one(key: str) -> dict[str, Any]:
+            request = requests[key]
             if not isinstance(request, dict) or not isinstance(request.get("method"), str):
-                raise ProtocolError("an inputRequests entry is not a request object")
+                raise MalformedResponse(
+                    f"{self.transport.name}: inputRequests[{key!r}] is not a request object"
+                )
             return await self._answer_input(request["method"], request.get("params") or {})
 
-        answers = await asyncio.gather(*(one(requests[k]) for k in keys))
-        return dict(zip(keys, answers))
+        answers = await asyncio.gather(*(one(key) for key in keys))
+        return dict(zip(keys, answers, strict=True))
 
     # -- typed methods -----------------------------------------------------------------------------
-    async def discover(self) -> Any:
+    async def discover(self) -> DiscoverResult:
         """``server/discover`` (modern servers): versions, capabilities, instructions."""
         result = await self._request("server/discover", {}, cacheable=True)
         self._remember_discover(result)
-        return _convert(result, "DiscoverResult")
+        return _convert(result, wire.DiscoverResult)
 
-    async def list_tools(self, cursor: str | None = None) -> Any:
+    async def list_tools(self, cursor: str | None = None) -> ListToolsResult:
         """One page of ``tools/list``. Over HTTP, tools whose ``x-mcp-header`` annotations
         break the rules are dropped with a warning (streamable-http.mdx)."""
         result = await self._request("tools/list", _cursor(cursor), cacheable=True)
         tools = []
         for tool in result.get("tools") or []:
-            name = tool.get("name")
+            name = tool.get("name") if isinstance(tool, dict) else None
+            if not isinstance(name, str):
+                continue  # _convert below reports the malformed entry
             try:
                 paths = header_paths(tool.get("inputSchema") or {})
             except ValueError as exc:
@@ -512,11 +516,11 @@ class Client:
             self._tools[name] = tool
             self._param_paths[name] = paths
             tools.append(tool)
-        return _convert({**result, "tools": tools}, "ListToolsResult")
+        return _convert({**result, "tools": tools}, wire.ListToolsResult)
 
-    async def tools(self) -> list[Any]:
+    async def tools(self) -> list[Tool]:
         """Every tool, across all pages."""
-        return await self._all(self.list_tools, "tools")
+        return await _all(self.list_tools, lambda page: page.tools)
 
     async def call_tool(
         self,
@@ -525,24 +529,32 @@ class Client:
         *,
         progress: ProgressCallback | None = None,
         timeout: float | None = None,
-    ) -> Any:
+    ) -> CallToolResult:
         """Call a tool. Input the server asks for is gathered through the handlers.
 
         ``structuredContent`` is checked against the tool's ``outputSchema`` when the
         tool was listed with one. Tool failures come back as ``isError`` results.
+        A ``HeaderMismatch`` makes the client list the tools again and, when the tool's
+        ``x-mcp-header`` annotations changed, send the call once more with the new
+        headers (streamable-http.mdx, Client Behavior: SHOULD).
         """
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
-        result = await self._request(
-            "tools/call",
-            params,
-            timeout=timeout,
-            progress=progress,
-            param_paths=self._param_paths.get(name),
-        )
+
+        async def send() -> dict[str, Any]:
+            return await self._request(
+                "tools/call", params, timeout=timeout, progress=progress, param_paths=self._param_paths.get(name)
+            )
+
+        try:
+            result = await send()
+        except HeaderMismatch:
+            if not self.session.modern or not await self._header_paths_changed(name):
+                raise
+            result = await send()
         if (
-            self._options.validate_output
+            self.options.validate_output
             and name not in self._tools
             and "structuredContent" in result
             and not self._tools_listed
@@ -555,12 +567,26 @@ class Client:
             except MCPError as exc:
                 log.debug("%s: could not list tools to check output: %s", self.transport.name, exc)
         self._check_output(name, result)
-        return _convert(result, "CallToolResult")
+        return _convert(result, wire.CallToolResult)
+
+    async def _header_paths_changed(self, name: str) -> bool:
+        """List the tools afresh; True when ``name`` is still there with other header paths."""
+        before = self._param_paths.get(name) or {}
+        self.cache.invalidate("tools/list")
+        self._tools.clear()
+        self._param_paths.clear()
+        try:
+            await self.tools()
+        except MCPError as exc:
+            log.debug("%s: could not list tools after a header mismatch: %s", self.transport.name, exc)
+            return False
+        after = self._param_paths.get(name)
+        return after is not None and after != before
 
     def _check_output(self, name: str, result: dict[str, Any]) -> None:
         tool = self._tools.get(name)
         schema = tool.get("outputSchema") if tool else None
-        if not self._options.validate_output or schema is None or result.get("isError"):
+        if not self.options.validate_output or schema is None or result.get("isError"):
             return
         if "structuredContent" not in result:
             raise OutputSchemaViolation(
@@ -576,34 +602,44 @@ class Client:
                 f"match its outputSchema: {problem}"
             )
 
-    async def list_resources(self, cursor: str | None = None) -> Any:
-        return _convert(await self._request("resources/list", _cursor(cursor), cacheable=True), "ListResourcesResult")
+    async def list_resources(self, cursor: str | None = None) -> ListResourcesResult:
+        """One page of ``resources/list``."""
+        result = await self._request("resources/list", _cursor(cursor), cacheable=True)
+        return _convert(result, wire.ListResourcesResult)
 
-    async def resources(self) -> list[Any]:
-        return await self._all(self.list_resources, "resources")
+    async def resources(self) -> list[Resource]:
+        """Every resource, across all pages."""
+        return await _all(self.list_resources, lambda page: page.resources)
 
-    async def list_resource_templates(self, cursor: str | None = None) -> Any:
+    async def list_resource_templates(self, cursor: str | None = None) -> ListResourceTemplatesResult:
+        """One page of ``resources/templates/list``."""
         result = await self._request("resources/templates/list", _cursor(cursor), cacheable=True)
-        return _convert(result, "ListResourceTemplatesResult")
+        return _convert(result, wire.ListResourceTemplatesResult)
 
-    async def resource_templates(self) -> list[Any]:
-        return await self._all(self.list_resource_templates, "resource_templates")
+    async def resource_templates(self) -> list[ResourceTemplate]:
+        """Every resource template, across all pages."""
+        return await _all(self.list_resource_templates, lambda page: page.resource_templates)
 
-    async def read_resource(self, uri: str, *, timeout: float | None = None) -> Any:
+    async def read_resource(self, uri: str, *, timeout: float | None = None) -> ReadResourceResult:
+        """``resources/read``; an unknown URI raises ``InvalidParams`` (a ``ResourceNotFound``)."""
         result = await self._request("resources/read", {"uri": uri}, cacheable=True, timeout=timeout)
-        return _convert(result, "ReadResourceResult")
+        return _convert(result, wire.ReadResourceResult)
 
-    async def list_prompts(self, cursor: str | None = None) -> Any:
-        return _convert(await self._request("prompts/list", _cursor(cursor), cacheable=True), "ListPromptsResult")
+    async def list_prompts(self, cursor: str | None = None) -> ListPromptsResult:
+        """One page of ``prompts/list``."""
+        result = await self._request("prompts/list", _cursor(cursor), cacheable=True)
+        return _convert(result, wire.ListPromptsResult)
 
-    async def prompts(self) -> list[Any]:
-        return await self._all(self.list_prompts, "prompts")
+    async def prompts(self) -> list[Prompt]:
+        """Every prompt, across all pages."""
+        return await _all(self.list_prompts, lambda page: page.prompts)
 
-    async def get_prompt(self, name: str, arguments: dict[str, str] | None = None) -> Any:
+    async def get_prompt(self, name: str, arguments: dict[str, str] | None = None) -> GetPromptResult:
+        """``prompts/get``: the prompt's messages for these arguments."""
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
-        return _convert(await self._request("prompts/get", params), "GetPromptResult")
+        return _convert(await self._request("prompts/get", params), wire.GetPromptResult)
 
     async def complete(
         self,
@@ -611,26 +647,13 @@ class Client:
         argument: str,
         value: str,
         context: dict[str, str] | None = None,
-    ) -> Any:
+    ) -> CompleteResult:
         """Completion candidates for ``argument`` of a prompt (``{"type": "ref/prompt",
         "name": …}``) or a resource template (``{"type": "ref/resource", "uri": …}``)."""
         params: dict[str, Any] = {"ref": ref, "argument": {"name": argument, "value": value}}
         if context:
             params["context"] = {"arguments": context}
-        return _convert(await self._request("completion/complete", params), "CompleteResult")
-
-    async def _all(self, page: Callable[[str | None], Awaitable[Any]], field_name: str) -> list[Any]:
-        items: list[Any] = []
-        cursor: str | None = None
-        seen: set[str] = set()
-        while True:
-            result = await page(cursor)
-            items.extend(getattr(result, field_name))
-            cursor = result.next_cursor if result.next_cursor is not msgspec.UNSET else None
-            # An empty string is a valid cursor (pagination.mdx); only absence ends the list.
-            if cursor is None or cursor in seen:
-                return items
-            seen.add(cursor)
+        return _convert(await self._request("completion/complete", params), wire.CompleteResult)
 
     # -- subscriptions ----------------------------------------------------------------------------
     async def listen(
@@ -652,7 +675,7 @@ class Client:
             async for event in self._listen_modern(tools, prompts, resources, list(resource_uris), reconnect):
                 yield event
             return
-        queue: asyncio.Queue = asyncio.Queue()
+        queue: asyncio.Queue[SubscriptionEvent | BaseException] = asyncio.Queue()
         self._listeners.add(queue)
         try:
             for uri in resource_uris:
@@ -672,7 +695,7 @@ class Client:
             for uri in resource_uris:
                 try:
                     await asyncio.wait_for(self._request("resources/unsubscribe", {"uri": uri}), 5)
-                except (MCPError, asyncio.TimeoutError):
+                except (MCPError, TimeoutError):
                     pass
 
     async def _listen_modern(
@@ -699,7 +722,7 @@ class Client:
                     timeout=24 * 3600.0,
                 )
             )
-            stream.add_done_callback(lambda task, q=queue: q.put_nowait(task))
+            stream.add_done_callback(queue.put_nowait)  # the queue hears when the stream ends
             ended_gracefully = False
             try:
                 while True:
@@ -723,8 +746,8 @@ class Client:
                         break
                     if method.endswith("/list_changed"):
                         yield ListChanged(method.split("/")[1])
-                    elif method == "notifications/resources/updated":
-                        yield ResourceUpdated(item.params.get("uri"))
+                    elif method == "notifications/resources/updated" and isinstance(item.params.get("uri"), str):
+                        yield ResourceUpdated(item.params["uri"])
             finally:
                 self.session.unsubscribe_queue(request_id)
                 if not stream.done():
@@ -743,50 +766,105 @@ def _cursor(cursor: str | None) -> dict[str, Any]:
     return {} if cursor is None else {"cursor": cursor}
 
 
+def _supported(exc: UnsupportedProtocolVersion) -> list[str]:
+    """The versions an ``UnsupportedProtocolVersion`` error names in ``data.supported``."""
+    data = exc.data if isinstance(exc.data, dict) else {}
+    supported = data.get("supported")
+    return [v for v in supported if isinstance(v, str)] if isinstance(supported, list) else []
+
+
+class _Page(Protocol):
+    @property
+    def next_cursor(self) -> str | msgspec.UnsetType: ...
+
+
+_PageT = TypeVar("_PageT", bound=_Page)
+_ItemT = TypeVar("_ItemT")
+
+
+async def _all(
+    page: Callable[[str | None], Awaitable[_PageT]], items: Callable[[_PageT], list[_ItemT]]
+) -> list[_ItemT]:
+    """Every item of a paginated list, following ``nextCursor`` until it is absent."""
+    collected: list[_ItemT] = []
+    cursor: str | None = None
+    seen: set[str] = set()
+    while True:
+        result = await page(cursor)
+        collected.extend(items(result))
+        cursor = result.next_cursor if isinstance(result.next_cursor, str) else None
+        # An empty string is a valid cursor (pagination.mdx); only absence ends the list.
+        if cursor is None or cursor in seen:
+            return collected
+        seen.add(cursor)
+
+
 _CACHEABLE_RESULTS = frozenset(
-    {"DiscoverResult", "ListToolsResult", "ListResourcesResult", "ListResourceTemplatesResult", "ListPromptsResult", "ReadResourceResult"}
+    {
+        "DiscoverResult",
+        "ListToolsResult",
+        "ListResourcesResult",
+        "ListResourceTemplatesResult",
+        "ListPromptsResult",
+        "ReadResourceResult",
+    }
 )
 
+_ResultT = TypeVar("_ResultT", bound=msgspec.Struct)
 
-def _convert(result: dict[str, Any], type_name: str) -> Any:
+
+def _convert(result: dict[str, Any], cls: type[_ResultT]) -> _ResultT:
     """The typed result; results of older servers get the fields the type requires."""
     result.setdefault("resultType", "complete")
-    if type_name in _CACHEABLE_RESULTS:
+    if cls.__name__ in _CACHEABLE_RESULTS:
         result.setdefault("ttlMs", 0)
         result.setdefault("cacheScope", "private")
     try:
-        return msgspec.convert(result, getattr(_types(), type_name), strict=False)
+        return msgspec.convert(result, cls, strict=False)
     except msgspec.ValidationError as exc:
-        raise ProtocolError(f"the server's {type_name} is malformed: {exc}") from None
+        raise MalformedResponse(f"the server's {cls.__name__} is malformed: {exc}") from None
 
 
-def _elicit_answer(answer: Any, schema: dict[str, Any] | None) -> dict[str, Any]:
+def _elicit_answer(answer: object, schema: object) -> dict[str, Any]:
     """An ElicitResult dict; accepted forms get the schema's defaults for omitted fields
     (client/elicitation.mdx: clients SHOULD pre-fill defaults)."""
-    answer = _plain(answer)
-    if not isinstance(answer, dict) or answer.get("action") not in ("accept", "decline", "cancel"):
-        raise ProtocolError('an elicitation handler must return {"action": "accept"|"decline"|"cancel", ...}')
-    if answer["action"] == "accept" and isinstance(schema, dict):
-        content = dict(answer.get("content") or {})
+    plain = _plain(answer, "elicitation")
+    if plain.get("action") not in ("accept", "decline", "cancel"):
+        raise LocalError(
+            'an elicitation handler must return {"action": "accept"|"decline"|"cancel", ...}, '
+            f"not {answer!r}"
+        )
+    if plain["action"] == "accept" and isinstance(schema, dict):
+        content = dict(plain.get("content") or {})
         for name, prop in (schema.get("properties") or {}).items():
             if name not in content and isinstance(prop, dict) and "default" in prop:
                 content[name] = prop["default"]
-        answer = {**answer, "content": content}
-    return answer
+        plain = {**plain, "content": content}
+    return plain
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object, handler: str) -> dict[str, Any]:
+    """What a handler returned, as the JSON object the protocol carries."""
     if isinstance(value, dict):
         return value
-    if hasattr(value, "action") and hasattr(value, "content"):  # server-side ElicitResult
-        out = {"action": value.action}
+    if hasattr(value, "action") and hasattr(value, "content"):  # the server package's ElicitResult
+        out: dict[str, Any] = {"action": value.action}
         if value.content is not None:
             out["content"] = value.content
         return out
-    return msgspec.to_builtins(value)
+    try:
+        plain = msgspec.to_builtins(value)
+    except TypeError:
+        plain = None
+    if not isinstance(plain, dict):
+        raise LocalError(
+            f"the {handler} handler returned {value!r:.80} ({type(value).__name__}); it must return "
+            "a JSON object (a dict) for the result the server asked for"
+        )
+    return plain
 
 
-def _root(root: Any) -> dict[str, Any]:
+def _root(root: object) -> dict[str, Any]:
     if isinstance(root, str):
         return {"uri": root}
-    return _plain(root)
+    return _plain(root, "roots")

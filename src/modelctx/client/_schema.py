@@ -17,7 +17,7 @@ __all__ = ["validate"]
 
 @lru_cache(maxsize=256)
 def _validator(schema_json: bytes) -> Any:
-    import jsonschema
+    import jsonschema  # type: ignore[import-untyped, unused-ignore]  # stubs are optional
 
     schema = msgspec.json.decode(schema_json)
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
@@ -29,7 +29,7 @@ def validate(instance: Any, schema: dict[str, Any]) -> str | None:
     try:
         validator = _validator(msgspec.json.encode(schema, order="sorted"))
         error = next(iter(validator.iter_errors(instance)), None)
-    except Exception as exc:  # an unresolvable $ref, an unknown dialect, a broken schema
+    except Exception as exc:  # noqa: BLE001 - an unresolvable $ref, an unknown dialect, a broken schema
         return f"the schema cannot be used ({type(exc).__name__}: {exc})"
     if error is None:
         return None

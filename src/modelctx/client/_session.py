@@ -25,7 +25,7 @@ import math
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..errors import ConnectionClosed, MCPError, MethodNotFound, ProtocolError, error_from_wire
+from ..errors import ConnectionClosed, MCPError, MethodNotFound, ProtocolError, RequestTimeout, error_from_wire
 from ..protocol import _meta
 from ..protocol._connection import (
     Answer,
@@ -45,10 +45,6 @@ __all__ = ["ClientSession", "RequestTimeout", "ProgressCallback"]
 log = logging.getLogger("modelctx.client")
 
 ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] | None]
-
-
-class RequestTimeout(MCPError, TimeoutError):
-    """A request got no answer within its deadline (a local error: no JSON-RPC code)."""
 
 
 class _Expired(Exception):
