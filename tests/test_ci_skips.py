@@ -55,6 +55,7 @@ def run_suite(tmp_path: Path, name: str, ci: bool) -> subprocess.CompletedProces
         capture_output=True,
         text=True,
         timeout=120,
+        check=False,
     )
 
 
