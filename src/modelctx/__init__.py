@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import MCPError, ProtocolError, ToolError
+from .errors import InvalidParams, MCPError, ProtocolError, ResourceNotFound, ToolError
 
 __version__ = "0.1.0"
 
@@ -31,7 +31,15 @@ _SERVER_NAMES = (
     "ToolResult",
 )
 
-__all__ = [*_SERVER_NAMES, "MCPError", "ProtocolError", "ToolError", "__version__"]
+__all__ = [
+    *_SERVER_NAMES,
+    "MCPError",
+    "ProtocolError",
+    "ToolError",
+    "ResourceNotFound",
+    "InvalidParams",
+    "__version__",
+]
 
 if TYPE_CHECKING:
     from .server import (
