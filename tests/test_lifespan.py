@@ -250,3 +250,20 @@ def test_modern_requests_see_the_same_lifespan_context_as_handshake_ones(start_s
     handshake = server.call({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "pool", "arguments": {}}})
     modern = server.call(request(2, "tools/call", {"name": "pool", "arguments": {}}))
     assert tool_text(handshake) == tool_text(modern) == "the-pool of lifespan-demo"
+
+
+def test_holds_left_by_an_ended_event_loop_do_not_block_the_next_one():
+    events: list[str] = []
+    server = recording_server(events)
+
+    async def leave_a_client_open() -> None:
+        await Client(server).__aenter__()  # never closed; asyncio.run ends the loop
+
+    asyncio.run(leave_a_client_open())
+
+    async def use_it_again() -> str:
+        async with Client(server) as client:
+            return str((await client.call_tool("pool", {})).content[0].text)
+
+    assert asyncio.run(use_it_again()) == "the-pool"
+    assert events == ["start", "stop", "start", "stop"]  # the ended loop still ran the shutdown

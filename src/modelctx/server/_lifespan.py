@@ -68,6 +68,10 @@ class LifespanHolds:
         lifespan runs on.
         """
         loop = asyncio.get_running_loop()
+        if self._task is not None and (self._task.done() or self._task.get_loop().is_closed()):
+            # Holds left behind by an event loop that has ended (a client never closed
+            # before asyncio.run returned): nothing runs any more, start afresh.
+            self._task, self._holders, self._up, self.context = None, 0, False, None
         if self._task is not None and self._task.get_loop() is not loop:
             raise RuntimeError(
                 f"server {self._server.name!r} is already running on another event loop; "
@@ -93,6 +97,8 @@ class LifespanHolds:
 
         An exception raised by the shutdown code reaches the caller of the last release.
         """
+        if self._holders <= 0:
+            raise RuntimeError(f"server {self._server.name!r}: stop() without a matching start()")
         self._holders -= 1
         if self._holders > 0 or self._task is None:
             return
@@ -113,13 +119,9 @@ class LifespanHolds:
             self._up = True
             try:
                 await stop.wait()
-            except BaseException as exc:  # cancelled (the loop is closing): still shut down
+            finally:  # released, or cancelled because the loop is closing: shut down either way
                 self._up = False
-                if not await manager.__aexit__(type(exc), exc, exc.__traceback__):
-                    raise
-                return
-            self._up = False
-            await manager.__aexit__(None, None, None)
+                await manager.__aexit__(None, None, None)
         finally:
             if not started.done():  # cancelled while starting: the holders stop waiting
                 started.cancel()
