@@ -434,7 +434,12 @@ class Server:
             raise SystemExit(f"modelctx: {exc}") from None
 
     def http_app(self, **options: Any) -> Any:
-        """An ASGI application serving this server (mount it in Starlette or FastAPI)."""
+        """An ASGI application serving this server (mount it in Starlette or FastAPI).
+
+        Its ASGI lifespan runs the server's lifespan. Mounted in an application that does
+        not forward lifespan events to it, hold ``async with server.running():`` in that
+        application's own lifespan instead.
+        """
         from ..transports.http import HttpApp
 
         return HttpApp(self, **options)
