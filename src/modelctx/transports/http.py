@@ -154,12 +154,17 @@ class HttpApp:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
-                self.server._attach_loop()
+                try:
+                    await self.server.start()  # the server's lifespan (and loop)
+                except Exception as exc:  # StartupError; its traceback is logged
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
                 if self.tune_gc:
                     settle_heap()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 self.close()
+                await self.server.stop()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 

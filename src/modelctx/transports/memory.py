@@ -41,10 +41,10 @@ class MemoryTransport(ClientTransport):
         self._principal = principal
 
     async def connect(self, events: TransportEvents) -> None:
+        await self.server.start()  # the server's lifespan (and loop); close() stops it
         self._events = events
         self._peer = _Peer(self._to_client)
         self._peer.principal = self._principal
-        self.server._attach_loop()
 
     async def _to_client(self, message: dict[str, Any]) -> None:
         if not self._closed and self._events is not None:
@@ -89,3 +89,4 @@ class MemoryTransport(ClientTransport):
                 task.cancel()
             if self._peer.session is not None:
                 self._peer.session.close()
+            await self.server.stop()

@@ -114,7 +114,7 @@ async def serve_stdio_async(
     """Serve ``server`` on the given pipes (default: this process's stdin and stdout)."""
     stdin = stdin or sys.stdin.buffer
     stdout = stdout or sys.stdout.buffer
-    server._attach_loop()
+    await server.start()  # the server's lifespan (and loop); stopped at the end of the finally
     reader, writer = await _open_pipes(stdin, stdout)
     send = writer.send
     peer = StdioPeer(send)
@@ -197,6 +197,7 @@ async def serve_stdio_async(
         if inflight:
             await asyncio.wait(list(inflight.values()), timeout=1.0)
         await writer.close()
+        await server.stop()
 
 
 def serve_stdio(server: Any) -> None:
