@@ -1,5 +1,6 @@
 """A small modelctx server: the one the README demo runs.
 
+    python examples/weather_server.py                      # stdio
     modelctx serve examples/weather_server.py              # stdio
     modelctx serve examples/weather_server.py --http       # http://127.0.0.1:8000/mcp
 """
@@ -61,3 +62,7 @@ def cities() -> dict:
 def plan_trip(city: str) -> str:
     """Ask the model to plan a day around the weather."""
     return f"Check the forecast for {city} and plan a day outdoors or in."
+
+
+if __name__ == "__main__":
+    server.run()  # `python examples/weather_server.py` serves stdio, as `modelctx serve` does

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import MCPError, ProtocolError, ToolError
+from .errors import InvalidParams, MCPError, ProtocolError, ResourceNotFound, ToolError
 
 __version__ = "0.1.0"
 
@@ -58,6 +58,8 @@ __all__ = [  # noqa: RUF022 - grouped: server, client, errors
     "MCPError",
     "ProtocolError",
     "ToolError",
+    "ResourceNotFound",
+    "InvalidParams",
     "__version__",
 ]
 

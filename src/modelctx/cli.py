@@ -1,7 +1,12 @@
 """The ``modelctx`` command.
 
 ``modelctx serve PATH[:OBJECT]`` loads a Python file (or an importable module) and
-serves the ``Server`` in it: on stdio by default, on Streamable HTTP with ``--http``.
+serves the ``Server`` in it: on stdio by default, on Streamable HTTP with ``--http``
+(the URL goes to stderr; stdout stays free). ``modelctx --version`` prints the version.
+
+Mistakes in the command line (a directory, a file or module that is not there, no
+``Server`` in it) end with one line on stderr saying what to do and status 2, not a
+traceback. An exception raised by the user's own module while it loads keeps its traceback.
 """
 
 from __future__ import annotations
@@ -11,63 +16,120 @@ import importlib
 import importlib.util
 import sys
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import Any, NoReturn
 
-__all__ = ["main", "load_server"]
+__all__ = ["load_server", "main"]
+
+_USAGE_ERROR = 2  # as argparse exits on a bad command line
+
+
+class _TargetError(Exception):
+    """``PATH[:OBJECT]`` names nothing servable; the message says why and what to do."""
+
+
+def _fail(message: str) -> NoReturn:
+    print(f"modelctx: {message}", file=sys.stderr)
+    raise SystemExit(_USAGE_ERROR)
+
+
+def _load_file(file: Path) -> ModuleType:
+    sys.path.insert(0, str(file.parent))  # its sibling modules import as they would under `python FILE`
+    spec = importlib.util.spec_from_file_location(file.stem, file)
+    if spec is None or spec.loader is None:
+        raise _TargetError(f"cannot load {file} as Python; serve a .py file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[file.stem] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _load_module(name: str) -> ModuleType:
+    # The console script does not put the current directory on sys.path (``python -m``
+    # does); a module beside the user should import either way.
+    if "" not in sys.path and "." not in sys.path:
+        sys.path.insert(0, "")
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not (name == exc.name or name.startswith(exc.name + ".")):
+            raise  # the module exists; something it imports does not: show the traceback
+        raise _TargetError(
+            f"no file or module named {name!r}: give the path of a .py file "
+            "(modelctx serve weather.py) or the dotted name of a module importable from here"
+        ) from None
+
+
+def _directory_hint(directory: Path) -> str:
+    candidates = sorted(p.name for p in directory.glob("*.py") if not p.name.startswith("_"))[:5]
+    hint = f"{directory} is a directory; name the file that holds the Server"
+    if candidates:
+        hint += f", e.g. modelctx serve {directory / candidates[0]} (files here: {', '.join(candidates)})"
+    return hint
+
+
+def _find_server(module: ModuleType, where: str, attr: str) -> Any:
+    from .server import Server
+
+    if attr:
+        if not hasattr(module, attr):
+            raise _TargetError(f"{where} has no attribute {attr!r}")
+        found = getattr(module, attr)
+    else:
+        named = [getattr(module, n) for n in ("server", "app", "mcp") if isinstance(getattr(module, n, None), Server)]
+        servers = named[:1] or [v for v in vars(module).values() if isinstance(v, Server)]
+        if len(servers) != 1:
+            raise _TargetError(
+                f"found {len(servers)} Server objects in {where}; name one as {where}:NAME"
+            )
+        found = servers[0]
+    if callable(found) and not isinstance(found, Server):
+        found = found()  # a factory
+    if not isinstance(found, Server):
+        raise _TargetError(f"{where}:{attr} is {type(found).__name__}, not a modelctx Server")
+    return found
 
 
 def load_server(target: str) -> Any:
     """The ``Server`` named by ``PATH[:OBJECT]`` or ``module[:OBJECT]``.
 
     Without ``:OBJECT`` the module's ``server``, ``app`` or ``mcp`` attribute is used,
-    else its only ``Server`` instance.
+    else its only ``Server`` instance. Raises ``SystemExit`` (status 2, one line on
+    stderr) when the target names nothing servable.
     """
-    from .server import Server
-
-    path, _, attr = target.partition(":")
-    if path.endswith(".py") or Path(path).is_file():
-        file = Path(path).resolve()
-        if not file.is_file():
-            raise SystemExit(f"modelctx: no such file: {path}")
-        sys.path.insert(0, str(file.parent))
-        spec = importlib.util.spec_from_file_location(file.stem, file)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[file.stem] = module
-        spec.loader.exec_module(module)
-    else:
-        module = importlib.import_module(path)
-    if attr:
-        obj = getattr(module, attr, None)
-        if obj is None:
-            raise SystemExit(f"modelctx: {path} has no attribute {attr!r}")
-    else:
-        obj = next(
-            (getattr(module, n) for n in ("server", "app", "mcp") if isinstance(getattr(module, n, None), Server)),
-            None,
-        )
-        if obj is None:
-            found = [v for v in vars(module).values() if isinstance(v, Server)]
-            if len(found) != 1:
-                raise SystemExit(
-                    f"modelctx: found {len(found)} Server objects in {path}; name one as {path}:NAME"
-                )
-            obj = found[0]
-    if callable(obj) and not isinstance(obj, Server):
-        obj = obj()  # a factory
-    if not isinstance(obj, Server):
-        raise SystemExit(f"modelctx: {target} is not a modelctx Server")
-    return obj
+    where, _, attr = target.partition(":")
+    path = Path(where)
+    try:
+        if path.is_dir():
+            raise _TargetError(_directory_hint(path))
+        if where.endswith(".py") or path.is_file():
+            if not path.is_file():
+                raise _TargetError(f"no such file: {where}")
+            module = _load_file(path.resolve())
+        elif "/" in where or "\\" in where:
+            raise _TargetError(f"no such file or directory: {where}")
+        else:
+            module = _load_module(where)
+        return _find_server(module, where, attr)
+    except _TargetError as exc:
+        _fail(str(exc))
 
 
-def main(argv: list[str] | None = None) -> None:
+def _version() -> str:
+    from . import __version__
+
+    return f"modelctx {__version__} (Python {sys.version.split()[0]})"
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="modelctx", description="Model Context Protocol tools")
+    parser.add_argument("--version", action="version", version=_version())
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="serve a Server from a file or module")
     serve.add_argument("target", help="PATH[:OBJECT] or module[:OBJECT]")
     serve.add_argument("--http", action="store_true", help="serve Streamable HTTP instead of stdio")
     serve.add_argument("--host", default="127.0.0.1", help="HTTP host (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
+    serve.add_argument("--port", type=_port, default=8000, help="HTTP port (default 8000)")
     serve.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
     serve.add_argument(
         "--allow-origin",
@@ -81,10 +143,31 @@ def main(argv: list[str] | None = None) -> None:
         default=[],
         help="a Host header value allowed besides loopback ones (repeatable; for proxies)",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port number (1-65535)")
+    return port
+
+
+def _url(host: str, port: int, path: str) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/{path.strip('/')}"
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
     if args.command == "serve":
         server = load_server(args.target)
         if args.http:
+            url = _url(args.host, args.port, args.path)
+            print(f"modelctx: serving {server.name!r} on Streamable HTTP at {url}", file=sys.stderr, flush=True)
             server.run(
                 "http",
                 host=args.host,

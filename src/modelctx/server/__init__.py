@@ -4,11 +4,12 @@ from ._bus import Event, LocalBus, SubscriptionBus
 from ._content import Audio, EmbeddedResource, Image, ResourceLink, Text, ToolResult
 from ._context import Context, Elicit, ElicitResult, ElicitUrl, InputRequest, ListRoots, Sample
 from ._registry import CacheHint
-from ._server import Server, ServerConfig
+from ._server import Server, ServerConfig, StartupError
 
 __all__ = [
     "Server",
     "ServerConfig",
+    "StartupError",
     "Context",
     "ElicitResult",
     "InputRequest",

@@ -175,6 +175,12 @@ class Context:
     def server(self) -> Any:
         return self._call.server
 
+    @property
+    def lifespan_context(self) -> Any:
+        """What the server's lifespan yielded (``Server(name, lifespan=fn)``); ``None``
+        for a server without a lifespan."""
+        return self._call.server.lifespan_context
+
     # -- progress and logs -------------------------------------------------------
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None

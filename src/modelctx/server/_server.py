@@ -13,6 +13,9 @@
 
     server.run()            # stdio; server.run("http", port=8000) for Streamable HTTP
 
+``Server(name, lifespan=fn)`` runs ``fn(server)`` (an async context manager) around
+every way of serving it; what it yields is ``ctx.lifespan_context`` in handlers.
+
 Registering, removing or changing tools, resources and prompts at run time notifies
 subscribers (``list_changed``); ``server.resource_updated(uri)`` notifies the
 subscribers of one resource.
@@ -21,9 +24,10 @@ subscribers of one resource.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +39,7 @@ from ..protocol._versions import SUPPORTED_VERSIONS
 from ._bus import Event, LocalBus, SubscriptionBus
 from ._context import Context
 from ._dispatch import Dispatcher, Middleware
+from ._lifespan import Lifespan, LifespanHolds, StartupError
 from ._registry import (
     CacheHint,
     PromptDef,
@@ -48,9 +53,34 @@ from ._registry import (
 from ._signature import Signature
 from ._uri_template import UriTemplate
 
-__all__ = ["Server", "ServerConfig"]
+__all__ = ["Server", "ServerConfig", "StartupError"]
 
 log = logging.getLogger("modelctx.server")
+
+# An extension identifier: a ``_meta`` key with a mandatory prefix (basic/index.mdx,
+# ``_meta``; basic/versioning.mdx, Extension Negotiation), e.g. "io.modelcontextprotocol/tasks".
+_LABEL = r"[A-Za-z](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+_EXTENSION_ID = re.compile(rf"{_LABEL}(?:\.{_LABEL})*/[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
+
+
+def _checked_extensions(extensions: Mapping[str, Mapping[str, Any]] | None) -> dict[str, dict[str, Any]]:
+    """``extensions`` as the ``capabilities.extensions`` object; raises ``ValueError``
+    naming an identifier the spec does not allow, ``TypeError`` for settings that are not
+    an object."""
+    checked: dict[str, dict[str, Any]] = {}
+    for key, settings in (extensions or {}).items():
+        if not isinstance(key, str) or not _EXTENSION_ID.fullmatch(key):
+            raise ValueError(
+                f"extension identifier {key!r} is not valid: it needs a vendor prefix and a name, "
+                'as in "io.modelcontextprotocol/tasks" or "com.example/my-extension"'
+            )
+        if not isinstance(settings, Mapping):
+            raise TypeError(
+                f"extension {key!r}: its settings must be a dict ({{}} for none), "
+                f"not {type(settings).__name__}"
+            )
+        checked[key] = dict(settings)
+    return checked
 
 
 @dataclass
@@ -95,7 +125,12 @@ class Server:
         icons: list[dict[str, Any]] | None = None,
         config: ServerConfig | None = None,
         bus: SubscriptionBus | None = None,
+        lifespan: Lifespan | None = None,
+        extensions: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
+        """``lifespan``: ``fn(server)`` returning an async context manager, run around
+        serving (see ``running``). ``extensions``: the extensions this server supports,
+        identifier to settings (``{}`` for none), declared in its capabilities."""
         self.name = name
         self.version = version
         self.instructions = instructions
@@ -117,6 +152,9 @@ class Server:
         self._middleware = list(self.config.middleware)
         self._completions = False
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._lifespan = LifespanHolds(self, lifespan)
+        self._has_lifespan = lifespan is not None
+        self.extensions = _checked_extensions(extensions)
         self.dispatcher = Dispatcher(self)
 
     # -- registration --------------------------------------------------------------
@@ -281,6 +319,10 @@ class Server:
             caps["resources"] = {"subscribe": True, "listChanged": True}
         if registry.tools:
             caps["tools"] = {"listChanged": True}
+        if self.extensions:
+            # 2026-07-28 ServerCapabilities.extensions; older schemas leave capabilities open,
+            # and extensions (MCP Apps, tasks) read it from initialize too.
+            caps["extensions"] = {key: dict(settings) for key, settings in self.extensions.items()}
         return caps
 
     def serves(self, method: str) -> bool:
@@ -328,6 +370,49 @@ class Server:
         finally:
             subscription.close()
 
+    # -- lifespan --------------------------------------------------------------------------
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Any]:
+        """Hold the server running; yields the lifespan context.
+
+        The first holder runs the lifespan's startup, the last one its shutdown; holders in
+        between share them (an in-process client inside an HTTP-served process does not run
+        the lifespan twice). Every transport holds it while it serves; so must anything
+        else that serves this server (a worker process, an ASGI app that mounts
+        ``http_app()`` without forwarding the lifespan). Raises ``StartupError`` if the
+        lifespan fails to start.
+        """
+        await self.start()
+        try:
+            yield self._lifespan.context
+        finally:
+            await self.stop()
+
+    async def start(self) -> None:
+        """``running()`` split in two, for transports whose start and stop come as separate
+        events (ASGI lifespan messages, a client's connect and close). Every ``start`` that
+        returns must be matched by one ``stop``."""
+        self._attach_loop()
+        await self._lifespan.acquire()
+
+    async def stop(self) -> None:
+        """Release one ``start``; the last one runs the lifespan's shutdown."""
+        await self._lifespan.release()
+
+    @property
+    def lifespan_context(self) -> Any:
+        """What the lifespan yielded (``None`` for a server without a lifespan).
+
+        Raises ``RuntimeError`` when the server has a lifespan that is not running.
+        """
+        if self._has_lifespan and not self._lifespan.running:
+            raise RuntimeError(
+                f"server {self.name!r} has a lifespan but it is not running: serve it with "
+                "server.run(), `modelctx serve` or Client(server), or hold "
+                "`async with server.running():` around whatever serves it"
+            )
+        return self._lifespan.context
+
     # -- what transports call (transports/_seam.py, ServerApp) ---------------------------
     def handle(
         self, request: Request, peer: Peer, send: Send, stream: ResponseStream | None = None
@@ -336,13 +421,6 @@ class Server:
 
     def notify(self, notification: Notification, peer: Peer) -> None:
         self.dispatcher.notify(notification, peer)
-
-    @contextlib.asynccontextmanager
-    async def running(self) -> AsyncIterator[None]:
-        """Hold while serving: attaches the event loop (so sync handlers in worker
-        threads can notify subscribers)."""
-        self._attach_loop()
-        yield
 
     def tool_input_schema(self, name: str) -> dict[str, Any] | None:
         tool = self._registry.tools.get(name)
@@ -359,20 +437,32 @@ class Server:
     # -- running -------------------------------------------------------------------------
     def run(self, transport: str = "stdio", **options: Any) -> None:
         """Serve until stopped: ``"stdio"`` (default) or ``"http"`` (``host``, ``port``,
-        and the options of ``http_app``)."""
-        if transport == "stdio":
-            from ..transports.stdio import serve_stdio
+        and the options of ``http_app``).
 
-            serve_stdio(self)
-        elif transport == "http":
-            from ..transports.http import serve_http
+        If the lifespan fails to start, its traceback is logged, one line saying so goes to
+        stderr and the process exits with status 1 (``SystemExit``).
+        """
+        try:
+            if transport == "stdio":
+                from ..transports.stdio import serve_stdio
 
-            serve_http(self, **options)
-        else:
-            raise ValueError(f'unknown transport {transport!r}; use "stdio" or "http"')
+                serve_stdio(self)
+            elif transport == "http":
+                from ..transports.http import serve_http
+
+                serve_http(self, **options)
+            else:
+                raise ValueError(f'unknown transport {transport!r}; use "stdio" or "http"')
+        except StartupError as exc:  # its traceback is logged where it was raised
+            raise SystemExit(f"modelctx: {exc}") from None
 
     def http_app(self, **options: Any) -> Any:
-        """An ASGI application serving this server (mount it in Starlette or FastAPI)."""
+        """An ASGI application serving this server (mount it in Starlette or FastAPI).
+
+        Its ASGI lifespan runs the server's lifespan. Mounted in an application that does
+        not forward lifespan events to it, hold ``async with server.running():`` in that
+        application's own lifespan instead.
+        """
         from ..transports.http import HttpApp
 
         return HttpApp(self, **options)

@@ -77,9 +77,10 @@ class ServerApp(Protocol):
     def notify(self, notification: Notification, peer: Peer) -> None:
         """Act on a client notification other than ``notifications/cancelled``."""
 
-    def running(self) -> AbstractAsyncContextManager[None]:
-        """Hold while serving: attaches the event loop and runs the lifespan hook.
-        Transports enter it before the first message and leave it last."""
+    def running(self) -> AbstractAsyncContextManager[Any]:
+        """Hold while serving: attaches the event loop and runs the lifespan hook
+        (raising ``StartupError`` when it fails). Transports enter it before the first
+        message and leave it last."""
 
     def close_subscriptions(self) -> None:
         """End every listen stream with its final response (the server is stopping)."""

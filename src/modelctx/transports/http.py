@@ -150,9 +150,8 @@ class HttpApp:
                 self._running = contextlib.AsyncExitStack()
                 try:
                     await self._running.enter_async_context(self.server.running())
-                except Exception as exc:
-                    log.exception("the server failed to start")
-                    await send({"type": "lifespan.startup.failed", "message": repr(exc)})
+                except Exception as exc:  # StartupError; its traceback is logged
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
                     return
                 if self.tune_gc:
                     settle_heap()
