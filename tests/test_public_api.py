@@ -12,7 +12,8 @@ def test_top_level_names():
         [
             "Server", "ServerConfig", "Context", "ElicitResult", "Elicit", "ElicitUrl", "Sample",
             "ListRoots", "CacheHint", "Text", "Image", "Audio", "ResourceLink", "EmbeddedResource",
-            "ToolResult", "MCPError", "ProtocolError", "ToolError", "__version__",
+            "ToolResult", "MCPError", "ProtocolError", "ToolError", "InvalidParams", "ResourceNotFound",
+            "RegistrationError", "__version__",
         ]
     )
     for name in modelctx.__all__:

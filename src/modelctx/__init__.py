@@ -9,7 +9,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import MCPError, ProtocolError, ToolError
+# The errors a server author raises or meets: loaded with the package (errors.py is tiny).
+from .errors import (
+    InvalidParams,
+    MCPError,
+    ProtocolError,
+    RegistrationError,
+    ResourceNotFound,
+    ToolError,
+)
 
 __version__ = "0.1.0"
 
@@ -31,7 +39,16 @@ _SERVER_NAMES = (
     "ToolResult",
 )
 
-__all__ = [*_SERVER_NAMES, "MCPError", "ProtocolError", "ToolError", "__version__"]
+__all__ = [
+    *_SERVER_NAMES,
+    "MCPError",
+    "ProtocolError",
+    "ToolError",
+    "InvalidParams",
+    "ResourceNotFound",
+    "RegistrationError",
+    "__version__",
+]
 
 if TYPE_CHECKING:
     from .server import (
