@@ -94,23 +94,30 @@ def _collect(
                 meta[key] = value
         for item in extra.metadata:
             _collect(item, meta, kept, where, predicates)
-    elif annotated_types is not None and isinstance(extra, annotated_types.BaseMetadata):
-        _collect_annotated_type(extra, meta, where, predicates)
     elif annotated_types is not None and isinstance(extra, annotated_types.GroupedMetadata):
         for item in extra:  # Interval, Len, pydantic's StringConstraints ...
             _collect(item, meta, kept, where, predicates)
-    elif type(extra).__name__ == "_PydanticGeneralMetadata":
-        for key, value in vars(extra).items():
-            if key in _PYDANTIC_KEYS:
-                meta[_PYDANTIC_KEYS[key]] = value
-            elif key not in _PYDANTIC_IGNORED:
-                raise RegistrationError(
-                    f"{where}: the pydantic constraint {key}={value!r} cannot be checked here; "
-                    "use gt/ge/lt/le/multiple_of/min_length/max_length/pattern"
-                )
-    elif type(extra).__name__ == "DocInfo":  # annotated_types.doc("...")
-        meta["description"] = extra.documentation
+    elif type(extra).__module__.partition(".")[0] == "pydantic":
+        _collect_pydantic(extra, meta, where)  # Strict, AllowInfNan, pattern= ...
+    elif annotated_types is not None and isinstance(extra, annotated_types.BaseMetadata):
+        _collect_annotated_type(extra, meta, where, predicates)
+    elif type(extra).__name__ in ("Doc", "DocInfo") and hasattr(extra, "documentation"):
+        meta["description"] = extra.documentation  # annotated_types.doc("...")
     # Any other extra is a marker for some other tool: left alone, as msgspec does.
+
+
+def _collect_pydantic(extra: Any, meta: dict[str, Any], where: str) -> None:
+    """pydantic's own metadata objects: each attribute is one constraint."""
+    for key, value in vars(extra).items():
+        if value is None:
+            continue  # not set (StringConstraints lists every option)
+        if key in _PYDANTIC_KEYS:
+            meta[_PYDANTIC_KEYS[key]] = value
+        elif key not in _PYDANTIC_IGNORED:
+            raise RegistrationError(
+                f"{where}: the pydantic constraint {key}={value!r} cannot be checked here; "
+                "use gt/ge/lt/le/multiple_of/min_length/max_length/pattern"
+            )
 
 
 def _collect_annotated_type(

@@ -176,7 +176,9 @@ class Server:
 
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
             kind = "resource template" if is_template else "resource"
-            resource_name = handler_name(fn, name, kind)
+            # The URI identifies a resource, so a lambda is fine here: its URI names it.
+            own = getattr(fn, "__name__", None)
+            resource_name = handler_name(fn, name or (uri if own in (None, "<lambda>") else None), kind)
             signature = Signature(fn, resource_name, Context, kind)
             common = dict(
                 name=resource_name,
