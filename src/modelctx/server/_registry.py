@@ -21,14 +21,14 @@ from ._signature import Signature, is_content_annotation, strip_annotated, type_
 from ._uri_template import UriTemplate
 
 __all__ = [
-    "ToolDef",
-    "ResourceDef",
-    "TemplateDef",
+    "CacheHint",
     "PromptDef",
     "Registry",
-    "CacheHint",
-    "handler_name",
+    "ResourceDef",
+    "TemplateDef",
+    "ToolDef",
     "check_prompt_arguments",
+    "handler_name",
 ]
 
 # server/tools.mdx, Tool Names: 1 to 128 characters, ASCII letters, digits, "_", "-", ".".
@@ -50,9 +50,7 @@ class CacheHint:
 
 
 def _is_async(fn: Callable[..., Any]) -> bool:
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-        getattr(fn, "__call__", None)
-    )
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
 
 
 def handler_name(fn: Callable[..., Any], name: str | None, kind: str) -> str:
@@ -107,7 +105,12 @@ def _is_string_type(tp: Any) -> bool:
     return False
 
 
-def _common(definition: dict[str, Any], title, icons, meta) -> dict[str, Any]:
+def _common(
+    definition: dict[str, Any],
+    title: str | None,
+    icons: list[dict[str, Any]] | None,
+    meta: dict[str, Any] | None,
+) -> dict[str, Any]:
     if title:
         definition["title"] = title
     if icons:
@@ -311,18 +314,12 @@ class Registry:
     def wire_list(self, kind: str) -> list[dict[str, Any]]:
         cached = self._lists.get(kind)
         if cached is None:
-            source = {
-                "tools": self.tools,
-                "resources": self.resources,
-                "templates": self.templates,
-                "prompts": self.prompts,
-            }[kind]
+            source: dict[str, Any] = getattr(self, kind)  # "tools", "resources", ...
             cached = self._lists[kind] = [d.definition for d in source.values()]
         return cached
 
     def cache_hints(self, kind: str) -> list[CacheHint]:
-        source = {"tools": self.tools, "resources": self.resources, "templates": self.templates}
-        items = source.get(kind, {})
+        items: dict[str, Any] = getattr(self, kind) if kind in ("tools", "resources", "templates") else {}
         return [d.cache for d in items.values() if getattr(d, "cache", None) is not None]
 
 

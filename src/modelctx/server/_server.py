@@ -180,15 +180,15 @@ class Server:
             own = getattr(fn, "__name__", None)
             resource_name = handler_name(fn, name or (uri if own in (None, "<lambda>") else None), kind)
             signature = Signature(fn, resource_name, Context, kind)
-            common = dict(
-                name=resource_name,
-                title=title,
-                description=description or signature.description,
-                mime_type=mime_type,
-                annotations=annotations,
-                icons=icons,
-                meta=meta,
-            )
+            common: dict[str, Any] = {
+                "name": resource_name,
+                "title": title,
+                "description": description or signature.description,
+                "mime_type": mime_type,
+                "annotations": annotations,
+                "icons": icons,
+                "meta": meta,
+            }
             is_async = asyncio.iscoroutinefunction(fn)
             if template is not None:
                 missing = set(signature.param_names) - set(template.variables)

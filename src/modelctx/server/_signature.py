@@ -17,6 +17,7 @@ Descriptions come from the docstring: its first paragraph describes the tool, an
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import re
 import types
@@ -90,7 +91,8 @@ def _is_pydantic_model(tp: Any) -> bool:
 def type_schema(tp: Any) -> dict[str, Any]:
     """The JSON Schema of one type, ``$defs`` inlined at the top when needed."""
     if _is_pydantic_model(tp):
-        return tp.model_json_schema()
+        schema: dict[str, Any] = tp.model_json_schema()
+        return schema
     schema = msgspec.json.schema(tp, ref_template="#/$defs/{name}")
     return _hoist_root(schema)
 
@@ -132,8 +134,10 @@ class Signature:
         self.fn = fn
         self.where = f"{kind} {name!r}"
         self.description, param_docs = parse_docstring(inspect.getdoc(fn))
+        # A callable object's hints are those of its __call__.
+        hinted: Any = fn if inspect.isroutine(fn) or isinstance(fn, type) else type(fn).__call__
         try:
-            hints = get_type_hints(fn, include_extras=True)
+            hints = get_type_hints(hinted, include_extras=True)
         except Exception as exc:  # an annotation that cannot be resolved
             raise RegistrationError(f"{self.where}: cannot read its type hints: {exc}") from exc
         self.return_type = hints.get("return", _MISSING)
@@ -221,7 +225,9 @@ class Signature:
         JSON Schema 2020-12 when it names none (server/tools.mdx). Raises
         ``RegistrationError`` if ``schema`` is not a valid schema of its dialect.
         """
-        import jsonschema  # a dependency, but only servers with such tools need it loaded
+        # A dependency, but only servers with such tools need it loaded (and it ships no
+        # type stubs: it is used as Any).
+        jsonschema: Any = importlib.import_module("jsonschema")
 
         if not isinstance(schema, dict):
             raise RegistrationError(f"{self.where}: input_schema must be a JSON Schema object")
@@ -271,7 +277,7 @@ class Signature:
             for predicate in predicates:
                 try:
                     ok = bool(predicate(value))
-                except Exception:  # a predicate that cannot judge the value rejects it
+                except Exception:  # noqa: BLE001 - a predicate that cannot judge the value rejects it
                     ok = False
                 if not ok:
                     what = getattr(predicate, "__qualname__", None) or repr(predicate)
