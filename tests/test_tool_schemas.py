@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Annotated, Any, Optional
 
 import annotated_types as at
@@ -149,6 +150,32 @@ def test_a_predicate_nested_inside_a_type_is_refused_at_registration():
 def test_a_constraint_that_cannot_be_checked_is_refused_at_registration():
     with pytest.raises(RegistrationError, match=r"tool 'check': parameter 'value'.*allow_inf_nan"):
         server_with(Annotated[float, pydantic.Field(allow_inf_nan=False)])
+
+
+@dataclass
+class Point:
+    x: Annotated[int, msgspec.Meta(ge=0)]
+    y: int = 0
+
+
+@dataclass
+class HiddenlyConstrained:
+    x: Annotated[int, at.Ge(0)]
+
+
+@run
+async def test_msgspec_meta_inside_a_dataclass_is_checked():
+    server, seen = server_with(list[Point])
+    async with Client(server, timeout=DEADLINE) as client:
+        refused = await client.call_tool("check", {"value": [{"x": -1}]})
+
+    assert refused.is_error is True and seen == []
+
+
+def test_an_annotated_types_constraint_inside_a_dataclass_is_refused_at_registration():
+    # msgspec reads dataclass fields itself and would skip it without a word.
+    with pytest.raises(RegistrationError, match=r"tool 'check': parameter 'value': field HiddenlyConstrained.x .*msgspec.Meta"):
+        server_with(list[HiddenlyConstrained])
 
 
 # -- an input_schema written by the author ---------------------------------------------------

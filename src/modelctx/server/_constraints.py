@@ -14,6 +14,7 @@ which holds them whenever one of their objects exists.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import types
 import typing
@@ -24,7 +25,7 @@ import msgspec
 
 from ..errors import RegistrationError
 
-__all__ = ["to_msgspec"]
+__all__ = ["refuse_hidden_constraints", "to_msgspec"]
 
 # annotated_types class name -> the msgspec.Meta keyword (the attribute has that name too,
 # except where noted in _ATTR).
@@ -143,3 +144,65 @@ def _collect_annotated_type(
             f"{where}: the constraint {extra!r} is not supported; use Gt, Ge, Lt, Le, "
             "MultipleOf, MinLen, MaxLen, Len, Interval, Predicate or Timezone(...)/Timezone(None)"
         )
+
+
+def refuse_hidden_constraints(tp: Any, where: str) -> None:
+    """Raise ``RegistrationError`` if a dataclass, TypedDict or Struct inside ``tp`` has a
+    field constrained with annotated_types or pydantic.
+
+    msgspec reads those classes' fields itself and would skip such constraints without
+    a word; ``to_msgspec`` cannot rewrite a class the handler expects to receive.
+    """
+    _walk(tp, where, set())
+
+
+def _walk(tp: Any, where: str, seen: set[int]) -> None:
+    if get_origin(tp) is Annotated:
+        base, *_ = get_args(tp)
+        _walk(base, where, seen)
+        return
+    for arg in get_args(tp):
+        if get_origin(tp) is not Literal and arg is not Ellipsis and not isinstance(arg, list):
+            _walk(arg, where, seen)
+    if not isinstance(tp, type) or id(tp) in seen or not _has_fields(tp):
+        return
+    seen.add(id(tp))
+    try:
+        fields = typing.get_type_hints(tp, include_extras=True)
+    except Exception:  # noqa: BLE001 - unresolvable hints: msgspec reports those itself
+        return
+    for field, field_type in fields.items():
+        foreign = _foreign_extra(field_type)
+        if foreign is not None:
+            raise RegistrationError(
+                f"{where}: field {tp.__qualname__}.{field} is constrained with {foreign!r}, which "
+                f"is not checked inside a {_kind(tp)}; write it as msgspec.Meta(...) there, "
+                "or constrain a parameter of the tool itself"
+            )
+        _walk(field_type, where, seen)
+
+
+def _has_fields(cls: type) -> bool:
+    return dataclasses.is_dataclass(cls) or typing.is_typeddict(cls) or issubclass(cls, msgspec.Struct)
+
+
+def _kind(cls: type) -> str:
+    return "TypedDict" if typing.is_typeddict(cls) else "msgspec Struct" if issubclass(cls, msgspec.Struct) else "dataclass"
+
+
+def _foreign_extra(tp: Any) -> Any:
+    """The first annotated_types/pydantic extra anywhere in ``tp`` (not inside classes)."""
+    if get_origin(tp) is Annotated:
+        base, *extras = get_args(tp)
+        for extra in extras:
+            module = type(extra).__module__.partition(".")[0]
+            if module in ("annotated_types", "pydantic") or type(extra).__name__ in ("Doc", "DocInfo"):
+                return extra
+        return _foreign_extra(base)
+    if get_origin(tp) is Literal:
+        return None
+    for arg in get_args(tp):
+        found = _foreign_extra(arg)
+        if found is not None:
+            return found
+    return None

@@ -28,7 +28,7 @@ from typing import Annotated, Any, get_args, get_origin, get_type_hints
 import msgspec
 
 from ..errors import InvalidParams, RegistrationError
-from ._constraints import to_msgspec
+from ._constraints import refuse_hidden_constraints, to_msgspec
 
 __all__ = ["Signature", "parse_docstring", "strip_annotated", "type_schema"]
 
@@ -203,6 +203,7 @@ class Signature:
         if doc and not _has_description(tp):
             tp = Annotated[tp, msgspec.Meta(description=doc)]
         if not _is_pydantic_model(_strip(tp)):
+            refuse_hidden_constraints(tp, where)
             try:
                 msgspec.json.schema(tp)
             except TypeError:
