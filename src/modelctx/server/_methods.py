@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from ..errors import InvalidParams, ProtocolError, ResourceNotFound, ToolError
+from ..errors import InternalError, InvalidParams, ProtocolError, ResourceNotFound, ToolError
 from ..protocol import _meta
 from ._bus import Event
 from ._content import EmbeddedResource, ToolResult, is_content, to_content_blocks, to_jsonable
@@ -172,7 +172,14 @@ async def tools_call(call: Call) -> dict[str, Any]:
         }
     if type(value) is str:  # the common case, first
         return {"content": [{"type": "text", "text": value}]}
-    return _tool_result(tool, value)
+    try:
+        return _tool_result(tool, value)
+    except Exception:
+        # A value that has no content form is the tool's bug, not the client's: the
+        # model reads which tool failed; the server log says what it returned.
+        log.exception("tool %r returned a %s, which cannot be sent", name, type(value).__name__)
+        text = f"Error executing tool {name}: it returned a {type(value).__name__}, which cannot be sent"
+        return {"content": [{"type": "text", "text": text}], "isError": True}
 
 
 def _tool_result(tool: Any, value: Any) -> dict[str, Any]:
@@ -219,12 +226,26 @@ async def resources_read(call: Call) -> dict[str, Any]:
         value = await call_handler(target.fn, target.is_async, kwargs)
     except InputRequired as asked:
         return _input_required(call, asked)
+    except ToolError as exc:
+        raise _handler_failed(exc) from None
     contents = _resource_contents(uri, value, target.mime_type)
     result: dict[str, Any] = {"contents": contents}
     if call.modern and target.cache is not None:
         result["ttlMs"] = target.cache.ttl_ms
         result["cacheScope"] = target.cache.scope
     return result
+
+
+def _handler_failed(exc: ToolError) -> InternalError:
+    """A ``ToolError`` raised by a resource or prompt handler, as the client reads it.
+
+    resources/read and prompts/get have no ``isError`` result, so it is a JSON-RPC
+    error. Its code is -32603: the handler failed while the request itself was fine
+    (resources.mdx: -32602 is for a resource that does not exist, which
+    ``ResourceNotFound`` says; -32603 for errors inside the server). Unlike other
+    exceptions its text is kept: the author raised it for the client to read.
+    """
+    return InternalError(str(exc) or "the handler failed")
 
 
 def _resource_contents(uri: str, value: Any, mime: str | None) -> list[dict[str, Any]]:
@@ -289,6 +310,8 @@ async def prompts_get(call: Call) -> dict[str, Any]:
         value = await call_handler(prompt.fn, prompt.is_async, kwargs)
     except InputRequired as asked:
         return _input_required(call, asked)
+    except ToolError as exc:
+        raise _handler_failed(exc) from None
     result: dict[str, Any] = {}
     description = prompt.definition.get("description")
     if description:
