@@ -12,6 +12,16 @@ roots). Asking works the same in both eras:
 * handshake era: the question goes to the client as a JSON-RPC request on the same
   connection and the handler waits for the answer (with a deadline).
 
+Replays (modern era) are made safe in three ways. The sealed state names the questions
+of its round, and a retry's answers count only for those (``_methods._load_answers``).
+It also counts the progress and log notifications the handler has emitted so far, and
+the replay skips that many: a deterministic handler re-emits the same ones, in the
+same order, before it reaches the point where it stopped. The count is of calls to
+``report_progress`` and ``log``, not of messages sent, so a call that sent nothing
+(no progress token, a level below the client's) keeps its place in the order too.
+``retry_later`` ends a round with no question, carrying the handler's own state to the
+next attempt; in the handshake era the server replays the handler itself.
+
 A handshake-era handler on Streamable HTTP may also end its SSE response early with
 ``close_sse_stream`` and let the client poll for the rest (2025-11-25, SEP-1699).
 """
@@ -22,25 +32,28 @@ import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, Protocol, TypeVar, overload
+
+import msgspec
 
 from ..errors import InvalidParams, MissingRequiredClientCapability
 from ..protocol import _meta
 from ..protocol._versions import Feature, has
+from ._elicit_form import FormSchema
 
 if TYPE_CHECKING:
     from ._session import HandshakeSession
 
 __all__ = [
-    "Context",
     "Call",
-    "InputRequired",
-    "ElicitResult",
-    "InputRequest",
+    "Context",
     "Elicit",
+    "ElicitResult",
     "ElicitUrl",
-    "Sample",
+    "InputRequest",
+    "InputRequired",
     "ListRoots",
+    "Sample",
 ]
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -58,6 +71,7 @@ class ResponseStream(Protocol):
 class InputRequired(BaseException):
     """Unwinds a modern handler that needs input; the dispatcher answers input_required.
 
+    ``requests`` is empty when the handler asked to be retried (``Context.retry_later``).
     A ``BaseException`` so that a handler's ``except Exception`` cannot swallow it.
     """
 
@@ -65,12 +79,20 @@ class InputRequired(BaseException):
         self.requests = requests
 
 
+T = TypeVar("T")
+
+
 @dataclass(frozen=True)
-class ElicitResult:
-    """The user's answer: ``action`` is "accept", "decline" or "cancel"."""
+class ElicitResult(Generic[T]):
+    """The user's answer: ``action`` is "accept", "decline" or "cancel".
+
+    ``content`` is set on "accept" only, already checked against the requested schema:
+    a dict for a dict schema or a TypedDict, an instance for a dataclass, msgspec
+    Struct or pydantic model.
+    """
 
     action: str
-    content: dict[str, Any] | None = None
+    content: T | None = None
 
     @property
     def accepted(self) -> bool:
@@ -81,22 +103,25 @@ class Call:
     """Everything about one request that is being handled. Internal."""
 
     __slots__ = (
-        "server",
-        "id",
-        "method",
-        "params",
-        "version",
-        "modern",
-        "capabilities",
-        "client_info",
-        "progress_token",
-        "log_rank",
-        "send",
-        "session",
         "answers",
         "asked",
+        "capabilities",
+        "carried",
+        "client_info",
+        "id",
+        "log_rank",
+        "method",
+        "modern",
+        "notices",
+        "notices_sent",
+        "params",
         "principal",
+        "progress_token",
+        "send",
+        "server",
+        "session",
         "stream",
+        "version",
     )
 
     def __init__(
@@ -130,7 +155,15 @@ class Call:
         self.progress_token = meta.get(_meta.PROGRESS_TOKEN) if isinstance(meta, dict) else None
         self.log_rank: int | None = None
         self.answers: dict[str, Any] = {}
-        self.asked = 0
+        self.asked = 0  # questions asked with a default key, to number the next
+        self.notices = 0  # calls to report_progress and log in this run of the handler
+        self.notices_sent = 0  # those that earlier rounds already emitted (skipped on replay)
+        self.carried: Any = None  # the handler's state from its previous attempt
+
+    def replayed_notice(self) -> bool:
+        """Count one progress or log call; True when an earlier round already emitted it."""
+        self.notices += 1
+        return self.notices <= self.notices_sent
 
 
 _FORM_ONLY = ("form",)
@@ -179,9 +212,12 @@ class Context:
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
-        """Send ``notifications/progress`` if the request asked for progress."""
+        """Send ``notifications/progress`` if the request asked for progress.
+
+        On a 2026-07-28 retry, progress that an earlier round of the same request
+        already reported is not reported again (see ``ask``)."""
         token = self._call.progress_token
-        if token is None:
+        if self._call.replayed_notice() or token is None:
             return
         params: dict[str, Any] = {"progressToken": token, "progress": progress}
         if total is not None:
@@ -197,10 +233,14 @@ class Context:
 
         Modern requests opt in with ``_meta`` logLevel; without it nothing is sent
         (server/utilities/logging.mdx). Handshake sessions use ``logging/setLevel``.
+        On a 2026-07-28 retry, a message that an earlier round of the same request
+        already logged is not sent again (see ``ask``).
         """
         rank = _meta.LOG_LEVELS.get(level)
         if rank is None:
             raise ValueError(f"unknown log level {level!r}; use one of {list(_meta.LOG_LEVELS)}")
+        if self._call.replayed_notice():
+            return
         threshold = self._call.log_rank
         if threshold is None or rank < threshold:
             return
@@ -249,6 +289,15 @@ class Context:
         or ``ListRoots``. In the modern era they travel together in one
         ``input_required`` result; in the handshake era they are sent as concurrent
         server-to-client requests. The keys are visible to the client.
+
+        On 2026-07-28 the handler runs again from the start for every round of
+        questions: a handler that asks twice runs three times. What it did before the
+        question runs again, so ask before side effects or make them idempotent.
+        Progress and log notifications that an earlier round sent are not sent again;
+        answers from earlier rounds are kept and cannot be replaced by the client.
+
+        Raises ``InvalidParams`` (-32602 to the client) when an answer is malformed or
+        an accepted form does not match its schema.
         """
         call = self._call
         for request in requests.values():
@@ -257,18 +306,21 @@ class Context:
             missing = {k: r for k, r in requests.items() if k not in call.answers}
             if missing:
                 raise InputRequired({k: r.to_wire(call) for k, r in missing.items()})
-            return {k: r.parse(call.answers[k]) for k, r in requests.items()}
+            return {k: _parse(k, r, call.answers[k], "inputResponses") for k, r in requests.items()}
         if call.session is None:
             raise RuntimeError("no connection to ask the client on")
         timeout = call.server.config.client_request_timeout
-        keys = list(requests)
+        session = call.session
+        # Answers are kept for the run's replays (retry_later): the user is asked once.
+        keys = [k for k in requests if k not in call.answers]
         answers = await asyncio.gather(
             *(
-                call.session.request(r.method, r.to_wire(call)["params"], call.send, timeout)
-                for r in requests.values()
+                session.request(requests[k].method, requests[k].to_wire(call)["params"], call.send, timeout)
+                for k in keys
             )
         )
-        return {k: requests[k].parse(a) for k, a in zip(keys, answers)}
+        call.answers.update(zip(keys, answers))
+        return {k: _parse(k, r, call.answers[k], "answer") for k, r in requests.items()}
 
     async def _ask_one(self, request: InputRequest, key: str | None) -> Any:
         call = self._call
@@ -277,24 +329,42 @@ class Context:
             call.asked += 1
         return (await self.ask({key: request}))[key]
 
-    async def elicit(self, message: str, schema: Any, *, key: str | None = None) -> ElicitResult:
+    @overload
+    async def elicit(
+        self, message: str, schema: dict[str, Any], *, key: str | None = None
+    ) -> ElicitResult[dict[str, Any]]: ...
+
+    @overload
+    async def elicit(self, message: str, schema: type[T], *, key: str | None = None) -> ElicitResult[T]: ...
+
+    async def elicit(self, message: str, schema: Any, *, key: str | None = None) -> ElicitResult[Any]:
         """Ask the user for structured input (form mode).
 
         ``schema`` is a JSON Schema object of flat primitive properties, or a type
-        (dataclass, TypedDict, msgspec Struct) whose schema is derived. ``key`` names
-        the question on the wire (default: one made from the order of questions).
+        (dataclass, TypedDict, msgspec Struct, pydantic model) whose schema is derived;
+        an accepted answer is validated against it, and comes back as that type (a
+        dict for a TypedDict). A schema that is not flat primitives raises
+        ``TypeError`` (or ``ValueError`` for a dict) naming the field, before anything
+        is sent. ``key`` names the question on the wire (default: one made from the
+        order of questions).
+
+        On 2026-07-28 each question is a round trip and the handler runs again from
+        the start with the answers so far: two ``elicit`` calls, three runs (see
+        ``ask``). Earlier rounds' progress and logs are not re-sent.
         """
-        return await self._ask_one(Elicit(message, schema), key)
+        answer: ElicitResult[Any] = await self._ask_one(Elicit(message, schema), key)
+        return answer
 
     async def elicit_url(
         self, message: str, url: str, *, key: str | None = None, elicitation_id: str | None = None
-    ) -> ElicitResult:
+    ) -> ElicitResult[None]:
         """Send the user to ``url`` for an interaction the client must not see (URL mode).
 
         After ``accept`` the handler decides from its own state whether the out-of-band
         step is done. ``elicitation_id`` is used only by the 2025-11-25 revision.
         """
-        return await self._ask_one(ElicitUrl(message, url, elicitation_id), key)
+        answer: ElicitResult[None] = await self._ask_one(ElicitUrl(message, url, elicitation_id), key)
+        return answer
 
     async def sample(
         self,
@@ -310,11 +380,41 @@ class Context:
         options (``systemPrompt``, ``temperature``, ``modelPreferences``, ``tools`` …)
         are passed as they are. Returns the CreateMessageResult object.
         """
-        return await self._ask_one(Sample(messages, max_tokens, **options), key)
+        answer: dict[str, Any] = await self._ask_one(Sample(messages, max_tokens, **options), key)
+        return answer
 
     async def list_roots(self, *, key: str | None = None) -> list[dict[str, Any]]:
         """Ask the client for its roots (deprecated feature: roots)."""
-        return await self._ask_one(ListRoots(), key)
+        roots: list[dict[str, Any]] = await self._ask_one(ListRoots(), key)
+        return roots
+
+    # -- retrying ------------------------------------------------------------------------
+    def retry_later(self, state: Any = None) -> NoReturn:
+        """End this attempt and have the client send the request again; never returns.
+
+        On 2026-07-28 the request ends with an ``input_required`` result that has a
+        ``requestState`` and no ``inputRequests``; the client retries the same request
+        (mrtr.mdx: it MAY do so at once) and the handler runs again from the start with
+        ``state`` in ``ctx.retry_state``. Use it for work that is not done yet: start a
+        job, carry its id, check it on the next attempt. ``state`` must be JSON-able;
+        it is signed, not encrypted, so it must not hold secrets. Answers, progress and
+        logs of earlier attempts are kept as for ``ask``.
+
+        In the handshake era there is no such result: the server itself runs the
+        handler again after a short pause, a limited number of times.
+        """
+        try:
+            msgspec.json.encode(state)
+        except (TypeError, msgspec.EncodeError) as exc:
+            raise TypeError(f"retry_later(state=...) must be JSON-able: {exc}") from None
+        self._call.carried = state
+        raise InputRequired({})
+
+    @property
+    def retry_state(self) -> Any:
+        """The ``state`` the previous attempt passed to ``retry_later`` (``None`` on the
+        first attempt, or when it passed none)."""
+        return self._call.carried
 
     # -- telling subscribers -------------------------------------------------------
     def resource_updated(self, uri: str) -> None:
@@ -339,6 +439,14 @@ class InputRequest:
         return answer
 
 
+def _parse(key: str, request: InputRequest, answer: Any, where: str) -> Any:
+    """``request.parse(answer)``, its errors naming the question's key."""
+    try:
+        return request.parse(answer)
+    except InvalidParams as exc:
+        raise InvalidParams(f"Invalid {where} for {key!r} ({request.method}): {exc.message}") from None
+
+
 def _require_elicitation(call: Call, mode: str) -> None:
     elicitation = call.capabilities.get("elicitation")
     if isinstance(elicitation, dict):
@@ -353,16 +461,18 @@ def _require_elicitation(call: Call, mode: str) -> None:
     )
 
 
-def _elicit_result(answer: Any) -> ElicitResult:
+def _elicit_result(answer: Any, form: FormSchema | None = None) -> ElicitResult[Any]:
     if not isinstance(answer, dict) or answer.get("action") not in ("accept", "decline", "cancel"):
         raise InvalidParams(
-            'Invalid inputResponses: an elicitation answer must be an ElicitResult with action '
-            '"accept", "decline" or "cancel"'
+            'an elicitation answer must be an ElicitResult with action "accept", "decline" or "cancel"'
         )
-    content = answer.get("content")
+    action, content = answer["action"], answer.get("content")
     if content is not None and not isinstance(content, dict):
-        raise InvalidParams("Invalid inputResponses: ElicitResult.content must be an object")
-    return ElicitResult(answer["action"], content)
+        raise InvalidParams("ElicitResult.content must be an object")
+    if form is None or action != "accept":
+        return ElicitResult(action, content)
+    # An accepted form without content is checked as empty: it fails if fields are required.
+    return ElicitResult(action, form.parse(content or {}))
 
 
 class Elicit(InputRequest):
@@ -371,12 +481,9 @@ class Elicit(InputRequest):
     method = "elicitation/create"
 
     def __init__(self, message: str, schema: Any) -> None:
-        if not isinstance(schema, dict):
-            from ._signature import type_schema
-
-            schema = type_schema(schema)
         self.message = message
-        self.schema = {k: v for k, v in schema.items() if k not in ("title", "$defs")}
+        self.form = FormSchema(schema)  # refuses a schema that is not flat primitives
+        self.schema = self.form.wire
 
     def check(self, call: Call) -> None:
         _require_elicitation(call, "form")
@@ -387,8 +494,8 @@ class Elicit(InputRequest):
             params = {"mode": "form", **params}  # 2025-06-18 has no mode field
         return {"method": self.method, "params": params}
 
-    def parse(self, answer: Any) -> ElicitResult:
-        return _elicit_result(answer)
+    def parse(self, answer: Any) -> ElicitResult[Any]:
+        return _elicit_result(answer, self.form)
 
 
 class ElicitUrl(InputRequest):
@@ -410,7 +517,7 @@ class ElicitUrl(InputRequest):
             params["elicitationId"] = self.elicitation_id or uuid.uuid4().hex
         return {"method": self.method, "params": params}
 
-    def parse(self, answer: Any) -> ElicitResult:
+    def parse(self, answer: Any) -> ElicitResult[Any]:
         return _elicit_result(answer)
 
 
@@ -442,10 +549,7 @@ class Sample(InputRequest):
 
     def parse(self, answer: Any) -> dict[str, Any]:
         if not isinstance(answer, dict) or "content" not in answer or "role" not in answer:
-            raise InvalidParams(
-                "Invalid inputResponses: a sampling answer must be a CreateMessageResult "
-                "(role, content, model)"
-            )
+            raise InvalidParams("a sampling answer must be a CreateMessageResult (role, content, model)")
         return answer
 
 
@@ -467,5 +571,5 @@ class ListRoots(InputRequest):
     def parse(self, answer: Any) -> list[dict[str, Any]]:
         roots = answer.get("roots") if isinstance(answer, dict) else None
         if not isinstance(roots, list):
-            raise InvalidParams("Invalid inputResponses: a roots answer must have a roots list")
+            raise InvalidParams("a roots answer must have a roots list")
         return roots
