@@ -15,8 +15,8 @@ the payload records:
 * ``q``: the keys of the questions this round asked: the retry may answer those and
   nothing else (an answer to a question never asked, or one that would replace an
   answer already sealed in ``a``, is ignored, as mrtr.mdx says of unexpected entries);
-* ``n``: how many progress and log notifications the handler emitted in the rounds
-  so far, so that its replay does not send them again;
+* ``n``: short fingerprints of the progress and log notifications the handler
+  emitted in the rounds so far, in order, so that its replay does not send them again;
 * ``s``: state the handler carries to its next attempt ("retry later").
 
 The payload is signed, not encrypted: it holds what the client itself sent and what
@@ -62,14 +62,14 @@ class SealedRound:
     """What one round of a multi round-trip request hands to the next, under the seal.
 
     ``answers``: answers accepted in all earlier rounds; ``asked``: the keys of the
-    questions the sealed round asked; ``emitted``: the progress and log notifications
-    sent so far; ``carried``: the handler's own state for its next attempt (``None``
+    questions the sealed round asked; ``notices``: fingerprints of the progress and log
+    notifications emitted so far, in order; ``carried``: the handler's own state for its next attempt (``None``
     when it carries none).
     """
 
     answers: dict[str, Any] = field(default_factory=dict)
     asked: tuple[str, ...] = ()
-    emitted: int = 0
+    notices: tuple[str, ...] = ()
     carried: Any = None
 
 
@@ -101,7 +101,7 @@ class StateSealer:
         principal: str | None = None,
         *,
         asked: tuple[str, ...] = (),
-        emitted: int = 0,
+        notices: tuple[str, ...] = (),
         carried: Any = None,
     ) -> str:
         """A sealed state for the retry of this request; see the module docstring."""
@@ -115,8 +115,8 @@ class StateSealer:
             body["p"] = principal
         if asked:
             body["q"] = list(asked)
-        if emitted:
-            body["n"] = emitted
+        if notices:
+            body["n"] = list(notices)
         if carried is not None:
             body["s"] = carried
         payload = msgspec.json.encode(body)
@@ -159,10 +159,14 @@ class StateSealer:
             raise InvalidParams("Invalid requestState: it was issued to a different principal")
         if body.get("e", 0) < time.time():
             raise InvalidParams("Invalid requestState: expired; send the request again without it")
-        answers, asked, emitted = body.get("a"), body.get("q"), body.get("n")
+        answers = body.get("a")
         return SealedRound(
             answers if isinstance(answers, dict) else {},
-            tuple(k for k in asked if isinstance(k, str)) if isinstance(asked, list) else (),
-            emitted if isinstance(emitted, int) else 0,
+            _strings(body.get("q")),
+            _strings(body.get("n")),
             body.get("s"),
         )
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()

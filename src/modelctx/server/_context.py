@@ -14,13 +14,15 @@ roots). Asking works the same in both eras:
 
 Replays (modern era) are made safe in three ways. The sealed state names the questions
 of its round, and a retry's answers count only for those (``_methods._load_answers``).
-It also counts the progress and log notifications the handler has emitted so far, and
-the replay skips that many: a deterministic handler re-emits the same ones, in the
-same order, before it reaches the point where it stopped. The count is of calls to
-``report_progress`` and ``log``, not of messages sent, so a call that sent nothing
-(no progress token, a level below the client's) keeps its place in the order too.
-``retry_later`` ends a round with no question, carrying the handler's own state to the
-next attempt; in the handshake era the server replays the handler itself.
+It also keeps a short fingerprint of every progress and log call the handler made so
+far, in order. A replay re-makes those calls before it reaches the point where it
+stopped; each one whose fingerprint matches the one at the same place is not sent
+again. The first call that differs (say, progress of a job that moved on) ends the
+skipping, and it and everything after it are sent. Calls that sent nothing (no
+progress token, a level below the client's) keep their place too, since what is
+compared is the calls, not the messages. ``retry_later`` ends a round with no
+question, carrying the handler's own state to the next attempt; in the handshake era
+the server replays the handler itself.
 
 A handshake-era handler on Streamable HTTP may also end its SSE response early with
 ``close_sse_stream`` and let the client poll for the rest (2025-11-25, SEP-1699).
@@ -29,6 +31,7 @@ A handshake-era handler on Streamable HTTP may also end its SSE response early w
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -117,6 +120,7 @@ class Call:
         "params",
         "principal",
         "progress_token",
+        "replaying",
         "send",
         "server",
         "session",
@@ -156,14 +160,40 @@ class Call:
         self.log_rank: int | None = None
         self.answers: dict[str, Any] = {}
         self.asked = 0  # questions asked with a default key, to number the next
-        self.notices = 0  # calls to report_progress and log in this run of the handler
-        self.notices_sent = 0  # those that earlier rounds already emitted (skipped on replay)
+        self.notices: list[str] = []  # fingerprints of this run's progress and log calls
+        self.notices_sent: tuple[str, ...] = ()  # those of earlier rounds, sealed
+        self.replaying = True  # no call of this run has differed from the sealed ones yet
         self.carried: Any = None  # the handler's state from its previous attempt
 
-    def replayed_notice(self) -> bool:
-        """Count one progress or log call; True when an earlier round already emitted it."""
-        self.notices += 1
-        return self.notices <= self.notices_sent
+    def replayed_notice(self, *fields: Any) -> bool:
+        """Record one progress or log call; True when an earlier round already made the
+        same call at the same place (and this run has not diverged before it)."""
+        place = len(self.notices)
+        fingerprint = _fingerprint(fields)
+        if place < _MAX_NOTICES:
+            self.notices.append(fingerprint)
+        sent = self.notices_sent
+        if self.replaying and place < len(sent) and sent[place] == fingerprint:
+            return True
+        self.replaying = False
+        return False
+
+    def notices_so_far(self) -> tuple[str, ...]:
+        """The fingerprints to seal: this run's, then any later ones an earlier round made."""
+        return (*self.notices, *self.notices_sent[len(self.notices) :])[:_MAX_NOTICES]
+
+
+# Fingerprints kept in requestState: 8 hex characters each, so 1,000 calls add about
+# 11 KB; calls past that are not recorded, and a replay sends them again.
+_MAX_NOTICES = 1000
+
+
+def _fingerprint(fields: tuple[Any, ...]) -> str:
+    try:
+        data = msgspec.json.encode(fields)
+    except (TypeError, msgspec.EncodeError):
+        data = repr(fields).encode()
+    return hashlib.blake2b(data, digest_size=4).hexdigest()
 
 
 _FORM_ONLY = ("form",)
@@ -217,7 +247,7 @@ class Context:
         On a 2026-07-28 retry, progress that an earlier round of the same request
         already reported is not reported again (see ``ask``)."""
         token = self._call.progress_token
-        if self._call.replayed_notice() or token is None:
+        if self._call.replayed_notice("progress", progress, total, message) or token is None:
             return
         params: dict[str, Any] = {"progressToken": token, "progress": progress}
         if total is not None:
@@ -239,7 +269,7 @@ class Context:
         rank = _meta.LOG_LEVELS.get(level)
         if rank is None:
             raise ValueError(f"unknown log level {level!r}; use one of {list(_meta.LOG_LEVELS)}")
-        if self._call.replayed_notice():
+        if self._call.replayed_notice("log", level, data, logger):
             return
         threshold = self._call.log_rank
         if threshold is None or rank < threshold:

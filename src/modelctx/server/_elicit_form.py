@@ -168,7 +168,7 @@ def _property_problem(prop: Any) -> str | None:
     kind = prop.get("type")
     if kind == "array":
         return _multi_select_problem(prop.get("items"))
-    if kind not in _PRIMITIVES:
+    if not isinstance(kind, str) or kind not in _PRIMITIVES:
         return f"has type {kind!r}: nested objects, lists and unions are not allowed"
     if kind == "string":
         return _string_problem(prop)

@@ -129,7 +129,7 @@ def _load_answers(call: Call) -> None:
         if responses is not None and key in responses and key not in answers:
             answers[key] = responses[key]
     call.answers = answers
-    call.notices_sent = sealed.emitted
+    call.notices_sent = sealed.notices
     call.carried = sealed.carried
 
 
@@ -146,8 +146,7 @@ def _input_required(call: Call, asked: InputRequired) -> dict[str, Any]:
         call.answers,
         _principal_id(call.principal),
         asked=tuple(asked.requests),
-        # max: a replay that stopped earlier than the last one must not re-send later notices
-        emitted=max(call.notices, call.notices_sent),
+        notices=call.notices_so_far(),
         carried=call.carried,
     )
     result: dict[str, Any] = {"resultType": "input_required", "requestState": state}
@@ -171,8 +170,8 @@ async def _run_handler(call: Call, fn: Any, is_async: bool, kwargs: dict[str, An
         try:
             return await call_handler(fn, is_async, kwargs)
         except InputRequired:  # retry_later: ask() never raises it in this era
-            call.notices_sent = max(call.notices, call.notices_sent)
-            call.notices = call.asked = 0
+            call.notices_sent, call.notices, call.replaying = call.notices_so_far(), [], True
+            call.asked = 0
         await asyncio.sleep(delay)
         delay = min(delay * 2, 1.0)
     raise RuntimeError(
