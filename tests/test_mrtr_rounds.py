@@ -222,3 +222,13 @@ def test_resources_and_prompts_take_part_in_rounds_too(mode):
 
     assert resource.contents[0]["text"] == "ready after warming up"
     assert prompt.messages[0].content.text == "Say hello to Ada"
+
+
+def test_retry_later_refuses_state_that_cannot_travel_in_request_state():
+    async def main() -> Any:
+        async with Client(mrtr_server.server, timeout=DEADLINE) as client:
+            return await client.call_tool("unsendable_retry")
+
+    result = run(main)
+
+    assert result.content[0].text.startswith("refused: retry_later(state=...) must be JSON-able")

@@ -164,3 +164,13 @@ async def slow_resource(ctx: Context) -> str:
     if ctx.retry_state is None:
         ctx.retry_later("warming up")
     return f"ready after {ctx.retry_state}"
+
+
+@server.tool
+async def unsendable_retry(ctx: Context) -> str:
+    """Ask to be retried with state that cannot travel in requestState."""
+    try:
+        ctx.retry_later({"when": object()})
+    except TypeError as exc:
+        return f"refused: {exc}"
+    return "not reached"

@@ -106,7 +106,7 @@ async def discover(call: Call) -> dict[str, Any]:
 
 # -- multi round-trip plumbing --------------------------------------------------------
 def _load_answers(call: Call) -> None:
-    """Restore a retry's round: earlier answers, replay counts, carried state, new answers.
+    """Restore a retry's round: earlier answers, new answers, notices sent, carried state.
 
     A retry's ``inputResponses`` count only for the questions its sealed state names
     (the round the server asked); anything else is ignored (mrtr.mdx: servers SHOULD
