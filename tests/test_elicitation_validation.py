@@ -22,11 +22,11 @@ from typing import Any
 
 import pytest
 from conftest import HttpServer, serve_command
+from servers import mrtr_server
 
 from modelctx import Elicit
 from modelctx.client import Client, Elicitation
 from modelctx.errors import InvalidParams
-from servers import mrtr_server
 
 MRTR_SERVER = Path(__file__).parent / "servers" / "mrtr_server.py"
 DEADLINE = 15.0

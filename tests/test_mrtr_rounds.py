@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 from conftest import HttpServer, McpHttp, request, serve_command, sse_messages
+from servers import mrtr_server
 
 from modelctx.client import Client, Elicitation
-from servers import mrtr_server
 
 MRTR_SERVER = Path(__file__).parent / "servers" / "mrtr_server.py"
 DEADLINE = 15.0
