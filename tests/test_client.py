@@ -322,7 +322,7 @@ def build_server(config: ServerConfig | None = None) -> tuple[Server, list[tuple
 
     @server.tool
     def bump(name: str) -> str:
-        server.add_tool(lambda: "added", name=name)
+        server.add_tool(lambda: "added", name=name, replace=True)
         return f"added {name}"
 
     @server.tool
@@ -894,7 +894,7 @@ async def test_listen_yields_typed_events_for_what_was_asked_and_nothing_else(mo
 
         def tools_change() -> None:
             server.resource_updated("mem://other")  # not subscribed
-            server.resource("mem://extra")(lambda: "x")  # resources list: not asked for
+            server.resource("mem://extra", replace=True)(lambda: "x")  # resources list: not asked for
             server.add_tool(lambda: "x", name=f"t{next(names)}")
 
         await listener.expect(ListChanged("tools"), tools_change)
@@ -915,11 +915,11 @@ async def test_a_dropped_listen_stream_is_opened_again():
     transport = Recording(MemoryTransport(server))
     async with Client(transport, timeout=DEADLINE) as client:
         listener = Listener(client, tools=True)
-        await listener.expect(ListChanged("tools"), lambda: server.add_tool(lambda: "x", name="first"))
+        await listener.expect(ListChanged("tools"), lambda: server.add_tool(lambda: "x", name="first", replace=True))
         first = transport.requests("subscriptions/listen")[-1]["id"]
         await transport.drop(first)
         await until(lambda: len(transport.requests("subscriptions/listen")) >= 2, "a second subscriptions/listen")
-        await listener.expect(ListChanged("tools"), lambda: server.add_tool(lambda: "x", name="second"))
+        await listener.expect(ListChanged("tools"), lambda: server.add_tool(lambda: "x", name="second", replace=True))
         await listener.close()
 
     second = transport.requests("subscriptions/listen")[1]
@@ -1155,7 +1155,7 @@ server = Server("events-server")
 
 @server.tool
 async def bump(name: str) -> str:
-    server.add_tool(lambda: "added", name=name)
+    server.add_tool(lambda: "added", name=name, replace=True)
     return f"added {name}"
 
 

@@ -452,7 +452,7 @@ server = Server("bumper")
 
 @server.tool
 async def bump(name: str) -> str:
-    server.add_tool(lambda: "added", name=name)
+    server.add_tool(lambda: "added", name=name, replace=True)
     return f"added {name}"
 '''
 

@@ -86,7 +86,7 @@ async def sleepy(marker: str) -> str:
 @server.tool
 def grow(name: str) -> str:
     """Add a tool, so the server announces tools/list_changed."""
-    server.add_tool(lambda: "new", name=name, description="added at run time")
+    server.add_tool(lambda: "new", name=name, description="added at run time", replace=True)
     return "grown"
 '''
 

@@ -13,7 +13,7 @@ def test_top_level_names():
             "Server", "ServerConfig", "Context", "ElicitResult", "Elicit", "ElicitUrl", "Sample",
             "ListRoots", "CacheHint", "Text", "Image", "Audio", "ResourceLink", "EmbeddedResource",
             "ToolResult", "Client", "ClientHandlers", "ClientOptions", "MCPError", "ProtocolError",
-            "ToolError", "ResourceNotFound", "InvalidParams", "__version__",
+            "ToolError", "ResourceNotFound", "InvalidParams", "RegistrationError", "__version__",
         ]
     )
     for name in modelctx.__all__:

@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import InvalidParams, MCPError, ProtocolError, ResourceNotFound, ToolError
+from .errors import (
+    InvalidParams,
+    MCPError,
+    ProtocolError,
+    RegistrationError,
+    ResourceNotFound,
+    ToolError,
+)
 
 __version__ = "0.1.0"
 
@@ -60,6 +67,7 @@ __all__ = [  # noqa: RUF022 - grouped: server, client, errors
     "ToolError",
     "ResourceNotFound",
     "InvalidParams",
+    "RegistrationError",
     "__version__",
 ]
 

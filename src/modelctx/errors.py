@@ -16,6 +16,8 @@
     │   └── UnsupportedProtocolVersion       -32022  data.supported, data.requested
     ├── ToolError                 raised by a tool on purpose: its text reaches the client
     │                             as an ``isError`` result (never a JSON-RPC error)
+    ├── RegistrationError         a tool, resource or prompt cannot be registered as written
+    │                             (also a ValueError and a TypeError); raised at registration
     └── LocalError                found on this side; no JSON-RPC code, never sent
         ├── ConnectionClosed      the peer went away; pending calls fail with this
         │   └── SessionExpired    HTTP 404 on a handshake-era session: initialize again
@@ -48,6 +50,7 @@ __all__ = [  # noqa: RUF022 - in the order of the tree above
     "MissingRequiredClientCapability",
     "UnsupportedProtocolVersion",
     "ToolError",
+    "RegistrationError",
     "LocalError",
     "ConnectionClosed",
     "SessionExpired",
@@ -163,6 +166,15 @@ class ToolError(MCPError):
 
     The message becomes the text of an ``isError: true`` result. Any other exception a
     tool raises is logged and replaced by a generic message, so internals never leak.
+    """
+
+
+class RegistrationError(MCPError, ValueError, TypeError):
+    """A tool, resource, template or prompt cannot be registered as written.
+
+    Raised by ``Server.tool``/``resource``/``prompt`` at registration, never at call
+    time; the message names the thing and says what to change. It is a ``ValueError``
+    and a ``TypeError`` too, so code that caught either before keeps working.
     """
 
 

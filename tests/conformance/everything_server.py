@@ -291,14 +291,14 @@ async def test_logging_tool(ctx: Context) -> str:
 @server.tool
 def test_trigger_tool_change() -> str:
     """Changes the tool list, which notifies tools/list_changed subscribers."""
-    server.add_tool(_dynamic_tool, name="test_dynamic_tool")
+    server.add_tool(_dynamic_tool, name="test_dynamic_tool", replace=True)
     return "Tool list changed"
 
 
 @server.tool
 def test_trigger_prompt_change() -> str:
     """Changes the prompt list, which notifies prompts/list_changed subscribers."""
-    server.prompt(_dynamic_prompt, name="test_dynamic_prompt")
+    server.prompt(_dynamic_prompt, name="test_dynamic_prompt", replace=True)
     return "Prompt list changed"
 
 

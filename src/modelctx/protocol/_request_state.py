@@ -11,10 +11,17 @@ the payload records:
 * ``e``: the expiry (Unix seconds);
 * ``p``: the authenticated principal, when there is one;
 * ``a``: the answers gathered in earlier rounds, so a handler that asks several
-  questions in turn sees all of them on the last retry without server-side storage.
+  questions in turn sees all of them on the last retry without server-side storage;
+* ``q``: the keys of the questions this round asked: the retry may answer those and
+  nothing else (an answer to a question never asked, or one that would replace an
+  answer already sealed in ``a``, is ignored, as mrtr.mdx says of unexpected entries);
+* ``n``: short fingerprints of the progress and log notifications the handler
+  emitted in the rounds so far, in order, so that its replay does not send them again;
+* ``s``: state the handler carries to its next attempt ("retry later").
 
-The payload is signed, not encrypted: it holds only what the client itself sent.
-Any failure raises ``InvalidParams`` with a message that says which check failed.
+The payload is signed, not encrypted: it holds what the client itself sent and what
+the handler chose to carry, so it must not hold secrets. Any failure raises
+``InvalidParams`` with a message that says which check failed.
 """
 
 from __future__ import annotations
@@ -24,13 +31,14 @@ import hashlib
 import hmac
 import secrets
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
 from ..errors import InvalidParams
 
-__all__ = ["StateSealer", "params_digest"]
+__all__ = ["SealedRound", "StateSealer", "params_digest"]
 
 _SKIP = frozenset({"_meta", "inputResponses", "requestState"})
 
@@ -47,6 +55,22 @@ def _b64(data: bytes) -> str:
 
 def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+@dataclass(frozen=True)
+class SealedRound:
+    """What one round of a multi round-trip request hands to the next, under the seal.
+
+    ``answers``: answers accepted in all earlier rounds; ``asked``: the keys of the
+    questions the sealed round asked; ``notices``: fingerprints of the progress and log
+    notifications emitted so far, in order; ``carried``: the handler's own state for its next attempt (``None``
+    when it carries none).
+    """
+
+    answers: dict[str, Any] = field(default_factory=dict)
+    asked: tuple[str, ...] = ()
+    notices: tuple[str, ...] = ()
+    carried: Any = None
 
 
 class StateSealer:
@@ -75,7 +99,12 @@ class StateSealer:
         params: dict[str, Any],
         answers: dict[str, Any],
         principal: str | None = None,
+        *,
+        asked: tuple[str, ...] = (),
+        notices: tuple[str, ...] = (),
+        carried: Any = None,
     ) -> str:
+        """A sealed state for the retry of this request; see the module docstring."""
         body: dict[str, Any] = {
             "m": method,
             "d": params_digest(params),
@@ -84,6 +113,12 @@ class StateSealer:
         }
         if principal is not None:
             body["p"] = principal
+        if asked:
+            body["q"] = list(asked)
+        if notices:
+            body["n"] = list(notices)
+        if carried is not None:
+            body["s"] = carried
         payload = msgspec.json.encode(body)
         return _b64(payload) + "." + _b64(self._mac(payload))
 
@@ -95,6 +130,16 @@ class StateSealer:
         principal: str | None = None,
     ) -> dict[str, Any]:
         """Verify ``state`` for this request and return the answers it carries."""
+        return self.open_round(state, method, params, principal).answers
+
+    def open_round(
+        self,
+        state: Any,
+        method: str,
+        params: dict[str, Any],
+        principal: str | None = None,
+    ) -> SealedRound:
+        """Verify ``state`` for this request and return the round it seals."""
         if not isinstance(state, str) or state.count(".") != 1:
             raise InvalidParams("Invalid requestState: not a value this server issued")
         encoded, tag = state.split(".")
@@ -115,4 +160,13 @@ class StateSealer:
         if body.get("e", 0) < time.time():
             raise InvalidParams("Invalid requestState: expired; send the request again without it")
         answers = body.get("a")
-        return answers if isinstance(answers, dict) else {}
+        return SealedRound(
+            answers if isinstance(answers, dict) else {},
+            _strings(body.get("q")),
+            _strings(body.get("n")),
+            body.get("s"),
+        )
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()

@@ -2,29 +2,37 @@
 
 from ._bus import Event, LocalBus, SubscriptionBus
 from ._content import Audio, EmbeddedResource, Image, ResourceLink, Text, ToolResult
-from ._context import Context, Elicit, ElicitResult, ElicitUrl, InputRequest, ListRoots, Sample
+from ._context import (
+    Context,
+    Elicit,
+    ElicitResult,
+    ElicitUrl,
+    InputRequest,
+    ListRoots,
+    Sample,
+)
 from ._registry import CacheHint
 from ._server import Server, ServerConfig, StartupError
 
 __all__ = [
+    "Audio",
+    "CacheHint",
+    "Context",
+    "Elicit",
+    "ElicitResult",
+    "ElicitUrl",
+    "EmbeddedResource",
+    "Event",
+    "Image",
+    "InputRequest",
+    "ListRoots",
+    "LocalBus",
+    "ResourceLink",
+    "Sample",
     "Server",
     "ServerConfig",
     "StartupError",
-    "Context",
-    "ElicitResult",
-    "InputRequest",
-    "Elicit",
-    "ElicitUrl",
-    "Sample",
-    "ListRoots",
-    "CacheHint",
-    "Text",
-    "Image",
-    "Audio",
-    "ResourceLink",
-    "EmbeddedResource",
-    "ToolResult",
-    "Event",
-    "LocalBus",
     "SubscriptionBus",
+    "Text",
+    "ToolResult",
 ]

@@ -13,19 +13,19 @@ import base64
 import mimetypes
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import msgspec
 
 __all__ = [
-    "Text",
-    "Image",
     "Audio",
-    "ResourceLink",
     "EmbeddedResource",
+    "Image",
+    "ResourceLink",
+    "Text",
     "ToolResult",
-    "to_content_blocks",
     "is_content",
+    "to_content_blocks",
 ]
 
 
@@ -33,7 +33,9 @@ def _b64(data: bytes | str) -> str:
     return data if isinstance(data, str) else base64.b64encode(data).decode()
 
 
-def _with_extras(block: dict[str, Any], annotations: dict | None, meta: dict | None) -> dict:
+def _with_extras(
+    block: dict[str, Any], annotations: dict[str, Any] | None, meta: dict[str, Any] | None
+) -> dict[str, Any]:
     if annotations:
         block["annotations"] = annotations
     if meta:
@@ -60,7 +62,7 @@ class _Media:
     kind = "image"
 
     @classmethod
-    def from_file(cls, path: str | Path, mime_type: str | None = None, **kw: Any):
+    def from_file(cls, path: str | Path, mime_type: str | None = None, **kw: Any) -> Self:
         path = Path(path)
         mime = mime_type or mimetypes.guess_type(path.name)[0] or "application/octet-stream"
         return cls(path.read_bytes(), mime, **kw)

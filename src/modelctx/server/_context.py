@@ -12,6 +12,18 @@ roots). Asking works the same in both eras:
 * handshake era: the question goes to the client as a JSON-RPC request on the same
   connection and the handler waits for the answer (with a deadline).
 
+Replays (modern era) are made safe in three ways. The sealed state names the questions
+of its round, and a retry's answers count only for those (``_methods._load_answers``).
+It also keeps a short fingerprint of every progress and log call the handler made so
+far, in order. A replay re-makes those calls before it reaches the point where it
+stopped; each one whose fingerprint matches the one at the same place is not sent
+again. The first call that differs (say, progress of a job that moved on) ends the
+skipping, and it and everything after it are sent. Calls that sent nothing (no
+progress token, a level below the client's) keep their place too, since what is
+compared is the calls, not the messages. ``retry_later`` ends a round with no
+question, carrying the handler's own state to the next attempt; in the handshake era
+the server replays the handler itself.
+
 A handshake-era handler on Streamable HTTP may also end its SSE response early with
 ``close_sse_stream`` and let the client poll for the rest (2025-11-25, SEP-1699).
 """
@@ -19,28 +31,32 @@ A handshake-era handler on Streamable HTTP may also end its SSE response early w
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, Protocol, TypeVar, overload
+
+import msgspec
 
 from ..errors import InvalidParams, MissingRequiredClientCapability
 from ..protocol import _meta
 from ..protocol._versions import Feature, has
+from ._elicit_form import FormSchema
 
 if TYPE_CHECKING:
-    from ._session import HandshakeSession
+    from ..transports._session import HandshakeSession
 
 __all__ = [
-    "Context",
     "Call",
-    "InputRequired",
-    "ElicitResult",
-    "InputRequest",
+    "Context",
     "Elicit",
+    "ElicitResult",
     "ElicitUrl",
-    "Sample",
+    "InputRequest",
+    "InputRequired",
     "ListRoots",
+    "Sample",
 ]
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -58,6 +74,7 @@ class ResponseStream(Protocol):
 class InputRequired(BaseException):
     """Unwinds a modern handler that needs input; the dispatcher answers input_required.
 
+    ``requests`` is empty when the handler asked to be retried (``Context.retry_later``).
     A ``BaseException`` so that a handler's ``except Exception`` cannot swallow it.
     """
 
@@ -65,12 +82,20 @@ class InputRequired(BaseException):
         self.requests = requests
 
 
+T = TypeVar("T")
+
+
 @dataclass(frozen=True)
-class ElicitResult:
-    """The user's answer: ``action`` is "accept", "decline" or "cancel"."""
+class ElicitResult(Generic[T]):
+    """The user's answer: ``action`` is "accept", "decline" or "cancel".
+
+    ``content`` is set on "accept" only, already checked against the requested schema:
+    a dict for a dict schema or a TypedDict, an instance for a dataclass, msgspec
+    Struct or pydantic model.
+    """
 
     action: str
-    content: dict[str, Any] | None = None
+    content: T | None = None
 
     @property
     def accepted(self) -> bool:
@@ -81,22 +106,26 @@ class Call:
     """Everything about one request that is being handled. Internal."""
 
     __slots__ = (
-        "server",
-        "id",
-        "method",
-        "params",
-        "version",
-        "modern",
-        "capabilities",
-        "client_info",
-        "progress_token",
-        "log_rank",
-        "send",
-        "session",
         "answers",
         "asked",
+        "capabilities",
+        "carried",
+        "client_info",
+        "id",
+        "log_rank",
+        "method",
+        "modern",
+        "notices",
+        "notices_sent",
+        "params",
         "principal",
+        "progress_token",
+        "replaying",
+        "send",
+        "server",
+        "session",
         "stream",
+        "version",
     )
 
     def __init__(
@@ -130,7 +159,41 @@ class Call:
         self.progress_token = meta.get(_meta.PROGRESS_TOKEN) if isinstance(meta, dict) else None
         self.log_rank: int | None = None
         self.answers: dict[str, Any] = {}
-        self.asked = 0
+        self.asked = 0  # questions asked with a default key, to number the next
+        self.notices: list[str] = []  # fingerprints of this run's progress and log calls
+        self.notices_sent: tuple[str, ...] = ()  # those of earlier rounds, sealed
+        self.replaying = True  # no call of this run has differed from the sealed ones yet
+        self.carried: Any = None  # the handler's state from its previous attempt
+
+    def replayed_notice(self, *fields: Any) -> bool:
+        """Record one progress or log call; True when an earlier round already made the
+        same call at the same place (and this run has not diverged before it)."""
+        place = len(self.notices)
+        fingerprint = _fingerprint(fields)
+        if place < _MAX_NOTICES:
+            self.notices.append(fingerprint)
+        sent = self.notices_sent
+        if self.replaying and place < len(sent) and sent[place] == fingerprint:
+            return True
+        self.replaying = False
+        return False
+
+    def notices_so_far(self) -> tuple[str, ...]:
+        """The fingerprints to seal: this run's, then any later ones an earlier round made."""
+        return (*self.notices, *self.notices_sent[len(self.notices) :])[:_MAX_NOTICES]
+
+
+# Fingerprints kept in requestState: 8 hex characters each, so 1,000 calls add about
+# 11 KB; calls past that are not recorded, and a replay sends them again.
+_MAX_NOTICES = 1000
+
+
+def _fingerprint(fields: tuple[Any, ...]) -> str:
+    try:
+        data = msgspec.json.encode(fields)
+    except (TypeError, msgspec.EncodeError):
+        data = repr(fields).encode()
+    return hashlib.blake2b(data, digest_size=4).hexdigest()
 
 
 _FORM_ONLY = ("form",)
@@ -185,9 +248,12 @@ class Context:
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
-        """Send ``notifications/progress`` if the request asked for progress."""
+        """Send ``notifications/progress`` if the request asked for progress.
+
+        On a 2026-07-28 retry, progress that an earlier round of the same request
+        already reported is not reported again (see ``ask``)."""
         token = self._call.progress_token
-        if token is None:
+        if self._call.replayed_notice("progress", progress, total, message) or token is None:
             return
         params: dict[str, Any] = {"progressToken": token, "progress": progress}
         if total is not None:
@@ -203,10 +269,14 @@ class Context:
 
         Modern requests opt in with ``_meta`` logLevel; without it nothing is sent
         (server/utilities/logging.mdx). Handshake sessions use ``logging/setLevel``.
+        On a 2026-07-28 retry, a message that an earlier round of the same request
+        already logged is not sent again (see ``ask``).
         """
         rank = _meta.LOG_LEVELS.get(level)
         if rank is None:
             raise ValueError(f"unknown log level {level!r}; use one of {list(_meta.LOG_LEVELS)}")
+        if self._call.replayed_notice("log", level, data, logger):
+            return
         threshold = self._call.log_rank
         if threshold is None or rank < threshold:
             return
@@ -255,6 +325,15 @@ class Context:
         or ``ListRoots``. In the modern era they travel together in one
         ``input_required`` result; in the handshake era they are sent as concurrent
         server-to-client requests. The keys are visible to the client.
+
+        On 2026-07-28 the handler runs again from the start for every round of
+        questions: a handler that asks twice runs three times. What it did before the
+        question runs again, so ask before side effects or make them idempotent.
+        Progress and log notifications that an earlier round sent are not sent again;
+        answers from earlier rounds are kept and cannot be replaced by the client.
+
+        Raises ``InvalidParams`` (-32602 to the client) when an answer is malformed or
+        an accepted form does not match its schema.
         """
         call = self._call
         for request in requests.values():
@@ -263,18 +342,21 @@ class Context:
             missing = {k: r for k, r in requests.items() if k not in call.answers}
             if missing:
                 raise InputRequired({k: r.to_wire(call) for k, r in missing.items()})
-            return {k: r.parse(call.answers[k]) for k, r in requests.items()}
+            return {k: _parse(k, r, call.answers[k], "inputResponses") for k, r in requests.items()}
         if call.session is None:
             raise RuntimeError("no connection to ask the client on")
         timeout = call.server.config.client_request_timeout
-        keys = list(requests)
+        session = call.session
+        # Answers are kept for the run's replays (retry_later): the user is asked once.
+        keys = [k for k in requests if k not in call.answers]
         answers = await asyncio.gather(
             *(
-                call.session.request(r.method, r.to_wire(call)["params"], call.send, timeout)
-                for r in requests.values()
+                session.request(requests[k].method, requests[k].to_wire(call)["params"], call.send, timeout)
+                for k in keys
             )
         )
-        return {k: requests[k].parse(a) for k, a in zip(keys, answers)}
+        call.answers.update(zip(keys, answers))
+        return {k: _parse(k, r, call.answers[k], "answer") for k, r in requests.items()}
 
     async def _ask_one(self, request: InputRequest, key: str | None) -> Any:
         call = self._call
@@ -283,24 +365,42 @@ class Context:
             call.asked += 1
         return (await self.ask({key: request}))[key]
 
-    async def elicit(self, message: str, schema: Any, *, key: str | None = None) -> ElicitResult:
+    @overload
+    async def elicit(
+        self, message: str, schema: dict[str, Any], *, key: str | None = None
+    ) -> ElicitResult[dict[str, Any]]: ...
+
+    @overload
+    async def elicit(self, message: str, schema: type[T], *, key: str | None = None) -> ElicitResult[T]: ...
+
+    async def elicit(self, message: str, schema: Any, *, key: str | None = None) -> ElicitResult[Any]:
         """Ask the user for structured input (form mode).
 
         ``schema`` is a JSON Schema object of flat primitive properties, or a type
-        (dataclass, TypedDict, msgspec Struct) whose schema is derived. ``key`` names
-        the question on the wire (default: one made from the order of questions).
+        (dataclass, TypedDict, msgspec Struct, pydantic model) whose schema is derived;
+        an accepted answer is validated against it, and comes back as that type (a
+        dict for a TypedDict). A schema that is not flat primitives raises
+        ``TypeError`` (or ``ValueError`` for a dict) naming the field, before anything
+        is sent. ``key`` names the question on the wire (default: one made from the
+        order of questions).
+
+        On 2026-07-28 each question is a round trip and the handler runs again from
+        the start with the answers so far: two ``elicit`` calls, three runs (see
+        ``ask``). Earlier rounds' progress and logs are not re-sent.
         """
-        return await self._ask_one(Elicit(message, schema), key)
+        answer: ElicitResult[Any] = await self._ask_one(Elicit(message, schema), key)
+        return answer
 
     async def elicit_url(
         self, message: str, url: str, *, key: str | None = None, elicitation_id: str | None = None
-    ) -> ElicitResult:
+    ) -> ElicitResult[None]:
         """Send the user to ``url`` for an interaction the client must not see (URL mode).
 
         After ``accept`` the handler decides from its own state whether the out-of-band
         step is done. ``elicitation_id`` is used only by the 2025-11-25 revision.
         """
-        return await self._ask_one(ElicitUrl(message, url, elicitation_id), key)
+        answer: ElicitResult[None] = await self._ask_one(ElicitUrl(message, url, elicitation_id), key)
+        return answer
 
     async def sample(
         self,
@@ -316,11 +416,41 @@ class Context:
         options (``systemPrompt``, ``temperature``, ``modelPreferences``, ``tools`` …)
         are passed as they are. Returns the CreateMessageResult object.
         """
-        return await self._ask_one(Sample(messages, max_tokens, **options), key)
+        answer: dict[str, Any] = await self._ask_one(Sample(messages, max_tokens, **options), key)
+        return answer
 
     async def list_roots(self, *, key: str | None = None) -> list[dict[str, Any]]:
         """Ask the client for its roots (deprecated feature: roots)."""
-        return await self._ask_one(ListRoots(), key)
+        roots: list[dict[str, Any]] = await self._ask_one(ListRoots(), key)
+        return roots
+
+    # -- retrying ------------------------------------------------------------------------
+    def retry_later(self, state: Any = None) -> NoReturn:
+        """End this attempt and have the client send the request again; never returns.
+
+        On 2026-07-28 the request ends with an ``input_required`` result that has a
+        ``requestState`` and no ``inputRequests``; the client retries the same request
+        (mrtr.mdx: it MAY do so at once) and the handler runs again from the start with
+        ``state`` in ``ctx.retry_state``. Use it for work that is not done yet: start a
+        job, carry its id, check it on the next attempt. ``state`` must be JSON-able;
+        it is signed, not encrypted, so it must not hold secrets. Answers, progress and
+        logs of earlier attempts are kept as for ``ask``.
+
+        In the handshake era there is no such result: the server itself runs the
+        handler again after a short pause, a limited number of times.
+        """
+        try:
+            msgspec.json.encode(state)
+        except (TypeError, msgspec.EncodeError) as exc:
+            raise TypeError(f"retry_later(state=...) must be JSON-able: {exc}") from None
+        self._call.carried = state
+        raise InputRequired({})
+
+    @property
+    def retry_state(self) -> Any:
+        """The ``state`` the previous attempt passed to ``retry_later`` (``None`` on the
+        first attempt, or when it passed none)."""
+        return self._call.carried
 
     # -- telling subscribers -------------------------------------------------------
     def resource_updated(self, uri: str) -> None:
@@ -345,6 +475,14 @@ class InputRequest:
         return answer
 
 
+def _parse(key: str, request: InputRequest, answer: Any, where: str) -> Any:
+    """``request.parse(answer)``, its errors naming the question's key."""
+    try:
+        return request.parse(answer)
+    except InvalidParams as exc:
+        raise InvalidParams(f"Invalid {where} for {key!r} ({request.method}): {exc.message}") from None
+
+
 def _require_elicitation(call: Call, mode: str) -> None:
     elicitation = call.capabilities.get("elicitation")
     if isinstance(elicitation, dict):
@@ -359,16 +497,18 @@ def _require_elicitation(call: Call, mode: str) -> None:
     )
 
 
-def _elicit_result(answer: Any) -> ElicitResult:
+def _elicit_result(answer: Any, form: FormSchema | None = None) -> ElicitResult[Any]:
     if not isinstance(answer, dict) or answer.get("action") not in ("accept", "decline", "cancel"):
         raise InvalidParams(
-            'Invalid inputResponses: an elicitation answer must be an ElicitResult with action '
-            '"accept", "decline" or "cancel"'
+            'an elicitation answer must be an ElicitResult with action "accept", "decline" or "cancel"'
         )
-    content = answer.get("content")
+    action, content = answer["action"], answer.get("content")
     if content is not None and not isinstance(content, dict):
-        raise InvalidParams("Invalid inputResponses: ElicitResult.content must be an object")
-    return ElicitResult(answer["action"], content)
+        raise InvalidParams("ElicitResult.content must be an object")
+    if form is None or action != "accept":
+        return ElicitResult(action, content)
+    # An accepted form without content is checked as empty: it fails if fields are required.
+    return ElicitResult(action, form.parse(content or {}))
 
 
 class Elicit(InputRequest):
@@ -377,12 +517,9 @@ class Elicit(InputRequest):
     method = "elicitation/create"
 
     def __init__(self, message: str, schema: Any) -> None:
-        if not isinstance(schema, dict):
-            from ._signature import type_schema
-
-            schema = type_schema(schema)
         self.message = message
-        self.schema = {k: v for k, v in schema.items() if k not in ("title", "$defs")}
+        self.form = FormSchema(schema)  # refuses a schema that is not flat primitives
+        self.schema = self.form.wire
 
     def check(self, call: Call) -> None:
         _require_elicitation(call, "form")
@@ -393,8 +530,8 @@ class Elicit(InputRequest):
             params = {"mode": "form", **params}  # 2025-06-18 has no mode field
         return {"method": self.method, "params": params}
 
-    def parse(self, answer: Any) -> ElicitResult:
-        return _elicit_result(answer)
+    def parse(self, answer: Any) -> ElicitResult[Any]:
+        return _elicit_result(answer, self.form)
 
 
 class ElicitUrl(InputRequest):
@@ -416,7 +553,7 @@ class ElicitUrl(InputRequest):
             params["elicitationId"] = self.elicitation_id or uuid.uuid4().hex
         return {"method": self.method, "params": params}
 
-    def parse(self, answer: Any) -> ElicitResult:
+    def parse(self, answer: Any) -> ElicitResult[Any]:
         return _elicit_result(answer)
 
 
@@ -448,10 +585,7 @@ class Sample(InputRequest):
 
     def parse(self, answer: Any) -> dict[str, Any]:
         if not isinstance(answer, dict) or "content" not in answer or "role" not in answer:
-            raise InvalidParams(
-                "Invalid inputResponses: a sampling answer must be a CreateMessageResult "
-                "(role, content, model)"
-            )
+            raise InvalidParams("a sampling answer must be a CreateMessageResult (role, content, model)")
         return answer
 
 
@@ -473,5 +607,5 @@ class ListRoots(InputRequest):
     def parse(self, answer: Any) -> list[dict[str, Any]]:
         roots = answer.get("roots") if isinstance(answer, dict) else None
         if not isinstance(roots, list):
-            raise InvalidParams("Invalid inputResponses: a roots answer must have a roots list")
+            raise InvalidParams("a roots answer must have a roots list")
         return roots

@@ -7,6 +7,7 @@ and cache hints.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import inspect
 import logging
@@ -14,10 +15,16 @@ from typing import Any
 
 import msgspec
 
-from ..errors import InvalidParams, ProtocolError, ResourceNotFound, ToolError
+from ..errors import InternalError, InvalidParams, ProtocolError, ResourceNotFound, ToolError
 from ..protocol import _meta
 from ._bus import Event
-from ._content import EmbeddedResource, ToolResult, is_content, to_content_blocks, to_jsonable
+from ._content import (
+    EmbeddedResource,
+    ToolResult,
+    is_content,
+    to_content_blocks,
+    to_jsonable,
+)
 from ._context import Call, Context, InputRequired
 from ._registry import call_handler
 
@@ -99,21 +106,31 @@ async def discover(call: Call) -> dict[str, Any]:
 
 # -- multi round-trip plumbing --------------------------------------------------------
 def _load_answers(call: Call) -> None:
+    """Restore a retry's round: earlier answers, new answers, notices sent, carried state.
+
+    A retry's ``inputResponses`` count only for the questions its sealed state names
+    (the round the server asked); anything else is ignored (mrtr.mdx: servers SHOULD
+    ignore unexpected entries): answers sent without a ``requestState``, answers to
+    keys never asked, and answers that would replace one an earlier round sealed.
+    """
     params = call.params
     if not call.modern:
         return
-    answers: dict[str, Any] = {}
-    if "requestState" in params:
-        answers = call.server._sealer.open(
-            params["requestState"], call.method, params, _principal_id(call.principal)
-        )
-    if "inputResponses" in params:
-        responses = params["inputResponses"]
-        if not isinstance(responses, dict):
-            raise InvalidParams("Invalid params: inputResponses must be an object")
-        # Answers to questions the handler does not ask are ignored (mrtr.mdx).
-        answers.update(responses)
+    responses = params.get("inputResponses")
+    if responses is not None and not isinstance(responses, dict):
+        raise InvalidParams("Invalid params: inputResponses must be an object")
+    if "requestState" not in params:
+        return
+    sealed = call.server._sealer.open_round(
+        params["requestState"], call.method, params, _principal_id(call.principal)
+    )
+    answers = dict(sealed.answers)
+    for key in sealed.asked:
+        if responses is not None and key in responses and key not in answers:
+            answers[key] = responses[key]
     call.answers = answers
+    call.notices_sent = sealed.notices
+    call.carried = sealed.carried
 
 
 def _principal_id(principal: Any) -> str | None:
@@ -124,13 +141,42 @@ def _principal_id(principal: Any) -> str | None:
 
 def _input_required(call: Call, asked: InputRequired) -> dict[str, Any]:
     state = call.server._sealer.seal(
-        call.method, call.params, call.answers, _principal_id(call.principal)
+        call.method,
+        call.params,
+        call.answers,
+        _principal_id(call.principal),
+        asked=tuple(asked.requests),
+        notices=call.notices_so_far(),
+        carried=call.carried,
     )
-    return {
-        "resultType": "input_required",
-        "inputRequests": asked.requests,
-        "requestState": state,
-    }
+    result: dict[str, Any] = {"resultType": "input_required", "requestState": state}
+    if asked.requests:  # none: "retry later", requestState alone (mrtr.mdx)
+        result["inputRequests"] = asked.requests
+    return result
+
+
+# The handshake era has no input_required result: when a handler asks to be retried
+# (Context.retry_later) the server replays it, with the pauses our Client uses, at most
+# this many times; then the request fails.
+_HANDSHAKE_RETRIES = 10
+
+
+async def _run_handler(call: Call, fn: Any, is_async: bool, kwargs: dict[str, Any]) -> Any:
+    """Run a handler; raises ``InputRequired`` in the modern era when it needs input."""
+    if call.modern:
+        return await call_handler(fn, is_async, kwargs)
+    delay = 0.05
+    for _ in range(_HANDSHAKE_RETRIES):
+        try:
+            return await call_handler(fn, is_async, kwargs)
+        except InputRequired:  # retry_later: ask() never raises it in this era
+            call.notices_sent, call.notices, call.replaying = call.notices_so_far(), [], True
+            call.asked = 0
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 1.0)
+    raise RuntimeError(
+        f"the {call.method} handler asked to be retried {_HANDSHAKE_RETRIES} times; giving up"
+    )
 
 
 def _kwargs(signature: Any, arguments: Any, call: Call) -> dict[str, Any]:
@@ -157,7 +203,7 @@ async def tools_call(call: Call) -> dict[str, Any]:
         return {"content": [{"type": "text", "text": exc.message}], "isError": True}
     _load_answers(call)
     try:
-        value = await call_handler(tool.fn, tool.is_async, kwargs)
+        value = await _run_handler(call, tool.fn, tool.is_async, kwargs)
     except InputRequired as asked:
         return _input_required(call, asked)
     except ToolError as exc:
@@ -172,7 +218,14 @@ async def tools_call(call: Call) -> dict[str, Any]:
         }
     if type(value) is str:  # the common case, first
         return {"content": [{"type": "text", "text": value}]}
-    return _tool_result(tool, value)
+    try:
+        return _tool_result(tool, value)
+    except Exception:
+        # A value that has no content form is the tool's bug, not the client's: the
+        # model reads which tool failed; the server log says what it returned.
+        log.exception("tool %r returned a %s, which cannot be sent", name, type(value).__name__)
+        text = f"Error executing tool {name}: it returned a {type(value).__name__}, which cannot be sent"
+        return {"content": [{"type": "text", "text": text}], "isError": True}
 
 
 def _tool_result(tool: Any, value: Any) -> dict[str, Any]:
@@ -216,15 +269,29 @@ async def resources_read(call: Call) -> dict[str, Any]:
     if not kwargs and target.signature.context_param is not None:
         kwargs[target.signature.context_param] = Context(call)
     try:
-        value = await call_handler(target.fn, target.is_async, kwargs)
+        value = await _run_handler(call, target.fn, target.is_async, kwargs)
     except InputRequired as asked:
         return _input_required(call, asked)
+    except ToolError as exc:
+        raise _handler_failed(exc) from None
     contents = _resource_contents(uri, value, target.mime_type)
     result: dict[str, Any] = {"contents": contents}
     if call.modern and target.cache is not None:
         result["ttlMs"] = target.cache.ttl_ms
         result["cacheScope"] = target.cache.scope
     return result
+
+
+def _handler_failed(exc: ToolError) -> InternalError:
+    """A ``ToolError`` raised by a resource or prompt handler, as the client reads it.
+
+    resources/read and prompts/get have no ``isError`` result, so it is a JSON-RPC
+    error. Its code is -32603: the handler failed while the request itself was fine
+    (resources.mdx: -32602 is for a resource that does not exist, which
+    ``ResourceNotFound`` says; -32603 for errors inside the server). Unlike other
+    exceptions its text is kept: the author raised it for the client to read.
+    """
+    return InternalError(str(exc) or "the handler failed")
 
 
 def _resource_contents(uri: str, value: Any, mime: str | None) -> list[dict[str, Any]]:
@@ -286,9 +353,11 @@ async def prompts_get(call: Call) -> dict[str, Any]:
     kwargs = _kwargs(prompt.signature, arguments, call)
     _load_answers(call)
     try:
-        value = await call_handler(prompt.fn, prompt.is_async, kwargs)
+        value = await _run_handler(call, prompt.fn, prompt.is_async, kwargs)
     except InputRequired as asked:
         return _input_required(call, asked)
+    except ToolError as exc:
+        raise _handler_failed(exc) from None
     result: dict[str, Any] = {}
     description = prompt.definition.get("description")
     if description:

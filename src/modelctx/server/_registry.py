@@ -9,14 +9,30 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import re
+import types
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args, get_origin
 
-from ._signature import Signature, is_content_annotation, type_schema
+from ..errors import RegistrationError
+from ._signature import Signature, is_content_annotation, strip_annotated, type_schema
 from ._uri_template import UriTemplate
 
-__all__ = ["ToolDef", "ResourceDef", "TemplateDef", "PromptDef", "Registry", "CacheHint"]
+__all__ = [
+    "CacheHint",
+    "PromptDef",
+    "Registry",
+    "ResourceDef",
+    "TemplateDef",
+    "ToolDef",
+    "check_prompt_arguments",
+    "handler_name",
+]
+
+# server/tools.mdx, Tool Names: 1 to 128 characters, ASCII letters, digits, "_", "-", ".".
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 
 
 @dataclass(frozen=True)
@@ -34,12 +50,67 @@ class CacheHint:
 
 
 def _is_async(fn: Callable[..., Any]) -> bool:
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-        getattr(fn, "__call__", None)
-    )
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
 
 
-def _common(definition: dict[str, Any], title, icons, meta) -> dict[str, Any]:
+def handler_name(fn: Callable[..., Any], name: str | None, kind: str) -> str:
+    """The name a handler is registered under: ``name``, else the function's own.
+
+    Raises ``RegistrationError`` for a lambda or a callable object without ``name=``.
+    """
+    if name is not None:
+        if not isinstance(name, str) or not name:
+            raise RegistrationError(f"a {kind} name must be a non-empty string, not {name!r}")
+        return name
+    own = getattr(fn, "__name__", None)
+    if not isinstance(own, str) or own == "<lambda>":
+        raise RegistrationError(
+            f"{fn!r} has no name to register this {kind} under (a lambda or a callable "
+            f"object); pass name=... to the {kind} registration"
+        )
+    return own
+
+
+def check_tool_name(name: str) -> None:
+    """Refuse a tool name outside the spec's character set and length (server/tools.mdx)."""
+    if not _TOOL_NAME.fullmatch(name):
+        bad = sorted({c for c in name if not _TOOL_NAME.fullmatch(c)})
+        why = f"{len(name)} characters" if not bad else f"it contains {''.join(bad)!r}"
+        raise RegistrationError(
+            f"tool name {name!r} is not valid ({why}): tool names are 1 to 128 characters of "
+            "A-Z, a-z, 0-9, '_', '-' and '.' (server/tools.mdx, Tool Names); pass name=..."
+        )
+
+
+def check_prompt_arguments(name: str, signature: Signature) -> None:
+    """Prompt arguments arrive as strings (server/prompts.mdx): refuse any other type."""
+    for param, tp in signature.hints.items():
+        if not _is_string_type(tp):
+            raise RegistrationError(
+                f"prompt {name!r}: argument {param!r} is typed {tp!r}, but prompt arguments "
+                "are strings; type it str (or str | None, or a Literal of strings)"
+            )
+
+
+def _is_string_type(tp: Any) -> bool:
+    """``str``, ``Any`` (unannotated), a ``Literal`` of strings, or an optional of those."""
+    tp = strip_annotated(tp)
+    if tp is str or tp is Any or tp is type(None):
+        return True
+    origin = get_origin(tp)
+    if origin is Literal:
+        return all(isinstance(v, str) for v in get_args(tp))
+    if origin in (typing.Union, types.UnionType):
+        return all(_is_string_type(a) for a in get_args(tp))
+    return False
+
+
+def _common(
+    definition: dict[str, Any],
+    title: str | None,
+    icons: list[dict[str, Any]] | None,
+    meta: dict[str, Any] | None,
+) -> dict[str, Any]:
     if title:
         definition["title"] = title
     if icons:
@@ -77,7 +148,8 @@ class ToolDef:
         output_schema: dict[str, Any] | None = None,
         cache: CacheHint | None = None,
     ) -> ToolDef:
-        name = name or fn.__name__
+        name = handler_name(fn, name, "tool")
+        check_tool_name(name)
         signature = Signature(fn, name, context_type)
         definition: dict[str, Any] = {"name": name}
         _common(definition, title, None, None)
@@ -85,7 +157,7 @@ class ToolDef:
         if desc:
             definition["description"] = desc
         if input_schema is not None:
-            signature.raw = True
+            signature.use_schema(input_schema)
         definition["inputSchema"] = input_schema or signature.input_schema
         structured, wrap = False, False
         if output_schema is not None:
@@ -213,6 +285,25 @@ class Registry:
         # Wire lists are cached until the next change.
         self._lists: dict[str, list[dict[str, Any]]] = {}
 
+    def put(self, kind: str, key: str, definition: Any, *, replace: bool) -> None:
+        """Register ``definition`` under ``key`` in ``kind`` ("tools", "resources",
+        "templates", "prompts") and announce the change.
+
+        Raises ``RegistrationError`` if ``key`` is taken, unless ``replace`` is true.
+        """
+        items: dict[str, Any] = getattr(self, kind)
+        if key in items and not replace:
+            label = {"tools": "a tool named", "prompts": "a prompt named"}.get(
+                kind, "a resource" if kind == "resources" else "a resource template"
+            )
+            remover = {"tools": "remove_tool", "prompts": "remove_prompt"}.get(kind, "remove_resource")
+            raise RegistrationError(
+                f"{label} {key!r} is already registered; pass replace=True to replace it on "
+                f"purpose, or call {remover}({key!r}) first"
+            )
+        items[key] = definition
+        self.changed("resources" if kind == "templates" else kind)
+
     def changed(self, kind: str) -> None:
         self._lists.pop(kind, None)
         if kind == "resources":
@@ -223,18 +314,12 @@ class Registry:
     def wire_list(self, kind: str) -> list[dict[str, Any]]:
         cached = self._lists.get(kind)
         if cached is None:
-            source = {
-                "tools": self.tools,
-                "resources": self.resources,
-                "templates": self.templates,
-                "prompts": self.prompts,
-            }[kind]
+            source: dict[str, Any] = getattr(self, kind)  # "tools", "resources", ...
             cached = self._lists[kind] = [d.definition for d in source.values()]
         return cached
 
     def cache_hints(self, kind: str) -> list[CacheHint]:
-        source = {"tools": self.tools, "resources": self.resources, "templates": self.templates}
-        items = source.get(kind, {})
+        items: dict[str, Any] = getattr(self, kind) if kind in ("tools", "resources", "templates") else {}
         return [d.cache for d in items.values() if getattr(d, "cache", None) is not None]
 
 

@@ -31,6 +31,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import RegistrationError
 from ..protocol._jsonrpc import Notification, Request
 from ..protocol._request_state import StateSealer
 from ..transports._seam import Peer, ResponseStream, Send
@@ -47,6 +48,8 @@ from ._registry import (
     ResourceDef,
     TemplateDef,
     ToolDef,
+    check_prompt_arguments,
+    handler_name,
     prompt_definition,
     resource_definition,
 )
@@ -158,22 +161,27 @@ class Server:
         self.dispatcher = Dispatcher(self)
 
     # -- registration --------------------------------------------------------------
+    # Every problem with a handler is found here, at registration, as a RegistrationError
+    # naming the tool, resource or prompt; a name or URI is registered once unless
+    # replace=True says that replacing it is meant.
     def tool(self, fn: Callable[..., Any] | None = None, **options: Any) -> Any:
         """Register a function as a tool. Use as ``@server.tool`` or ``@server.tool(...)``.
 
         Options: ``name``, ``title``, ``description``, ``annotations`` (ToolAnnotations
         as a dict), ``icons``, ``meta``, ``structured_output`` (force on or off),
-        ``input_schema``/``output_schema`` (override the derived ones), ``cache``.
+        ``input_schema``/``output_schema`` (override the derived ones; an ``input_schema``
+        is enforced on every call), ``cache``, ``replace`` (replace a tool of the same
+        name instead of raising). Raises ``RegistrationError``.
         """
         if fn is None:
             return lambda f: self.tool(f, **options)
         self.add_tool(fn, **options)
         return fn
 
-    def add_tool(self, fn: Callable[..., Any], **options: Any) -> None:
+    def add_tool(self, fn: Callable[..., Any], *, replace: bool = False, **options: Any) -> None:
+        """Register ``fn`` as a tool (the options of ``tool``). Raises ``RegistrationError``."""
         definition = ToolDef.build(fn, Context, **options)
-        self._registry.tools[definition.name] = definition
-        self._registry.changed("tools")
+        self._registry.put("tools", definition.name, definition, replace=replace)
 
     def remove_tool(self, name: str) -> None:
         if self._registry.tools.pop(name, None) is None:
@@ -193,43 +201,59 @@ class Server:
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
         cache: CacheHint | None = None,
+        replace: bool = False,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """Register a resource (a fixed URI) or a resource template (a URI with ``{var}``).
+        """Register a resource (a fixed URI) or a resource template (an RFC 6570 URI
+        template such as ``notes://{id}`` or ``search://{?q,limit}``).
 
         The function returns ``str`` (text), ``bytes`` (blob), ``EmbeddedResource`` or a
-        list of them; a template's variables arrive as keyword arguments.
+        list of them; a template's variables arrive as keyword arguments. Raises
+        ``RegistrationError`` (a malformed template, a parameter that is not a
+        variable, a URI already registered without ``replace=True``).
         """
+        is_template = "{" in uri or "}" in uri
+        # Parse the template before the decorator runs: a malformed one fails at once.
+        template = UriTemplate(uri) if is_template else None
 
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-            signature = Signature(fn, name or fn.__name__, Context)
-            common = dict(
-                name=name or fn.__name__,
-                title=title,
-                description=description or signature.description,
-                mime_type=mime_type,
-                annotations=annotations,
-                icons=icons,
-                meta=meta,
-            )
+            kind = "resource template" if is_template else "resource"
+            # The URI identifies a resource, so a lambda is fine here: its URI names it.
+            own = getattr(fn, "__name__", None)
+            resource_name = handler_name(fn, name or (uri if own in (None, "<lambda>") else None), kind)
+            signature = Signature(fn, resource_name, Context, kind)
+            common: dict[str, Any] = {
+                "name": resource_name,
+                "title": title,
+                "description": description or signature.description,
+                "mime_type": mime_type,
+                "annotations": annotations,
+                "icons": icons,
+                "meta": meta,
+            }
             is_async = asyncio.iscoroutinefunction(fn)
-            if "{" in uri:
-                template = UriTemplate(uri)
+            if template is not None:
                 missing = set(signature.param_names) - set(template.variables)
                 if missing:
-                    raise TypeError(
-                        f"resource template {uri!r}: parameters {sorted(missing)} are not "
-                        "variables of the template"
+                    raise RegistrationError(
+                        f"resource template {uri!r}: parameters {sorted(missing)} of "
+                        f"{resource_name!r} are not variables of the template "
+                        f"(it has {template.variables})"
                     )
                 definition = resource_definition(uri_template=uri, **common)
-                self._registry.templates[uri] = TemplateDef(
-                    template, fn, signature, definition, mime_type, is_async, cache=cache
+                self._registry.put(
+                    "templates",
+                    uri,
+                    TemplateDef(template, fn, signature, definition, mime_type, is_async, cache=cache),
+                    replace=replace,
                 )
             else:
                 definition = resource_definition(uri=uri, size=size, **common)
-                self._registry.resources[uri] = ResourceDef(
-                    uri, fn, signature, definition, mime_type, is_async, cache
+                self._registry.put(
+                    "resources",
+                    uri,
+                    ResourceDef(uri, fn, signature, definition, mime_type, is_async, cache),
+                    replace=replace,
                 )
-            self._registry.changed("resources")
             return fn
 
         return register
@@ -242,11 +266,16 @@ class Server:
 
     def prompt(self, fn: Callable[..., Any] | None = None, **options: Any) -> Any:
         """Register a prompt. Arguments are strings; the function returns a str, a message
-        dict ``{"role", "content"}``, ``(role, content)`` tuples or a list of those."""
+        dict ``{"role", "content"}``, ``(role, content)`` tuples or a list of those.
+
+        Options: ``name``, ``title``, ``description``, ``icons``, ``meta``, ``replace``.
+        Raises ``RegistrationError``.
+        """
         if fn is None:
             return lambda f: self.prompt(f, **options)
-        name = options.get("name") or fn.__name__
-        signature = Signature(fn, name, Context)
+        name = handler_name(fn, options.get("name"), "prompt")
+        signature = Signature(fn, name, Context, "prompt")
+        check_prompt_arguments(name, signature)
         definition = prompt_definition(
             name,
             signature,
@@ -255,10 +284,8 @@ class Server:
             icons=options.get("icons"),
             meta=options.get("meta"),
         )
-        self._registry.prompts[name] = PromptDef(
-            name, fn, signature, definition, asyncio.iscoroutinefunction(fn)
-        )
-        self._registry.changed("prompts")
+        prompt = PromptDef(name, fn, signature, definition, asyncio.iscoroutinefunction(fn))
+        self._registry.put("prompts", name, prompt, replace=bool(options.get("replace")))
         return fn
 
     def remove_prompt(self, name: str) -> None:
@@ -269,12 +296,27 @@ class Server:
     def completion(self, ref: str, argument: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Register completions for one argument of a prompt (by name) or a resource
         template (by its URI template). The function takes ``value`` and ``context``
-        (the other arguments so far) and returns candidate strings."""
+        (the other arguments so far) and returns candidate strings.
+
+        Raises ``KeyError`` for an unknown ``ref`` and ``RegistrationError`` for an
+        argument that ``ref`` does not have.
+        """
 
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-            target = self._registry.prompts.get(ref) or self._registry.templates.get(ref)
+            target: PromptDef | TemplateDef | None = self._registry.prompts.get(
+                ref
+            ) or self._registry.templates.get(ref)
             if target is None:
                 raise KeyError(f"no prompt or resource template {ref!r}; register it first")
+            known = (
+                target.template.variables
+                if isinstance(target, TemplateDef)
+                else target.signature.param_names
+            )
+            if argument not in known:
+                raise RegistrationError(
+                    f"completion for {ref!r}: it has no argument {argument!r} (it has {known})"
+                )
             target.complete[argument] = fn
             self._completions = True
             return fn

@@ -2,10 +2,13 @@
 
 The parameters of a tool become the fields of a ``msgspec`` struct made for it: one
 ``msgspec.convert`` call then checks and converts the arguments (dataclasses,
-TypedDicts, enums, ``Literal``, ``Annotated[..., msgspec.Meta(...)]`` and the
-``annotated_types`` constraints all work), and ``msgspec.json.schema`` of the same
-struct is the ``inputSchema``. Parameters typed as pydantic models switch that tool
-to a pydantic model instead (pydantic is imported only then).
+TypedDicts, enums, ``Literal``, ``Annotated[..., msgspec.Meta(...)]``; the
+annotated_types and pydantic ``Field`` constraints are rewritten as ``msgspec.Meta``
+by ``_constraints.py``), and ``msgspec.json.schema`` of the same struct is the
+``inputSchema``. Parameters typed as pydantic models switch that tool to a pydantic
+model instead (pydantic is imported only then). An ``inputSchema`` the author writes
+is compiled once into a jsonschema validator (2020-12 unless its ``$schema`` says
+otherwise) that checks every call.
 
 Parameters annotated with the handler context type are injected, not exposed.
 Descriptions come from the docstring: its first paragraph describes the tool, and an
@@ -14,6 +17,7 @@ Descriptions come from the docstring: its first paragraph describes the tool, an
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import re
 import types
@@ -23,9 +27,10 @@ from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
 import msgspec
 
-from ..errors import InvalidParams
+from ..errors import InvalidParams, RegistrationError
+from ._constraints import refuse_hidden_constraints, to_msgspec
 
-__all__ = ["Signature", "parse_docstring", "type_schema"]
+__all__ = ["Signature", "parse_docstring", "strip_annotated", "type_schema"]
 
 _MISSING = inspect.Parameter.empty
 
@@ -79,34 +84,6 @@ def _is_underline_next(lines: list[str], line: str) -> bool:
     return index + 1 < len(lines) and set(lines[index + 1].strip()) == {"-"}
 
 
-def _annotated_types_to_meta(tp: Any) -> Any:
-    """Turn ``annotated_types`` / pydantic ``Field`` constraints into ``msgspec.Meta``."""
-    if get_origin(tp) is not Annotated:
-        return tp
-    base, *extras = get_args(tp)
-    kept: list[Any] = []
-    meta: dict[str, Any] = {}
-    for extra in extras:
-        name = type(extra).__name__
-        if isinstance(extra, msgspec.Meta):
-            kept.append(extra)
-        elif name in ("Gt", "Ge", "Lt", "Le", "MultipleOf"):
-            key = {"Gt": "gt", "Ge": "ge", "Lt": "lt", "Le": "le", "MultipleOf": "multiple_of"}[name]
-            meta[key] = next(iter(vars(extra).values()))
-        elif name == "MinLen":
-            meta["min_length"] = extra.min_length
-        elif name == "MaxLen":
-            meta["max_length"] = extra.max_length
-        elif name == "FieldInfo":  # pydantic.Field(description=...)
-            if getattr(extra, "description", None):
-                meta["description"] = extra.description
-        elif isinstance(extra, str):
-            meta["description"] = extra  # Annotated[str, "what it is"]
-    if meta:
-        kept.append(msgspec.Meta(**meta))
-    return Annotated[(base, *kept)] if kept else base
-
-
 def _is_pydantic_model(tp: Any) -> bool:
     return isinstance(tp, type) and hasattr(tp, "model_json_schema") and hasattr(tp, "model_validate")
 
@@ -114,7 +91,8 @@ def _is_pydantic_model(tp: Any) -> bool:
 def type_schema(tp: Any) -> dict[str, Any]:
     """The JSON Schema of one type, ``$defs`` inlined at the top when needed."""
     if _is_pydantic_model(tp):
-        return tp.model_json_schema()
+        schema: dict[str, Any] = tp.model_json_schema()
+        return schema
     schema = msgspec.json.schema(tp, ref_template="#/$defs/{name}")
     return _hoist_root(schema)
 
@@ -144,20 +122,31 @@ def _mentions(obj: Any, ref: str) -> bool:
 
 
 class Signature:
-    """What a handler function takes: its schema, a validator and the injected params."""
+    """What a handler function takes: its schema, a validator and the injected params.
 
-    def __init__(self, fn: Callable[..., Any], name: str, context_type: type) -> None:
+    ``kind`` and ``name`` ("tool", "forecast") name the handler in the
+    ``RegistrationError`` raised for a signature that cannot be served.
+    """
+
+    def __init__(
+        self, fn: Callable[..., Any], name: str, context_type: type, kind: str = "tool"
+    ) -> None:
         self.fn = fn
+        self.where = f"{kind} {name!r}"
         self.description, param_docs = parse_docstring(inspect.getdoc(fn))
+        # A callable object's hints are those of its __call__.
+        hinted: Any = fn if inspect.isroutine(fn) or isinstance(fn, type) else type(fn).__call__
         try:
-            hints = get_type_hints(fn, include_extras=True)
+            hints = get_type_hints(hinted, include_extras=True)
         except Exception as exc:  # an annotation that cannot be resolved
-            raise TypeError(f"cannot read the type hints of {name!r}: {exc}") from exc
+            raise RegistrationError(f"{self.where}: cannot read its type hints: {exc}") from exc
         self.return_type = hints.get("return", _MISSING)
         self.context_param: str | None = None
         fields: list[tuple[str, Any, Any]] = []
         self.param_names: list[str] = []
         self.var_kw = False
+        self.hints: dict[str, Any] = {}  # each exposed parameter's type, as written
+        self._predicates: dict[str, list[Callable[[Any], bool]]] = {}
         pydantic_fields: dict[str, Any] = {}
         for param in inspect.signature(fn).parameters.values():
             tp = hints.get(param.name, Any)
@@ -168,11 +157,13 @@ class Signature:
                 self.var_kw = True
                 continue
             if param.kind is param.VAR_POSITIONAL:
-                raise TypeError(f"{name!r}: *{param.name} cannot be a tool argument")
-            tp = _annotated_types_to_meta(tp)
+                raise RegistrationError(
+                    f"{self.where}: *{param.name} cannot receive arguments (they arrive by "
+                    "name); use named parameters or **kwargs"
+                )
+            self.hints[param.name] = tp
             doc = param_docs.get(param.name)
-            if doc and not _has_description(tp):
-                tp = Annotated[tp, msgspec.Meta(description=doc)]
+            tp = self._field_type(param.name, tp, doc)
             default = msgspec.NODEFAULT if param.default is _MISSING else param.default
             fields.append((param.name, tp, default))
             pydantic_fields[param.name] = (
@@ -182,7 +173,7 @@ class Signature:
             )
             self.param_names.append(param.name)
         self._pydantic = None
-        self.raw = False  # set when the author supplies the input schema
+        self._validator: Any = None  # set by use_schema: the author's own inputSchema
         self._required = [n for n, _, d in fields if d is msgspec.NODEFAULT]
         if any(_is_pydantic_model(_strip(tp)) for _, tp, _ in fields):
             self._pydantic = _pydantic_model(name, pydantic_fields)
@@ -202,13 +193,69 @@ class Signature:
         if not self.var_kw and "additionalProperties" not in self.input_schema:
             self.input_schema["additionalProperties"] = False
 
+    def _field_type(self, param: str, tp: Any, doc: str | None) -> Any:
+        """The msgspec type of one parameter: constraints as Meta, the docstring's text."""
+        where = f"{self.where}: parameter {param!r}"
+        predicates: list[Callable[[Any], bool]] = []
+        tp = to_msgspec(tp, where, predicates)
+        if predicates:
+            self._predicates[param] = predicates
+        if doc and not _has_description(tp):
+            tp = Annotated[tp, msgspec.Meta(description=doc)]
+        if not _is_pydantic_model(_strip(tp)):
+            refuse_hidden_constraints(tp, where)
+            try:
+                msgspec.json.schema(tp)
+            except TypeError:
+                raise RegistrationError(
+                    f"{where} has type {_type_name(tp)}, which has no JSON Schema and cannot "
+                    "be validated; use JSON types (str, int, float, bool, list, dict), "
+                    "dataclasses, TypedDicts, msgspec Structs, enums, Literal or pydantic models"
+                ) from None
+        return tp
+
+    @property
+    def raw(self) -> bool:
+        """Does the author's own ``inputSchema`` describe the arguments?"""
+        return self._validator is not None
+
+    def use_schema(self, schema: dict[str, Any]) -> None:
+        """Check calls against ``schema`` (the author's ``inputSchema``) from now on.
+
+        The validator is compiled once, here; the dialect is the schema's ``$schema``,
+        JSON Schema 2020-12 when it names none (server/tools.mdx). Raises
+        ``RegistrationError`` if ``schema`` is not a valid schema of its dialect.
+        """
+        # A dependency, but only servers with such tools need it loaded (and it ships no
+        # type stubs: it is used as Any).
+        jsonschema: Any = importlib.import_module("jsonschema")
+
+        if not isinstance(schema, dict):
+            raise RegistrationError(f"{self.where}: input_schema must be a JSON Schema object")
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        try:
+            cls.check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            path = "/".join(map(str, exc.path)) or "(root)"
+            raise RegistrationError(
+                f"{self.where}: input_schema is not a valid JSON Schema at {path}: {exc.message}"
+            ) from None
+        if schema.get("type") != "object":
+            raise RegistrationError(
+                f'{self.where}: input_schema must have "type": "object" (server/tools.mdx)'
+            )
+        self._validator = cls(schema)
+
     def bind(self, arguments: Any) -> dict[str, Any]:
-        """Validate ``arguments`` and return the keyword arguments for the call."""
+        """Validate ``arguments`` and return the keyword arguments for the call.
+
+        Raises ``InvalidParams`` saying which argument is wrong and why.
+        """
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, dict):
             raise InvalidParams("Invalid arguments: expected an object")
-        if self.raw:
+        if self._validator is not None:
             return self._bind_raw(arguments)
         if self._pydantic is not None:
             return self._bind_pydantic(arguments)
@@ -217,12 +264,38 @@ class Signature:
         except msgspec.ValidationError as exc:
             raise InvalidParams(f"Invalid arguments: {exc}") from None
         kwargs = {name: getattr(value, name) for name in self.param_names}
+        if self._predicates:
+            self._check_predicates(kwargs, arguments)
         if self.var_kw:
             kwargs.update({k: v for k, v in arguments.items() if k not in kwargs})
         return kwargs
 
+    def _check_predicates(self, kwargs: dict[str, Any], arguments: dict[str, Any]) -> None:
+        for param, predicates in self._predicates.items():
+            if param not in arguments:
+                continue  # the default applies; the author chose it
+            value = kwargs[param]
+            for predicate in predicates:
+                try:
+                    ok = bool(predicate(value))
+                except Exception:  # noqa: BLE001 - a predicate that cannot judge the value rejects it
+                    ok = False
+                if not ok:
+                    what = getattr(predicate, "__qualname__", None) or repr(predicate)
+                    raise InvalidParams(
+                        f"Invalid arguments: {param}: {value!r} does not satisfy {what} - at `$.{param}`"
+                    )
+
     def _bind_raw(self, arguments: dict[str, Any]) -> dict[str, Any]:
-        # The author's own schema describes the arguments; pass them on as they are.
+        # The author's own schema describes the arguments: check them against it, then
+        # pass them on as they are.
+        errors = sorted(self._validator.iter_errors(arguments), key=lambda e: list(map(str, e.path)))
+        if errors:
+            shown = "; ".join(
+                f"{'/'.join(map(str, e.path)) or '(root)'}: {e.message}" for e in errors[:5]
+            )
+            more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
+            raise InvalidParams(f"Invalid arguments: {shown}{more}")
         missing = [n for n in self._required if n not in arguments]
         if missing:
             raise InvalidParams(f"Invalid arguments: missing {', '.join(missing)}")
@@ -233,6 +306,7 @@ class Signature:
     def _bind_pydantic(self, arguments: dict[str, Any]) -> dict[str, Any]:
         import pydantic
 
+        assert self._pydantic is not None
         try:
             model = self._pydantic.model_validate(arguments)
         except pydantic.ValidationError as exc:
@@ -243,10 +317,18 @@ class Signature:
         return {name: getattr(model, name) for name in self.param_names}
 
 
-def _strip(tp: Any) -> Any:
+def _type_name(tp: Any) -> str:
+    return tp.__qualname__ if isinstance(tp, type) else repr(tp)
+
+
+def strip_annotated(tp: Any) -> Any:
+    """``tp`` without its ``Annotated`` layers."""
     while get_origin(tp) is Annotated:
         tp = get_args(tp)[0]
     return tp
+
+
+_strip = strip_annotated
 
 
 def _is_context(tp: Any, context_type: type) -> bool:
