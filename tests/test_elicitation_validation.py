@@ -25,7 +25,7 @@ from conftest import HttpServer, serve_command
 from servers import mrtr_server
 
 from modelctx import Elicit
-from modelctx.client import Client, Elicitation
+from modelctx.client import Client, ClientHandlers, Elicitation
 from modelctx.errors import InvalidParams
 
 MRTR_SERVER = Path(__file__).parent / "servers" / "mrtr_server.py"
@@ -81,7 +81,7 @@ def call(way: tuple[Any, str], user: User, tool: str, arguments: dict[str, Any] 
     target, mode = way
 
     async def main() -> Any:
-        async with Client(target, mode=mode, timeout=DEADLINE, elicitation=user.elicit) as client:
+        async with Client(target, mode=mode, timeout=DEADLINE, handlers=ClientHandlers(elicitation=user.elicit)) as client:
             return await client.call_tool(tool, arguments or {})
 
     return run(main)

@@ -24,7 +24,7 @@ import pytest
 from conftest import HttpServer, McpHttp, request, serve_command, sse_messages
 from servers import mrtr_server
 
-from modelctx.client import Client, Elicitation
+from modelctx.client import Client, ClientHandlers, ClientOptions, Elicitation
 
 MRTR_SERVER = Path(__file__).parent / "servers" / "mrtr_server.py"
 DEADLINE = 15.0
@@ -152,9 +152,8 @@ def session(target: Any, watcher: Watcher, mode: str = "auto") -> Client:
         target,
         mode=mode,
         timeout=DEADLINE,
-        elicitation=watcher.elicit,
-        log_level="info",
-        on_notification=watcher.on_notification,
+        handlers=ClientHandlers(elicitation=watcher.elicit, notification=watcher.on_notification),
+        options=ClientOptions(log_level="info"),
     )
 
 
