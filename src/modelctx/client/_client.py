@@ -53,6 +53,7 @@ from ..protocol._headers import header_paths
 from ..protocol._jsonrpc import Notification, Request
 from ..protocol._versions import HANDSHAKE_VERSIONS, LATEST, MODERN_VERSIONS
 from ..transports._base import ClientTransport
+from ..transports._seam import ServerApp
 from ._cache import ResultCache
 from ._options import ClientHandlers, ClientOptions, Elicitation
 from ._session import ClientSession, ProgressCallback
@@ -116,11 +117,9 @@ class ResourceUpdated:
 SubscriptionEvent = ListChanged | ResourceUpdated
 
 
-class _InProcessServer(Protocol):
-    """A ``modelctx.Server`` object, seen from the client (which never imports server/)."""
-
-    @property
-    def dispatcher(self) -> Any: ...
+#: A ``modelctx.Server`` object, seen from the client (which never imports server/): what
+#: the in-process transport serves.
+_InProcessServer = ServerApp
 
 
 #: What ``Client`` connects to: an ``http(s)://`` URL, a command (a string split like a
@@ -140,7 +139,7 @@ def _make_transport(target: Target) -> ClientTransport:
 
         argv = shlex.split(target) if isinstance(target, str) else [str(part) for part in target]
         return StdioClientTransport(argv[0], argv[1:])
-    if hasattr(target, "dispatcher"):
+    if isinstance(target, ServerApp):
         from ..transports.memory import MemoryTransport
 
         return MemoryTransport(target)

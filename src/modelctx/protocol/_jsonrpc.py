@@ -128,7 +128,8 @@ def from_object(obj: Any) -> Message:
             )
         if not has_id:
             return Notification(method, params)
-        if not _valid_id(msg_id):
+        if not isinstance(msg_id, (str, int)) or isinstance(msg_id, bool):
+            # bool is an int subclass (JSON true is no id); null ids are forbidden.
             raise InvalidRequest('Invalid Request: "id" must be a string or an integer')
         return Request(msg_id, method, params)
     if "result" in obj or "error" in obj:

@@ -17,6 +17,7 @@ import msgspec
 
 from ..errors import InternalError, InvalidParams, ProtocolError, ResourceNotFound, ToolError
 from ..protocol import _meta
+from ..transports._session import HandshakeSession
 from ._bus import Event
 from ._content import (
     EmbeddedResource,
@@ -180,7 +181,7 @@ async def _run_handler(call: Call, fn: Any, is_async: bool, kwargs: dict[str, An
 
 
 def _kwargs(signature: Any, arguments: Any, call: Call) -> dict[str, Any]:
-    kwargs = signature.bind(arguments)
+    kwargs: dict[str, Any] = signature.bind(arguments)
     if signature.context_param is not None:
         kwargs[signature.context_param] = Context(call)
     return kwargs
@@ -324,17 +325,21 @@ def _session_uri(call: Call) -> str:
     uri = call.params.get("uri")
     if not isinstance(uri, str):
         raise InvalidParams(f"Invalid params: {call.method} needs uri (a string)")
-    assert call.session is not None  # the dispatcher routes these to sessions only
     return uri
 
 
+def _session_of(call: Call) -> HandshakeSession:
+    assert call.session is not None  # the dispatcher routes these to sessions only
+    return call.session
+
+
 async def resources_subscribe(call: Call) -> dict[str, Any]:
-    call.session.subscriptions.add(_session_uri(call))
+    _session_of(call).subscriptions.add(_session_uri(call))
     return {}
 
 
 async def resources_unsubscribe(call: Call) -> dict[str, Any]:
-    call.session.subscriptions.discard(_session_uri(call))
+    _session_of(call).subscriptions.discard(_session_uri(call))
     return {}
 
 

@@ -75,7 +75,7 @@ async def send_empty(send: ASGISend, status: int) -> None:
 
 
 async def wait_or_keepalive(
-    waiter: asyncio.Future, watcher: asyncio.Future, send: ASGISend, on_idle: Callable[[], None]
+    waiter: asyncio.Future[Any], watcher: asyncio.Future[Any], send: ASGISend, on_idle: Callable[[], None]
 ) -> bool:
     """Wait for ``waiter`` or for ``watcher`` (the client leaving); after a quiet
     ``KEEPALIVE_SECONDS`` send an SSE keep-alive comment. True when ``waiter`` finished."""

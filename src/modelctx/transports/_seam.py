@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from ..protocol._connection import ServerConnection
 from ..protocol._jsonrpc import Notification, Request
@@ -62,6 +62,7 @@ class Peer:
             self._on_open(session)
 
 
+@runtime_checkable
 class ServerApp(Protocol):
     """A server as its transports see it."""
 
