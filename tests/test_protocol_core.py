@@ -26,7 +26,7 @@ from modelctx.protocol import (
     headers,
     sse_event,
 )
-from modelctx.protocol._versions import Feature, has, negotiate_handshake
+from modelctx.protocol._versions import Feature, features, has, negotiate_handshake, offers
 
 
 def test_the_core_imports_without_asyncio_or_http():
@@ -92,9 +92,54 @@ class TestJsonRpcMessages:
 
 class TestVersions:
     def test_features_differ_by_era(self):
-        assert has("2026-07-28", Feature.MRTR) and not has("2026-07-28", Feature.SESSIONS)
-        assert has("2025-11-25", Feature.SERVER_REQUESTS) and not has("2025-11-25", Feature.MRTR)
+        assert has("2026-07-28", Feature.MRTR) and not has("2026-07-28", Feature.PING)
+        assert has("2025-11-25", Feature.PING) and not has("2025-11-25", Feature.MRTR)
         assert has("2025-11-25", Feature.URL_ELICITATION) and not has("2025-06-18", Feature.URL_ELICITATION)
+        assert has("2025-11-25", Feature.ELICITATION_ID) and not has("2026-07-28", Feature.ELICITATION_ID)
+
+    def test_methods_that_exist_in_one_era_only(self):
+        modern, handshake = features("2026-07-28"), features("2025-11-25")
+        for method in ("server/discover", "subscriptions/listen"):
+            assert offers(modern, method) and not offers(handshake, method)
+        for method in ("ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"):
+            assert offers(handshake, method) and not offers(modern, method)
+        assert offers(modern, "tools/call") and offers(handshake, "tools/call")
+
+    def test_an_unknown_version_has_nothing(self):
+        assert features("1999-01-01") == frozenset()
+
+    def test_every_feature_is_read_outside_the_table(self):
+        """A feature nobody reads does not belong in the table (issue 6, section 2)."""
+        import pathlib
+
+        import modelctx
+
+        source = "".join(
+            path.read_text()
+            for path in pathlib.Path(modelctx.__file__).parent.rglob("*.py")
+            if path.name != "_versions.py"
+        )
+        unread = [f.name for f in Feature if f"Feature.{f.name}" not in source]
+        # Features that gate a method are read through offers()'s method table.
+        unread = [name for name in unread if name not in {"PING", "SET_LEVEL", "RESOURCE_SUBSCRIBE", "LISTEN", "STATELESS"}]
+        assert unread == []
+
+    def test_no_version_string_is_compared_outside_the_table(self):
+        import pathlib
+        import re
+
+        import modelctx
+
+        literal = re.compile(r"[\"']20[0-9]{2}-[0-9]{2}-[0-9]{2}[\"']")
+        offenders = []
+        for path in pathlib.Path(modelctx.__file__).parent.rglob("*.py"):
+            if path.name == "_versions.py" or "types" in path.parts:
+                continue
+            for number, line in enumerate(path.read_text().splitlines(), 1):
+                code = line.split("#", 1)[0]
+                if literal.search(code) and ("==" in code or " in " in code or "!=" in code):
+                    offenders.append(f"{path.name}:{number}: {line.strip()}")
+        assert offenders == []
 
     def test_handshake_echoes_a_supported_version_else_offers_the_latest(self):
         assert negotiate_handshake("2025-06-18") == "2025-06-18"

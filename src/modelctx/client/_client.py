@@ -51,7 +51,12 @@ from ..errors import (
 from ..protocol import _meta
 from ..protocol._headers import header_paths
 from ..protocol._jsonrpc import Notification, Request
-from ..protocol._versions import HANDSHAKE_VERSIONS, LATEST, MODERN_VERSIONS
+from ..protocol._versions import (
+    HANDSHAKE_VERSIONS,
+    LATEST,
+    MODERN_VERSIONS,
+    accepts_handshake_version,
+)
 from ..transports._base import ClientTransport
 from ..transports._seam import ServerApp
 from ._cache import ResultCache
@@ -333,11 +338,12 @@ class Client:
             timeout=self.options.probe_timeout + self.session.timeout,
         )
         version = result.get("protocolVersion")
-        if not isinstance(version, str) or version not in (*HANDSHAKE_VERSIONS, "2025-03-26"):
+        if not accepts_handshake_version(version):
             raise LocalError(
                 f"{self.transport.name} offered protocol version {version!r}, which this client "
                 f"does not speak (it speaks {', '.join(MODERN_VERSIONS + HANDSHAKE_VERSIONS)})"
             )
+        assert isinstance(version, str)  # accepts_handshake_version checked it
         session.version = version
         self.server_info = result.get("serverInfo")
         self.server_capabilities = result.get("capabilities") or {}

@@ -2,13 +2,15 @@
 
 Two eras share one server and one client (basic/versioning.mdx):
 
-* **modern** (2026-07-28 and later): no handshake; every request carries its version,
+* **stateless** (2026-07-28 and later): no handshake; every request carries its version,
   client info and capabilities in ``params._meta``.
 * **handshake** (2025-11-25, 2025-06-18): ``initialize`` opens a connection-scoped
   session (a stdio process, or an HTTP ``Mcp-Session-Id``) whose negotiated version
   governs every later message on it.
 
-Code elsewhere asks ``has(version, Feature.X)`` instead of comparing version strings.
+Code elsewhere never compares version strings: it asks ``Feature.X in features(version)``
+(a frozenset, cheap to keep per request) or ``offers(version, method)``. Every feature
+below is read somewhere; a feature nobody reads does not belong here.
 """
 
 from __future__ import annotations
@@ -20,10 +22,15 @@ __all__ = [
     "MODERN_VERSIONS",
     "HANDSHAKE_VERSIONS",
     "SUPPORTED_VERSIONS",
+    "HTTP_DEFAULT_HANDSHAKE_VERSION",
+    "HTTP_HANDSHAKE_HEADER_VERSIONS",
     "Feature",
+    "features",
     "has",
     "is_modern",
+    "offers",
     "negotiate_handshake",
+    "accepts_handshake_version",
 ]
 
 LATEST = "2026-07-28"
@@ -32,24 +39,26 @@ HANDSHAKE_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18")
 SUPPORTED_VERSIONS: tuple[str, ...] = MODERN_VERSIONS + HANDSHAKE_VERSIONS
 # A handshake-era HTTP request without MCP-Protocol-Version is taken as this revision
 # (2025-06-18 basic/transports.mdx, Protocol Version Header).
-HTTP_DEFAULT_LEGACY_VERSION = "2025-03-26"
+HTTP_DEFAULT_HANDSHAKE_VERSION = "2025-03-26"
+# MCP-Protocol-Version values that mean the handshake era (and its sessions) over HTTP:
+# ours, and the older ones a handshake-era client may still send.
+HTTP_HANDSHAKE_HEADER_VERSIONS = frozenset(
+    (*HANDSHAKE_VERSIONS, HTTP_DEFAULT_HANDSHAKE_VERSION, "2024-11-05")
+)
 
 
 class Feature(enum.Enum):
-    STATELESS = "per-request _meta, server/discover, no initialize"
-    RESULT_TYPE = "resultType on every result"
+    STATELESS = "per-request _meta (version, client info, capabilities, log level); server/discover"
+    RESULT_TYPE = "resultType and serverInfo on every result"
     CACHE_HINTS = "ttlMs and cacheScope on cacheable results"
     MRTR = "input_required results instead of server-to-client requests"
     LISTEN = "subscriptions/listen instead of resources/subscribe and the GET stream"
     HTTP_METHOD_HEADERS = "Mcp-Method, Mcp-Name and Mcp-Param-* headers"
-    SESSIONS = "Mcp-Session-Id on Streamable HTTP"
     PING = "ping"
     SET_LEVEL = "logging/setLevel"
-    SERVER_REQUESTS = "server-to-client JSON-RPC requests (elicitation, sampling, roots)"
+    RESOURCE_SUBSCRIBE = "resources/subscribe and resources/unsubscribe"
     URL_ELICITATION = "elicitation in URL mode"
-    ICONS = "icons on implementations and primitives"
-    SAMPLING_TOOLS = "tools in sampling requests"
-    LEGACY_TASKS = "the tasks capability of 2025-11-25"
+    ELICITATION_ID = "URL elicitations carry an elicitationId"
     SSE_POLLING = "a server may close an SSE reply early; the client resumes with Last-Event-ID"
 
 
@@ -62,18 +71,12 @@ _MODERN = frozenset(
         Feature.LISTEN,
         Feature.HTTP_METHOD_HEADERS,
         Feature.URL_ELICITATION,
-        Feature.ICONS,
-        Feature.SAMPLING_TOOLS,
     }
 )
-_HANDSHAKE_2025_06_18 = frozenset(
-    {Feature.SESSIONS, Feature.PING, Feature.SET_LEVEL, Feature.SERVER_REQUESTS}
-)
+_HANDSHAKE_2025_06_18 = frozenset({Feature.PING, Feature.SET_LEVEL, Feature.RESOURCE_SUBSCRIBE})
 _HANDSHAKE_2025_11_25 = _HANDSHAKE_2025_06_18 | {
     Feature.URL_ELICITATION,
-    Feature.ICONS,
-    Feature.SAMPLING_TOOLS,
-    Feature.LEGACY_TASKS,
+    Feature.ELICITATION_ID,
     Feature.SSE_POLLING,
 }
 
@@ -83,17 +86,40 @@ _FEATURES: dict[str, frozenset[Feature]] = {
     "2025-06-18": _HANDSHAKE_2025_06_18,
     # Older handshake revisions are accepted on initialize-less HTTP requests only as a
     # fallback; they get the 2025-06-18 rules.
-    "2025-03-26": _HANDSHAKE_2025_06_18,
+    HTTP_DEFAULT_HANDSHAKE_VERSION: _HANDSHAKE_2025_06_18,
+}
+_NOTHING: frozenset[Feature] = frozenset()
+
+# Methods that exist in some revisions only; every other method exists in all of them.
+_METHOD_FEATURE = {
+    "server/discover": Feature.STATELESS,
+    "subscriptions/listen": Feature.LISTEN,
+    "ping": Feature.PING,
+    "logging/setLevel": Feature.SET_LEVEL,
+    "resources/subscribe": Feature.RESOURCE_SUBSCRIBE,
+    "resources/unsubscribe": Feature.RESOURCE_SUBSCRIBE,
 }
 
 
+def features(version: str) -> frozenset[Feature]:
+    """What ``version`` has; an unknown version has nothing."""
+    return _FEATURES.get(version, _NOTHING)
+
+
 def has(version: str, feature: Feature) -> bool:
-    """Does ``version`` have ``feature``? Unknown versions have nothing."""
-    return feature in _FEATURES.get(version, frozenset())
+    """Does ``version`` have ``feature``?"""
+    return feature in _FEATURES.get(version, _NOTHING)
 
 
 def is_modern(version: str) -> bool:
-    return version in MODERN_VERSIONS
+    """Is ``version`` of the stateless era (no ``initialize``)?"""
+    return Feature.STATELESS in _FEATURES.get(version, _NOTHING)
+
+
+def offers(version_features: frozenset[Feature], method: str) -> bool:
+    """Does a revision with ``version_features`` have ``method`` at all?"""
+    needed = _METHOD_FEATURE.get(method)
+    return needed is None or needed in version_features
 
 
 def negotiate_handshake(requested: object) -> str:
@@ -105,3 +131,10 @@ def negotiate_handshake(requested: object) -> str:
     if isinstance(requested, str) and requested in HANDSHAKE_VERSIONS:
         return requested
     return HANDSHAKE_VERSIONS[0]
+
+
+def accepts_handshake_version(version: object) -> bool:
+    """May a client go on with the version a server's ``initialize`` result names?"""
+    return isinstance(version, str) and (
+        version in HANDSHAKE_VERSIONS or version == HTTP_DEFAULT_HANDSHAKE_VERSION
+    )

@@ -41,7 +41,8 @@ import msgspec
 
 from ..errors import InvalidParams, MissingRequiredClientCapability
 from ..protocol import _meta
-from ..protocol._versions import Feature, has
+from ..protocol._jsonrpc import Request
+from ..protocol._versions import Feature, features
 from ._elicit_form import FormSchema
 
 if TYPE_CHECKING:
@@ -102,6 +103,29 @@ class ElicitResult(Generic[T]):
         return self.action == "accept"
 
 
+class Caller:
+    """Who sent a request and under which revision: what the dispatcher reads from
+    ``_meta`` (2026-07-28) or from the peer's handshake session. Internal."""
+
+    __slots__ = ("capabilities", "client_info", "features", "log_rank", "session", "version")
+
+    def __init__(
+        self,
+        version: str,
+        capabilities: dict[str, Any],
+        client_info: dict[str, Any] | None,
+        session: HandshakeSession | None,
+    ) -> None:
+        self.version = version
+        self.features = features(version)
+        self.capabilities = capabilities
+        self.client_info = client_info
+        self.session = session
+        # The least severe log level the client wants (None: no logs); a session's
+        # logging/setLevel, or the request's own _meta in 2026-07-28.
+        self.log_rank: int | None = session.log_rank if session is not None else None
+
+
 class Call:
     """Everything about one request that is being handled. Internal."""
 
@@ -112,9 +136,9 @@ class Call:
         "carried",
         "client_info",
         "id",
+        "features",
         "log_rank",
         "method",
-        "modern",
         "notices",
         "notices_sent",
         "params",
@@ -131,33 +155,27 @@ class Call:
     def __init__(
         self,
         server: Any,
-        id: str | int,
-        method: str,
-        params: dict[str, Any],
-        version: str,
-        modern: bool,
-        capabilities: dict[str, Any],
-        client_info: dict[str, Any] | None,
+        request: Request,
+        caller: Caller,
         send: Send,
-        session: HandshakeSession | None = None,
         principal: Any = None,
         stream: ResponseStream | None = None,
     ) -> None:
         self.server = server
-        self.id = id
-        self.method = method
-        self.params = params
-        self.version = version
-        self.modern = modern
-        self.capabilities = capabilities
-        self.client_info = client_info
+        self.id = request.id
+        self.method = request.method
+        self.params = params = request.params
+        self.version = caller.version
+        self.features = caller.features
+        self.capabilities = caller.capabilities
+        self.client_info = caller.client_info
+        self.session = caller.session
         self.send = send
-        self.session = session
         self.principal = principal
         self.stream = stream
         meta = params.get("_meta")
         self.progress_token = meta.get(_meta.PROGRESS_TOKEN) if isinstance(meta, dict) else None
-        self.log_rank: int | None = None
+        self.log_rank = caller.log_rank
         self.answers: dict[str, Any] = {}
         self.asked = 0  # questions asked with a default key, to number the next
         self.notices: list[str] = []  # fingerprints of this run's progress and log calls
@@ -314,7 +332,7 @@ class Context:
         if isinstance(retry_ms, bool) or not isinstance(retry_ms, int) or retry_ms < 0:
             raise ValueError(f"retry_ms must be a non-negative int (milliseconds), not {retry_ms!r}")
         stream = self._call.stream
-        if stream is not None and has(self._call.version, Feature.SSE_POLLING):
+        if stream is not None and Feature.SSE_POLLING in self._call.features:
             await stream.close(retry_ms)
 
     # -- asking the client -------------------------------------------------------
@@ -338,7 +356,7 @@ class Context:
         call = self._call
         for request in requests.values():
             request.check(call)
-        if call.modern:
+        if Feature.MRTR in call.features:
             missing = {k: r for k, r in requests.items() if k not in call.answers}
             if missing:
                 raise InputRequired({k: r.to_wire(call) for k, r in missing.items()})
@@ -526,7 +544,7 @@ class Elicit(InputRequest):
 
     def to_wire(self, call: Call) -> dict[str, Any]:
         params: dict[str, Any] = {"message": self.message, "requestedSchema": self.schema}
-        if has(call.version, Feature.URL_ELICITATION):
+        if Feature.URL_ELICITATION in call.features:
             params = {"mode": "form", **params}  # 2025-06-18 has no mode field
         return {"method": self.method, "params": params}
 
@@ -549,7 +567,7 @@ class ElicitUrl(InputRequest):
 
     def to_wire(self, call: Call) -> dict[str, Any]:
         params: dict[str, Any] = {"mode": "url", "message": self.message, "url": self.url}
-        if not call.modern:  # 2025-11-25 names the elicitation; 2026-07-28 removed the id
+        if Feature.ELICITATION_ID in call.features:  # 2026-07-28 removed the id
             params["elicitationId"] = self.elicitation_id or uuid.uuid4().hex
         return {"method": self.method, "params": params}
 

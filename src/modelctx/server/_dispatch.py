@@ -38,14 +38,10 @@ from ..errors import (
 )
 from ..protocol import _meta
 from ..protocol._jsonrpc import Notification, Request, error_response, result_response
-from ..protocol._versions import (
-    MODERN_VERSIONS,
-    SUPPORTED_VERSIONS,
-    negotiate_handshake,
-)
+from ..protocol._versions import Feature, is_modern, negotiate_handshake, offers
 from ..transports._seam import Peer, ResponseStream, Send
 from ..transports._session import HandshakeSession
-from ._context import Call
+from ._context import Call, Caller
 
 if TYPE_CHECKING:
     from ._server import Server
@@ -70,10 +66,6 @@ CACHEABLE = frozenset(
         "resources/read",
     }
 )
-MODERN_ONLY = frozenset({"server/discover", "subscriptions/listen"})
-HANDSHAKE_ONLY = frozenset(
-    {"ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
-)
 
 
 class Dispatcher:
@@ -83,19 +75,15 @@ class Dispatcher:
 
         self._methods: Mapping[str, Handler] = _methods.TABLE
 
-    def classify(
-        self, request: Request, peer: Peer
-    ) -> tuple[str, bool, dict[str, Any], dict[str, Any] | None, HandshakeSession | None]:
-        """(version, modern, capabilities, client info, session) for ``request``.
-
-        Raises ``UnsupportedProtocolVersion`` or ``InvalidParams`` as the spec asks.
-        """
-        params = request.params
-        meta = params.get("_meta")
+    def caller(self, request: Request, peer: Peer) -> Caller:
+        """Who asks, and under which revision: from ``_meta`` (stateless era) or from
+        the peer's handshake session. Raises ``UnsupportedProtocolVersion`` or
+        ``InvalidParams`` as the spec asks."""
+        meta = request.params.get("_meta")
         version = meta.get(_meta.PROTOCOL_VERSION) if isinstance(meta, dict) else None
         if version is not None and isinstance(meta, dict):
-            if version not in MODERN_VERSIONS:
-                raise UnsupportedProtocolVersion(version, list(SUPPORTED_VERSIONS))
+            if not is_modern(version):
+                raise UnsupportedProtocolVersion(version, list(self.server.versions))
             caps = meta.get(_meta.CLIENT_CAPABILITIES)
             if not isinstance(caps, dict):
                 raise InvalidParams(
@@ -103,15 +91,25 @@ class Dispatcher:
                     "every request and must be an object ({} for none)"
                 )
             info = meta.get(_meta.CLIENT_INFO)
-            return version, True, caps, info if isinstance(info, dict) else None, None
+            caller = Caller(version, caps, info if isinstance(info, dict) else None, None)
+            level = meta.get(_meta.LOG_LEVEL)
+            if level is not None:
+                rank = _meta.LOG_LEVELS.get(level) if isinstance(level, str) else None
+                if rank is None:
+                    raise InvalidParams(
+                        f"Invalid params: unknown log level {level!r}; use one of "
+                        f"{', '.join(_meta.LOG_LEVELS)}"
+                    )
+                caller.log_rank = rank
+            return caller
         session = peer.session
         if session is not None and not session.closed:
             session.touch()
-            return session.version, False, session.capabilities, session.client_info, session
+            return Caller(session.version, session.capabilities, session.client_info, session)
         if meta is not None and not isinstance(meta, dict):
             raise InvalidParams("Invalid params: _meta must be an object")
         raise InvalidParams(
-            f"Invalid params: _meta[{_meta.PROTOCOL_VERSION!r}] is required (modern "
+            f"Invalid params: _meta[{_meta.PROTOCOL_VERSION!r}] is required (2026-07-28 "
             "requests carry it on every request; older clients send initialize first)"
         )
 
@@ -140,42 +138,17 @@ class Dispatcher:
                 # A modern request: initialize no longer exists (basic/versioning.mdx).
                 raise MethodNotFound("Method not found: initialize (removed in 2026-07-28)")
             return self._initialize(request, peer)
-        version, modern, caps, info, session = self.classify(request, peer)
+        caller = self.caller(request, peer)
         handler = self._methods.get(method)
-        if handler is None or (modern and method in HANDSHAKE_ONLY) or (
-            not modern and method in MODERN_ONLY
-        ):
+        if handler is None or not offers(caller.features, method):
             raise MethodNotFound(f"Method not found: {method}")
         if not self.server.serves(method):
             raise MethodNotFound(
                 f"Method not found: {method} (this server declares no such capability)"
             )
-        call = Call(
-            self.server,
-            request.id,
-            method,
-            request.params,
-            version,
-            modern,
-            caps,
-            info,
-            send,
-            session,
-            peer.principal,
-            None if modern else stream,  # 2026-07-28 has no resumable streams
-        )
-        if modern:
-            level = request.params["_meta"].get(_meta.LOG_LEVEL)
-            if level is not None:
-                rank = _meta.LOG_LEVELS.get(level) if isinstance(level, str) else None
-                if rank is None:
-                    raise InvalidParams(
-                        f"Invalid params: unknown log level {level!r}; use one of "
-                        f"{', '.join(_meta.LOG_LEVELS)}"
-                    )
-                call.log_rank = rank
-        elif session is not None:
-            call.log_rank = session.log_rank
+        # Only 2025-11-25 sessions can close a reply early and resume it (SEP-1699).
+        resumable = stream if Feature.SSE_POLLING in caller.features else None
+        call = Call(self.server, request, caller, send, peer.principal, resumable)
         middleware = self.server.middleware
         if middleware:
             result = await _chain(middleware, handler)(call)
@@ -183,11 +156,11 @@ class Dispatcher:
             result = await handler(call)
         if result is None:
             return None
-        if modern:
-            self._decorate(method, result)
+        if Feature.RESULT_TYPE in caller.features:
+            self._decorate(method, result, caller.features)
         return result
 
-    def _decorate(self, method: str, result: dict[str, Any]) -> None:
+    def _decorate(self, method: str, result: dict[str, Any], features: frozenset[Feature]) -> None:
         if "resultType" not in result:
             result["resultType"] = "complete"
         meta = result.get("_meta")
@@ -195,7 +168,11 @@ class Dispatcher:
             result["_meta"] = {_meta.SERVER_INFO: self.server.info}
         else:
             meta.setdefault(_meta.SERVER_INFO, self.server.info)
-        if method in CACHEABLE and result["resultType"] == "complete":
+        if (
+            Feature.CACHE_HINTS in features
+            and method in CACHEABLE
+            and result["resultType"] == "complete"
+        ):
             config = self.server.config
             result.setdefault("ttlMs", config.ttl_ms)
             result.setdefault("cacheScope", config.cache_scope)

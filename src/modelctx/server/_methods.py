@@ -1,6 +1,6 @@
 """The server's methods, one coroutine each: ``async (call) -> result``.
 
-They are written once for both eras; the few differences ask ``call.modern``. Results
+They are written once for both eras; the few differences ask ``call.features`` (protocol/_versions.py). Results
 are plain dicts; the dispatcher adds the modern era's ``resultType``, ``serverInfo``
 and cache hints.
 """
@@ -17,6 +17,7 @@ import msgspec
 
 from ..errors import InternalError, InvalidParams, ProtocolError, ResourceNotFound, ToolError
 from ..protocol import _meta
+from ..protocol._versions import Feature
 from ..transports._session import HandshakeSession
 from ._bus import Event
 from ._content import (
@@ -64,7 +65,7 @@ def _page(call: Call, kind: str, key: str) -> dict[str, Any]:
         result[key] = items[start : start + size]
         if start + size < len(items):
             result["nextCursor"] = _encode_cursor(kind, start + size)
-    if call.modern:
+    if Feature.CACHE_HINTS in call.features:
         hints = server._registry.cache_hints(kind)
         if hints:
             # The shortest freshness of any item; private if any item is private. One
@@ -115,7 +116,7 @@ def _load_answers(call: Call) -> None:
     keys never asked, and answers that would replace one an earlier round sealed.
     """
     params = call.params
-    if not call.modern:
+    if Feature.MRTR not in call.features:
         return
     responses = params.get("inputResponses")
     if responses is not None and not isinstance(responses, dict):
@@ -163,8 +164,8 @@ _HANDSHAKE_RETRIES = 10
 
 
 async def _run_handler(call: Call, fn: Any, is_async: bool, kwargs: dict[str, Any]) -> Any:
-    """Run a handler; raises ``InputRequired`` in the modern era when it needs input."""
-    if call.modern:
+    """Run a handler; raises ``InputRequired`` in the 2026-07-28 era when it needs input."""
+    if Feature.MRTR in call.features:
         return await call_handler(fn, is_async, kwargs)
     delay = 0.05
     for _ in range(_HANDSHAKE_RETRIES):
@@ -277,7 +278,7 @@ async def resources_read(call: Call) -> dict[str, Any]:
         raise _handler_failed(exc) from None
     contents = _resource_contents(uri, value, target.mime_type)
     result: dict[str, Any] = {"contents": contents}
-    if call.modern and target.cache is not None:
+    if Feature.CACHE_HINTS in call.features and target.cache is not None:
         result["ttlMs"] = target.cache.ttl_ms
         result["cacheScope"] = target.cache.scope
     return result

@@ -63,7 +63,7 @@ from ..protocol._framing import SSE_KEEPALIVE, sse_event
 from ..protocol._headers import check_headers, header_paths
 from ..protocol._connection import Answer, Cancel, Ignore, Notify, Reject, Serve
 from ..protocol._jsonrpc import Message, Notification, Request, Response, decode, encode, error_response
-from ..protocol._versions import HANDSHAKE_VERSIONS, HTTP_DEFAULT_LEGACY_VERSION, MODERN_VERSIONS
+from ..protocol._versions import HTTP_HANDSHAKE_HEADER_VERSIONS, Feature, has, is_modern
 from ._asgi import (
     KEEPALIVE_SECONDS,
     SSE_HEADERS,
@@ -82,8 +82,6 @@ from ._session import HandshakeSession, settle
 from ._sse_resume import KeptStream, kept_after, resume
 from ._tuning import settle_heap
 
-# MCP-Protocol-Version values that mean the handshake era (and its sessions).
-_HANDSHAKE_HEADER_VERSIONS = frozenset((*HANDSHAKE_VERSIONS, HTTP_DEFAULT_LEGACY_VERSION, "2024-11-05"))
 
 __all__ = ["HttpApp", "serve_http"]
 
@@ -303,7 +301,7 @@ class HttpApp:
         version = meta.get(_meta.PROTOCOL_VERSION) if isinstance(meta, dict) else None
         header_version = headers.get("mcp-protocol-version")
         if version is not None or (
-            header_version is not None and header_version not in _HANDSHAKE_HEADER_VERSIONS
+            header_version is not None and header_version not in HTTP_HANDSHAKE_HEADER_VERSIONS
         ):
             if type(message) is Request:
                 self._check_modern(message, params, meta, version, header_version, headers)
@@ -350,9 +348,10 @@ class HttpApp:
                 f"Header mismatch: MCP-Protocol-Version header value '{header_version}' does "
                 f"not match body value '{version}'"
             )
-        if version not in MODERN_VERSIONS:
+        if not is_modern(version):
             raise UnsupportedProtocolVersion(version, list(self.server.versions))
-        check_headers(headers, request.method, params, version, self._params_for(request))
+        if has(version, Feature.HTTP_METHOD_HEADERS):
+            check_headers(headers, request.method, params, version, self._params_for(request))
 
     def _params_for(self, request: Request) -> dict[str, tuple[str, ...]] | None:
         if request.method != "tools/call":
