@@ -31,6 +31,8 @@ _SENTINEL_PREFIX = "=?base64?"
 _SENTINEL_SUFFIX = "?="
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 _SAFE_INT = 2**53 - 1
+_INTEGER = re.compile(r"-?[0-9]+")
+_NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?")  # a JSON number
 
 # Methods whose Mcp-Name header mirrors a params field.
 _NAME_FIELD = {
@@ -158,13 +160,18 @@ def request_headers(
 
 
 def _same(header_value: str, body_value: Any) -> bool:
+    """Whether a (decoded) header value mirrors a body value (Value Encoding).
+
+    Integers compare as integers, exactly: as floats, 2**53 + 1 would equal 2**53."""
     if isinstance(body_value, bool):
         return header_value == ("true" if body_value else "false")
-    if isinstance(body_value, (int, float)):
-        try:
-            return float(header_value) == float(body_value)
-        except ValueError:
-            return False
+    try:
+        if isinstance(body_value, int):
+            return _INTEGER.fullmatch(header_value) is not None and int(header_value) == body_value
+        if isinstance(body_value, float):
+            return _NUMBER.fullmatch(header_value) is not None and float(header_value) == body_value
+    except ValueError:  # more digits than int() converts
+        return False
     return isinstance(body_value, str) and header_value == body_value
 
 

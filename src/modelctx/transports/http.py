@@ -139,8 +139,8 @@ class HttpApp:
         self.max_sessions = max_sessions
         self.authenticate = authenticate
         self._sessions: OrderedDict[str, Any] = OrderedDict()
-        self._header_paths: dict[str, dict[str, tuple[str, ...]]] = {}
-        self._header_paths_for: Any = None
+        # tool name -> (the tool definition the paths were read from, the paths)
+        self._header_paths: dict[str, tuple[Any, dict[str, tuple[str, ...]]]] = {}
 
     # -- ASGI entry ------------------------------------------------------------------
     async def __call__(self, scope: Scope, receive: Receive, send: ASGISend) -> None:
@@ -348,17 +348,19 @@ class HttpApp:
         tool = tools.get(name) if isinstance(name, str) else None
         if tool is None:
             return None
-        if self._header_paths_for is not tools:
-            self._header_paths = {}
-            self._header_paths_for = tools
-        paths = self._header_paths.get(name)
-        if paths is None:
-            try:
-                paths = header_paths(tool.definition["inputSchema"])
-            except ValueError as exc:
-                log.warning("tool %r: %s; its x-mcp-header annotations are ignored", name, exc)
-                paths = {}
-            self._header_paths[name] = paths
+        # Cached per tool name, valid while the tool is the very definition the paths
+        # came from: a tool registered again under the same name is a new one.
+        cached = self._header_paths.get(name)
+        if cached is not None and cached[0] is tool:
+            return cached[1]
+        try:
+            paths = header_paths(tool.definition["inputSchema"])
+        except ValueError as exc:
+            log.warning("tool %r: %s; its x-mcp-header annotations are ignored", name, exc)
+            paths = {}
+        if len(self._header_paths) > 2 * len(tools):  # names of tools removed since
+            self._header_paths.clear()
+        self._header_paths[name] = (tool, paths)
         return paths
 
     async def _request(
