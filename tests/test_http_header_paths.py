@@ -3,11 +3,11 @@ Request Metadata, Server Validation), through a real ``modelctx serve --http`` p
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
-
 from conftest import HttpServer, McpHttp, request
 
 HEADER_SERVER = Path(__file__).parent / "servers" / "header_server.py"

@@ -19,12 +19,12 @@ from typing import Any
 from ..errors import HeaderMismatch
 
 __all__ = [
-    "encode_value",
-    "decode_value",
-    "name_source",
-    "header_paths",
-    "request_headers",
     "check_headers",
+    "decode_value",
+    "encode_value",
+    "header_paths",
+    "name_source",
+    "request_headers",
 ]
 
 _SENTINEL_PREFIX = "=?base64?"
@@ -98,7 +98,7 @@ def header_paths(input_schema: Any) -> dict[str, tuple[str, ...]]:
     return found
 
 
-def _walk(schema: Any, path: tuple[str, ...], found: dict, reachable: bool) -> None:
+def _walk(schema: Any, path: tuple[str, ...], found: dict[str, tuple[str, ...]], reachable: bool) -> None:
     if isinstance(schema, list):
         for item in schema:
             _walk(item, path, found, False)
