@@ -56,8 +56,15 @@ def test_an_integer_header_must_equal_the_body_exactly_beyond_2_to_the_53(header
     assert "mcp-param-count" in off_by_one["error"]["message"].lower()
 
 
-@pytest.mark.parametrize("header", ["5.0", "+5", "5_0", "0x5", "5e0"])
-def test_an_integer_header_that_is_not_its_decimal_form_is_a_mismatch(headers_http, header):
+@pytest.mark.parametrize("header", ["+5", "5_0", "0x5", "5.", "Infinity"])
+def test_an_integer_header_that_is_not_a_json_number_is_a_mismatch(headers_http, header):
     answer = call(headers_http, 1, "count", {"n": 5 if header != "5_0" else 50}, count=header)
 
     assert answer["error"]["code"] == -32020
+
+
+@pytest.mark.parametrize("header", ["5", "5.0", "5e0", "0.5e1"])
+def test_an_integer_header_equal_as_a_number_is_accepted(headers_http, header):
+    answer = call(headers_http, 1, "count", {"n": 5}, count=header)
+
+    assert answer["result"]["content"][0]["text"] == "5"

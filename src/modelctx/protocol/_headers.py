@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from decimal import Decimal
 from typing import Any
 
 from ..errors import HeaderMismatch
@@ -31,7 +32,6 @@ _SENTINEL_PREFIX = "=?base64?"
 _SENTINEL_SUFFIX = "?="
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 _SAFE_INT = 2**53 - 1
-_INTEGER = re.compile(r"-?[0-9]+")
 _NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?")  # a JSON number
 
 # Methods whose Mcp-Name header mirrors a params field.
@@ -162,16 +162,19 @@ def request_headers(
 def _same(header_value: str, body_value: Any) -> bool:
     """Whether a (decoded) header value mirrors a body value (Value Encoding).
 
-    Integers compare as integers, exactly: as floats, 2**53 + 1 would equal 2**53."""
+    Numbers compare numerically (Server Validation: ``42.0`` equals ``42``) and
+    exactly, as decimals: as floats, 2**53 + 1 would equal 2**53."""
     if isinstance(body_value, bool):
         return header_value == ("true" if body_value else "false")
-    try:
-        if isinstance(body_value, int):
-            return _INTEGER.fullmatch(header_value) is not None and int(header_value) == body_value
-        if isinstance(body_value, float):
-            return _NUMBER.fullmatch(header_value) is not None and float(header_value) == body_value
-    except ValueError:  # more digits than int() converts
-        return False
+    if isinstance(body_value, (int, float)):
+        if not _NUMBER.fullmatch(header_value):
+            return False
+        try:
+            if isinstance(body_value, float):  # the body is a float already: so is the header
+                return float(header_value) == body_value
+            return Decimal(header_value) == body_value
+        except (ArithmeticError, ValueError):  # an exponent Decimal cannot hold
+            return False
     return isinstance(body_value, str) and header_value == body_value
 
 
