@@ -41,10 +41,11 @@ from ..errors import (
     ConnectionClosed,
     HttpStatusError,
     MCPError,
+    ParseError,
     ProtocolError,
     SessionExpired,
 )
-from ..protocol._framing import SSEParser
+from ..protocol._framing import EventTooLarge, SSEParser, response_id
 from ..protocol._jsonrpc import Message, decode, encode, from_object
 from ..protocol._jsonrpc import Response as JsonRpcResponse
 from ._base import ClientTransport, Outgoing, TransportEvents
@@ -56,7 +57,7 @@ log = logging.getLogger("modelctx.client.http")
 
 _ACCEPT_BOTH = "application/json, text/event-stream"
 _SSE = "text/event-stream"
-_MAX_BODY = 16 * 1024 * 1024  # a JSON reply larger than this is refused, not buffered
+_MAX_MESSAGE = 16 * 1024 * 1024  # default bound of one JSON reply or one SSE event
 _EXCERPT = 200  # characters of an error body quoted in messages
 _DEFAULT_RETRY_MS = 1000  # SSE reconnection time when the server names none
 _RESUME_MISSES = 3  # resumption attempts in a row that bring nothing, before giving up
@@ -94,6 +95,8 @@ class HttpClientTransport(ClientTransport):
     ``connect_timeout`` bounds connecting, and whole exchanges that expect no body
     (notifications, DELETE); ``sse_read_timeout`` bounds silence while waiting for
     a reply or reading a stream (our servers send keep-alives every 15 s).
+    ``max_message`` bounds the bytes of one JSON reply or one SSE event: a larger one
+    fails its request with ``ParseError`` and is never buffered whole.
     """
 
     kind = "http"
@@ -106,6 +109,7 @@ class HttpClientTransport(ClientTransport):
         auth: Callable[[], Awaitable[dict[str, str]]] | None = None,
         connect_timeout: float = 10.0,
         sse_read_timeout: float = 300.0,
+        max_message: int = _MAX_MESSAGE,
     ) -> None:
         self.url = url
         self.name = f"HTTP server {url}"
@@ -115,6 +119,7 @@ class HttpClientTransport(ClientTransport):
         self._http: Http11Client | None = None
         self._connect_timeout = connect_timeout
         self._read_timeout = sse_read_timeout
+        self._max_message = max_message
         self._events: TransportEvents | None = None
         self._closed = False
         self._session_id: str | None = None
@@ -296,7 +301,7 @@ class HttpClientTransport(ClientTransport):
     async def _post_request(self, exchange: _Exchange, outgoing: Outgoing) -> BaseException | None:
         """POST one request and deliver its reply; the error to report, or None if answered."""
         headers = await self._post_headers(outgoing, exchange.session_id)
-        stream = SSEParser()
+        stream = SSEParser(self._max_message)
         broken = ""
         body = encode(outgoing.message)
         async with self._post(body, headers, quick=False) as response:
@@ -305,10 +310,17 @@ class HttpClientTransport(ClientTransport):
             if response.status_code == 404 and exchange.session_id is not None:
                 return self._expired(exchange.session_id, await _excerpt(response))
             if not _is_sse(response):
-                reply = await _read(response, _MAX_BODY)
-                is_json = "json" in response.headers.get("content-type", "")
-                if is_json and self._deliver_body(reply, exchange.id):
-                    return None
+                limit = self._max_message
+                reply = await _read(response, limit + 1)
+                if "json" in response.headers.get("content-type", ""):
+                    if len(reply) > limit:
+                        return ParseError(
+                            f"{self.name}: the reply to {exchange.what} is larger than {limit} bytes; "
+                            "it was not read"
+                        )
+                    answered = self._deliver_body(reply, exchange.id)
+                    if answered is not False:
+                        return None if answered is True else answered
                 status = response.status_code
                 return HttpStatusError(self.name, exchange.what, status, _clip(reply), response.headers)
             try:
@@ -353,32 +365,68 @@ class HttpClientTransport(ClientTransport):
     async def _pump(
         self, response: Response, stream: SSEParser, request_id: str | int | None
     ) -> bool:
-        """Deliver a stream's messages; True once the response to ``request_id`` came."""
+        """Deliver a stream's messages; True once the response to ``request_id`` came.
+
+        Raises ``ParseError`` when that response cannot be read, or an event outgrows
+        the parser's bound (the caller drops the stream). An unreadable event that
+        answers another request fails that request; anything else unreadable is skipped.
+        """
         async for chunk in response.aiter_bytes():
-            for event, data in stream.feed(chunk):
+            try:
+                events, too_large = stream.feed(chunk), None
+            except EventTooLarge as exc:
+                events, too_large = exc.events, exc
+            for event, data in events:
                 if event != "message" or not data.strip():
                     continue
                 try:
                     message = decode(data)
-                except ProtocolError as exc:
-                    log.warning("%s: skipped an SSE event that is not JSON-RPC: %s", self.name, exc)
+                except Exception as exc:  # noqa: BLE001 - whatever a peer's frame provokes
+                    failure = self._unreadable(data, _why(exc), request_id)
+                    if failure is not None:
+                        raise failure from None
                     continue
                 if self._deliver(message, request_id):
                     return True
+            if too_large is not None:
+                on = "the standalone GET stream" if request_id is None else f"the stream of request {request_id!r}"
+                raise ParseError(f"{self.name}: {too_large} on {on}; the stream was dropped")
         return False
 
-    def _deliver_body(self, body: bytes, request_id: str | int) -> bool:
-        """Deliver the messages of a JSON body; True if one answers ``request_id``."""
+    def _unreadable(self, frame: bytes, why: str, request_id: str | int | None) -> ParseError | None:
+        """A frame that could not be decoded. The error to end ``request_id`` with, if
+        the frame answers it; if it answers another request, that one fails here."""
+        answers = response_id(frame)
+        if answers is None:
+            log.warning("%s: skipped a reply that is not JSON-RPC: %s", self.name, why)
+            return None
+        failure = ParseError(f"{self.name} sent a response to request {answers!r} that could not be read ({why})")
+        if answers == request_id:
+            return failure
+        other = self._exchanges.pop(answers, None)
+        if other is not None and other.task is not None:
+            other.task.cancel()
+        if self._events is not None:
+            self._events.request_failed(answers, failure)
+        return None
+
+    def _deliver_body(self, body: bytes, request_id: str | int) -> bool | ParseError:
+        """Deliver the messages of a JSON body: True if one answers ``request_id``, the
+        error to end it with if its answer cannot be read, False if it is not JSON."""
         try:
             obj = msgspec.json.decode(body)
         except msgspec.DecodeError:
-            return False
+            return False  # the caller quotes it in an HttpStatusError
+        except Exception as exc:  # noqa: BLE001 - e.g. nested deeper than the decoder goes
+            return self._unreadable(body, _why(exc), request_id) or ParseError(
+                f"{self.name}: the reply to request {request_id!r} could not be read ({_why(exc)})"
+            )
         answered = False
         for item in obj if isinstance(obj, list) else [obj]:  # a list: a 2025-03-26 batch
             try:
                 message = from_object(item)
-            except ProtocolError as exc:
-                log.warning("%s: skipped a reply that is not JSON-RPC: %s", self.name, exc)
+            except Exception as exc:  # noqa: BLE001 - a shape check must not end the exchange
+                log.warning("%s: skipped a reply that is not JSON-RPC: %s", self.name, _why(exc))
                 continue
             answered = self._deliver(message, request_id) or answered
         return answered
@@ -453,7 +501,7 @@ class HttpClientTransport(ClientTransport):
         """The standalone GET stream of a handshake session: server requests and
         notifications unrelated to any request. Reconnects with backoff while the
         session lasts; a 405 means the server offers none."""
-        stream = SSEParser()
+        stream = SSEParser(self._max_message)
         backoff = 1.0
         while not self._closed and self._session_id == session_id:
             seen = stream.dispatched
@@ -523,6 +571,15 @@ class _Opened:
 
 def _is_sse(response: Response) -> bool:
     return response.is_success and response.headers.get("content-type", "").startswith(_SSE)
+
+
+def _why(exc: BaseException) -> str:
+    """Why a peer's frame could not be decoded, in words."""
+    if isinstance(exc, RecursionError):
+        return "nested more deeply than the decoder allows"
+    if isinstance(exc, ProtocolError):
+        return exc.message
+    return _cause(exc)
 
 
 def _cause(exc: BaseException) -> str:
