@@ -30,14 +30,14 @@ import os
 import shlex
 import signal
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
-from ._base import ClientTransport, Outgoing, TransportEvents
 from ..errors import ConnectionClosed, ParseError
 from ..protocol._framing import LineBuffer, LineTooLong, response_id
 from ..protocol._jsonrpc import decode, encode, notification
+from ._base import ClientTransport, Outgoing, TransportEvents
 
-__all__ = ["StdioClientTransport", "ServerNotStarted"]
+__all__ = ["ServerNotStarted", "StdioClientTransport"]
 
 log = logging.getLogger("modelctx.stdio_client")
 
@@ -109,10 +109,10 @@ class StdioClientTransport(ClientTransport):
         self._events: TransportEvents | None = None
         self._transport: asyncio.SubprocessTransport | None = None
         self._protocol: _Protocol | None = None
-        self._readers: tuple[asyncio.Task, asyncio.Task] | None = None  # stdout, stderr
-        self._watcher: asyncio.Task | None = None
+        self._readers: tuple[asyncio.Task[None], asyncio.Task[None]] | None = None  # stdout, stderr
+        self._watcher: asyncio.Task[None] | None = None
         self._closing = False
-        self._shutdown: asyncio.Task | None = None
+        self._shutdown: asyncio.Task[None] | None = None
         self._closed_exc: ConnectionClosed | None = None
 
     # -- public state ----------------------------------------------------------------
@@ -159,7 +159,7 @@ class StdioClientTransport(ClientTransport):
             )
         except OSError as exc:
             raise ServerNotStarted(self._start_failure(exc)) from exc
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise ServerNotStarted(
                 f"could not start {self.name}: no process after {self.connect_timeout:g}s"
             ) from None
@@ -324,7 +324,7 @@ class StdioClientTransport(ClientTransport):
             stdin.write(data)
             if stdin.transport.get_write_buffer_size() > _HIGH_WATER:
                 await asyncio.wait_for(stdin.drain(), _DRAIN_TIMEOUT)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise ConnectionClosed(
                 f"{self.name} read nothing from its stdin for {_DRAIN_TIMEOUT:g}s "
                 f"({stdin.transport.get_write_buffer_size()} bytes waiting)"
@@ -388,7 +388,7 @@ class StdioClientTransport(ClientTransport):
             for task in tasks:
                 task.cancel()
             await asyncio.wait(tasks, timeout=_GRACE)
-            stdin_pipe = self._transport.get_pipe_transport(0)
+            stdin_pipe = cast("asyncio.WriteTransport | None", self._transport.get_pipe_transport(0))
             if stdin_pipe is not None and stdin_pipe.get_write_buffer_size():
                 stdin_pipe.abort()  # drop what the server never read, or the pipe stays open
             self._transport.close()
@@ -412,7 +412,7 @@ class StdioClientTransport(ClientTransport):
         assert self._protocol is not None
         try:
             await asyncio.wait_for(self._protocol.exited.wait(), seconds)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
         return True
 
