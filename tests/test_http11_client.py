@@ -120,6 +120,19 @@ def test_a_redirect_within_the_origin_keeps_the_authorization_header(no_proxy_en
     run(main())
 
 
+def test_credentials_in_the_url_are_sent_as_basic_auth_and_the_path_is_percent_encoded(no_proxy_env):
+    async def main() -> None:
+        async with serving(Recorder()) as server:
+            address = server.url.split("/")[2]
+            assert await echo_through(f"http://al%40ce:s3cret@{address}/mcp space/é?q=a b") == "echoed"
+            line, fields = server.seen[0]
+            assert line == "POST /mcp%20space/%C3%A9?q=a%20b HTTP/1.1"
+            assert fields["authorization"] == "Basic YWxAY2U6czNjcmV0"  # al@ce:s3cret
+            assert fields["host"] == address
+
+    run(main())
+
+
 # -- proxies -----------------------------------------------------------------------------------
 
 

@@ -61,6 +61,7 @@ _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # what h11 refuses in a header value
 _NO_BODY = frozenset({"GET", "HEAD", "DELETE", "OPTIONS"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+_PATH_SAFE = "/%:@!$&'()*+,;=-._~"  # RFC 3986 pchar and "/": left as they are
 
 
 class HttpError(Exception):
@@ -439,27 +440,34 @@ def _flush(decoder: Any) -> bytes:
 
 
 class _Target:
-    """A URL split once into what a request needs (``urllib.parse``, cached by the client)."""
+    """A URL split once into what a request needs (``urllib.parse``, cached by the client).
 
-    __slots__ = ("host", "netloc", "origin", "path", "port", "scheme", "url")
+    The path and query are percent-encoded where they are not ASCII-safe, the host
+    IDNA-encoded; ``user:password@`` becomes ``basic_auth`` (as httpx reads it)."""
+
+    __slots__ = ("basic_auth", "host", "netloc", "origin", "path", "port", "scheme", "url")
 
     def __init__(self, url: str) -> None:
         parts = urllib.parse.urlsplit(url)
         scheme = parts.scheme.lower()
         if scheme not in _DEFAULT_PORTS or not parts.hostname:
-            raise LocalProtocolError(f"not an http:// or https:// URL with a host: {url!r}")
+            raise LocalProtocolError(f"not an http:// or https:// URL with a host: {_hide_password(url)!r}")
         try:
             port = parts.port or _DEFAULT_PORTS[scheme]
-        except ValueError as exc:  # a port that is not a number
-            raise LocalProtocolError(f"{url!r}: {exc}") from None
+            host = parts.hostname if parts.hostname.isascii() else parts.hostname.encode("idna").decode("ascii")
+        except (ValueError, UnicodeError) as exc:  # a port that is not a number, a host IDNA refuses
+            raise LocalProtocolError(f"{_hide_password(url)!r}: {exc}") from None
         self.url = url
         self.scheme = scheme
-        self.host = parts.hostname
+        self.host = host
         self.port = port
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        self.netloc = host if port == _DEFAULT_PORTS[scheme] else f"{host}:{port}"
-        self.origin = (scheme, self.host, port)
-        self.path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        shown = f"[{host}]" if ":" in host else host
+        self.netloc = shown if port == _DEFAULT_PORTS[scheme] else f"{shown}:{port}"
+        self.origin = (scheme, host, port)
+        self.path = urllib.parse.quote(parts.path or "/", safe=_PATH_SAFE)
+        if parts.query:
+            self.path += "?" + urllib.parse.quote(parts.query, safe=_PATH_SAFE + "?")
+        self.basic_auth = _basic(parts.username, parts.password) if parts.username is not None else None
 
 
 class Http11Client:
@@ -496,6 +504,8 @@ class Http11Client:
         merged = {**self.default_headers, **headers}
         for _ in range(_MAX_REDIRECTS + 1):
             target = self._target(url)
+            if target.basic_auth is not None and "authorization" not in merged:
+                merged["authorization"] = target.basic_auth
             pool = self._route(target)
             data = self._serialize(method, target, pool, merged, body)
             response = await pool.request(
@@ -593,12 +603,14 @@ def _proxy_pool(proxy: str, max_idle: int) -> Http11Pool:
     parts = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
     if parts.scheme != "http" or not parts.hostname:
         raise ConnectError(f"the proxy {_hide_password(proxy)} in the environment is not an http:// proxy")
-    auth = None
-    if parts.username is not None:
-        user = urllib.parse.unquote(parts.username)
-        password = urllib.parse.unquote(parts.password or "")
-        auth = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+    auth = _basic(parts.username, parts.password) if parts.username is not None else None
     return Http11Pool(parts.hostname, parts.port or 80, tls=None, max_idle=max_idle, proxy=True, proxy_auth=auth)
+
+
+def _basic(username: str, password: str | None) -> str:
+    """``Basic`` credentials from a URL's (percent-encoded) user and password."""
+    pair = f"{urllib.parse.unquote(username)}:{urllib.parse.unquote(password or '')}"
+    return "Basic " + base64.b64encode(pair.encode()).decode("ascii")
 
 
 def _hide_password(url: str) -> str:

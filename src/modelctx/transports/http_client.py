@@ -521,7 +521,7 @@ class HttpClientTransport(ClientTransport):
             except HttpError as exc:
                 log.info("%s: the GET stream broke: %s", self.name, _cause(exc))
             except Exception as exc:  # noqa: BLE001 - the auth hook's: keep the loop, say why
-                log.warning("%s: the GET stream could not be opened: %s", self.name, _cause(exc))
+                log.warning("%s: the GET stream failed: %s", self.name, _cause(exc))
             opened.set()
             retry = stream.retry_ms / 1000 if stream.retry_ms is not None else None
             if stream.dispatched > seen:  # it worked for a while: reconnect as the server asks
