@@ -8,8 +8,11 @@ own task, so ``send`` returns at once; whatever comes back (one JSON body, or an
 stream of notifications ending with the response) goes to ``events.message``. When
 no response to the request arrives, the task reports ``events.request_failed`` with
 a local error that says why: ``HttpStatusError`` (a status and no JSON-RPC body),
-``SessionExpired`` (404 on a handshake-era session), or ``ConnectionClosed`` (the
-network failed, or the stream ended early). Cancelling a request cancels its task,
+``SessionExpired`` (404 on a handshake-era session), ``ConnectionClosed`` (the
+network failed, or the stream ended early), or ``ParseError`` (its reply could not be
+read: nested too deeply, larger than ``max_message``; an SSE event past that bound
+also drops its stream). An unreadable message that answers nothing is logged and
+skipped, and the messages after it are delivered. Cancelling a request cancels its task,
 which closes its response stream: that is the cancellation of 2026-07-28.
 
 The handshake era adds what 2026-07-28 removed, and only for messages the session
@@ -19,7 +22,7 @@ stream for server messages, opened after ``notifications/initialized``; SSE
 resumption (a stream that ends early is resumed with GET and ``Last-Event-ID`` after
 the server's ``retry`` delay); and ``notifications/cancelled`` on cancel.
 
-One way to carry every HTTP request: ``_http11.Http11Client``, a lean HTTP/1.1
+One way to carry every HTTP request: ``_http_requests.Http11Client``, a lean HTTP/1.1
 client on pools of keep-alive asyncio connections, parsed by ``httptools``. POSTs,
 the GET streams and DELETE all go through it, over ``http://`` or ``https://``,
 following redirects as httpx and browsers do, through an ``http://`` proxy named in
@@ -49,7 +52,8 @@ from ..protocol._framing import EventTooLarge, SSEParser, response_id
 from ..protocol._jsonrpc import Message, decode, encode, from_object
 from ..protocol._jsonrpc import Response as JsonRpcResponse
 from ._base import ClientTransport, Outgoing, TransportEvents
-from ._http11 import Http11Client, HttpError, Response
+from ._http11 import HttpError, Response
+from ._http_requests import Http11Client
 
 __all__ = ["HttpClientTransport", "HttpStatusError", "SessionExpired"]
 
