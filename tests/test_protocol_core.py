@@ -257,6 +257,7 @@ class TestFraming:
         buf = LineBuffer(max_line=8)
         with pytest.raises(ValueError):
             list(buf.feed(b"x" * 20))
+        assert list(buf.feed(b"still the long line\n")) == []  # dropped up to its newline
         assert list(buf.feed(b"ok\n")) == [b"ok"]
 
     def test_sse_round_trip_ignores_comments(self):

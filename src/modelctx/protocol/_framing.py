@@ -3,17 +3,37 @@
 stdio (basic/transports/stdio.mdx): one message per line, no embedded newlines. JSON
 encoders escape newlines inside strings, so an encoded message never contains one.
 
-SSE (the HTML living standard's event stream): ``data:`` lines end at a blank line; a
-line starting with ``:`` is a comment (keep-alive) and is ignored.
+SSE (the HTML living standard's event stream): lines end with CRLF, LF or a lone CR;
+``data:`` lines make up an event that a blank line ends; a line starting with ``:`` is
+a comment (keep-alive) and is ignored.
+
+Both parsers bound what a peer can make them hold: a line (stdio) or an event (SSE)
+past the limit raises a ``ValueError`` subclass and is dropped, never buffered. Both
+return lists, so a caller that stops early never sees a line twice.
+
+``response_id`` reads the id of a response that could not be decoded (nested too
+deeply, or cut short), so a client can fail that one request instead of waiting.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
 
-__all__ = ["LineBuffer", "sse_event", "SSE_KEEPALIVE", "SSEParser"]
+import msgspec
+
+__all__ = [
+    "SSE_KEEPALIVE",
+    "EventTooLarge",
+    "LineBuffer",
+    "LineTooLong",
+    "SSEParser",
+    "response_id",
+    "sse_event",
+]
 
 SSE_KEEPALIVE = b": keep-alive\n\n"
+MAX_FRAME = 16 * 1024 * 1024  # default bound of one stdio line or one SSE event
+_HEAD = 16 * 1024  # bytes of a dropped line kept (enough to read its id), and scanned by response_id
 
 
 def sse_event(data: bytes, event: bytes = b"message") -> bytes:
@@ -21,38 +41,71 @@ def sse_event(data: bytes, event: bytes = b"message") -> bytes:
     return b"event: " + event + b"\ndata: " + data + b"\n\n"
 
 
-class LineBuffer:
-    """Splits a byte stream into lines, holding back a partial last line.
+class LineTooLong(ValueError):
+    """A line grew past the limit without a newline; the buffer drops it up to its newline.
 
-    ``max_line`` bounds memory: a longer line raises ``ValueError`` and the buffer is
-    reset, so one bad peer frame cannot grow memory without bound.
+    ``lines``: the complete lines that came before it in the same ``feed`` (handle them
+    first); ``head``: the first bytes of the dropped line (for ``response_id``).
     """
 
-    def __init__(self, max_line: int = 16 * 1024 * 1024) -> None:
+    def __init__(self, message: str, lines: list[bytes], head: bytes) -> None:
+        super().__init__(message)
+        self.lines = lines
+        self.head = head
+
+
+class LineBuffer:
+    """Splits a byte stream into lines at ``\\n``, holding back a partial last line.
+
+    ``max_line`` bounds memory: a longer line raises ``LineTooLong`` once and is
+    skipped up to its newline, so one bad peer frame cannot grow memory without bound
+    and the lines after it are read as usual.
+    """
+
+    def __init__(self, max_line: int = MAX_FRAME) -> None:
         self._buf = bytearray()
         self._max = max_line
+        self._skipping = False  # inside a line that was too long: drop up to its newline
 
-    def feed(self, data: bytes) -> Iterator[bytes]:
-        self._buf += data
-        start = 0
-        buf = self._buf
-        while True:
-            end = buf.find(b"\n", start)
+    def feed(self, data: bytes) -> list[bytes]:
+        """The lines completed by ``data``, without their newlines."""
+        if self._skipping:
+            end = data.find(b"\n")
             if end < 0:
-                break
-            line = bytes(buf[start:end])
-            start = end + 1
-            yield line
-        del buf[:start]
+                return []
+            self._skipping = False
+            data = data[end + 1 :]
+        buf = self._buf
+        buf += data
+        lines: list[bytes] = []
+        if b"\n" in data:
+            *lines, rest = bytes(buf).split(b"\n")
+            buf[:] = rest
         if len(buf) > self._max:
+            head = bytes(buf[:_HEAD])
             buf.clear()
-            raise ValueError(f"a line exceeded {self._max} bytes without a newline")
+            self._skipping = True
+            raise LineTooLong(f"a line exceeded {self._max} bytes without a newline", lines, head)
+        return lines
 
     def tail(self) -> bytes:
         """What is left after the stream ended (a last line with no newline)."""
-        rest = bytes(self._buf)
+        rest = b"" if self._skipping else bytes(self._buf)
         self._buf.clear()
+        self._skipping = False
         return rest
+
+
+class EventTooLarge(ValueError):
+    """An SSE event grew past the limit before its blank line; the parser dropped it.
+
+    ``events``: the complete events that came before it in the same ``feed``. The
+    stream cannot be trusted to frame what follows: stop reading it.
+    """
+
+    def __init__(self, message: str, events: list[tuple[str, bytes]]) -> None:
+        super().__init__(message)
+        self.events = events
 
 
 class SSEParser:
@@ -62,10 +115,14 @@ class SSEParser:
     event id (set when an event is dispatched, even one without data such as a
     priming event; an empty ``id`` clears it) and the ``retry`` time, following the
     HTML standard's rules. ``dispatched`` counts events, with or without data.
+    ``max_event`` bounds the bytes of one event (its lines, as received).
     """
 
-    def __init__(self) -> None:
-        self._lines = LineBuffer()
+    def __init__(self, max_event: int = MAX_FRAME) -> None:
+        self._max = max_event
+        self._buf = bytearray()  # the partial last line (never holds a CR)
+        self._after_cr = False  # the last chunk ended with CR: a leading LF is its CRLF
+        self._size = 0  # bytes of the event so far
         self._data: list[bytes] = []
         self._event = b""
         self._id: str | None = None
@@ -73,28 +130,100 @@ class SSEParser:
         self.retry_ms: int | None = None
         self.dispatched = 0
 
-    def feed(self, chunk: bytes) -> Iterator[tuple[str, bytes]]:
-        for raw in self._lines.feed(chunk):
-            line = raw[:-1] if raw.endswith(b"\r") else raw
-            if not line:
-                if self._data or self._event or self._id != self.last_id:
-                    self.dispatched += 1
-                self.last_id = self._id
-                data, event = self._data, self._event
-                self._data, self._event = [], b""
-                if data:
-                    yield (event or b"message").decode("utf-8", "replace"), b"\n".join(data)
-                continue
-            if line.startswith(b":"):
-                continue  # a comment: keep-alive
-            field, _, value = line.partition(b":")
-            if value.startswith(b" "):
-                value = value[1:]
-            if field == b"data":
-                self._data.append(value)
-            elif field == b"event":
-                self._event = value
-            elif field == b"id" and b"\0" not in value:
-                self._id = value.decode("utf-8", "replace") or None
-            elif field == b"retry" and value.isdigit():
-                self.retry_ms = int(value)
+    def feed(self, chunk: bytes) -> list[tuple[str, bytes]]:
+        """The events completed by ``chunk``; ``EventTooLarge`` past ``max_event``."""
+        if self._after_cr:
+            self._after_cr = False
+            if chunk[:1] == b"\n":
+                chunk = chunk[1:]
+        if not chunk:
+            return []
+        self._after_cr = chunk[-1:] == b"\r"
+        if b"\r" in chunk:
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        buf = self._buf
+        buf += chunk
+        events: list[tuple[str, bytes]] = []
+        if b"\n" in chunk:
+            *lines, rest = bytes(buf).split(b"\n")
+            buf[:] = rest
+            for line in lines:
+                self._size += len(line) + 1
+                if self._size > self._max:
+                    break
+                self._line(line, events)
+        if self._size + len(buf) > self._max:
+            self._drop()
+            raise EventTooLarge(f"an SSE event exceeded {self._max} bytes", events)
+        return events
+
+    def _drop(self) -> None:
+        self._buf.clear()
+        self._data, self._event, self._size = [], b"", 0
+
+    def _line(self, line: bytes, events: list[tuple[str, bytes]]) -> None:
+        if not line:
+            if self._data or self._event or self._id != self.last_id:
+                self.dispatched += 1
+            self.last_id = self._id
+            data, event = self._data, self._event
+            self._data, self._event, self._size = [], b"", 0
+            if data:
+                events.append(((event or b"message").decode("utf-8", "replace"), b"\n".join(data)))
+            return
+        if line.startswith(b":"):
+            return  # a comment: keep-alive
+        field, _, value = line.partition(b":")
+        if value.startswith(b" "):
+            value = value[1:]
+        if field == b"data":
+            self._data.append(value)
+        elif field == b"event":
+            self._event = value
+        elif field == b"id" and b"\0" not in value:
+            self._id = value.decode("utf-8", "replace") or None
+        elif field == b"retry" and value.isdigit():
+            self.retry_ms = int(value)
+
+
+# A string, or one bracket. Everything else (numbers, literals, commas, colons,
+# white space) is skipped by finditer.
+_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]]')
+_ID_VALUE = re.compile(rb'\s*:\s*(-?[0-9]+|"(?:[^"\\]|\\.)*")\s*[,}]')
+_KEY_END = re.compile(rb"\s*:")
+
+
+def response_id(frame: bytes) -> str | int | None:
+    """The ``id`` of a JSON-RPC response that could not be decoded whole, or None.
+
+    Reads the top level of the object in the first 16 KiB of ``frame`` without
+    building it, so nesting of any depth costs no recursion. An id counts only once a
+    top-level ``result`` or ``error`` key has been seen and no ``method``: a request
+    from the peer reuses the number space of our own ids, and must never fail one.
+    """
+    data = frame[:_HEAD]
+    depth = 0
+    found: str | int | None = None
+    answer = False
+    for match in _TOKEN.finditer(data):
+        token = match.group()
+        if token in (b"{", b"["):
+            depth += 1
+            if depth == 1 and token == b"[":
+                return None  # a batch or garbage, not one response
+        elif token in (b"}", b"]"):
+            depth -= 1
+            if depth <= 0:
+                break
+        elif depth == 1 and _KEY_END.match(data, match.end()):
+            if token == b'"method"':
+                return None
+            if token in (b'"result"', b'"error"'):
+                answer = True
+            elif token == b'"id"' and (value := _ID_VALUE.match(data, match.end())):
+                try:
+                    decoded = msgspec.json.decode(value.group(1))
+                except msgspec.DecodeError:
+                    return None
+                found = decoded if isinstance(decoded, (str, int)) else None
+    return found if answer else None

@@ -14,23 +14,25 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from decimal import Decimal
 from typing import Any
 
 from ..errors import HeaderMismatch
 
 __all__ = [
-    "encode_value",
-    "decode_value",
-    "name_source",
-    "header_paths",
-    "request_headers",
     "check_headers",
+    "decode_value",
+    "encode_value",
+    "header_paths",
+    "name_source",
+    "request_headers",
 ]
 
 _SENTINEL_PREFIX = "=?base64?"
 _SENTINEL_SUFFIX = "?="
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 _SAFE_INT = 2**53 - 1
+_NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?")  # a JSON number
 
 # Methods whose Mcp-Name header mirrors a params field.
 _NAME_FIELD = {
@@ -96,7 +98,7 @@ def header_paths(input_schema: Any) -> dict[str, tuple[str, ...]]:
     return found
 
 
-def _walk(schema: Any, path: tuple[str, ...], found: dict, reachable: bool) -> None:
+def _walk(schema: Any, path: tuple[str, ...], found: dict[str, tuple[str, ...]], reachable: bool) -> None:
     if isinstance(schema, list):
         for item in schema:
             _walk(item, path, found, False)
@@ -158,12 +160,20 @@ def request_headers(
 
 
 def _same(header_value: str, body_value: Any) -> bool:
+    """Whether a (decoded) header value mirrors a body value (Value Encoding).
+
+    Numbers compare numerically (Server Validation: ``42.0`` equals ``42``) and
+    exactly, as decimals: as floats, 2**53 + 1 would equal 2**53."""
     if isinstance(body_value, bool):
         return header_value == ("true" if body_value else "false")
     if isinstance(body_value, (int, float)):
+        if not _NUMBER.fullmatch(header_value):
+            return False
         try:
-            return float(header_value) == float(body_value)
-        except ValueError:
+            if isinstance(body_value, float):  # the body is a float already: so is the header
+                return float(header_value) == body_value
+            return Decimal(header_value) == body_value
+        except (ArithmeticError, ValueError):  # an exponent Decimal cannot hold
             return False
     return isinstance(body_value, str) and header_value == body_value
 

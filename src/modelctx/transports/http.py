@@ -87,6 +87,7 @@ __all__ = ["HttpApp", "serve_http"]
 
 log = logging.getLogger("modelctx.http")
 
+_HEADER_PATHS_CACHED = 4096  # tools whose Mcp-Param header paths are kept
 _LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
 
 
@@ -371,6 +372,8 @@ class HttpApp:
         except ValueError as exc:
             log.warning("tool %r: %s; its x-mcp-header annotations are ignored", name, exc)
             paths = {}
+        if len(self._header_paths) >= _HEADER_PATHS_CACHED:  # names of tools removed since
+            self._header_paths.clear()
         self._header_paths[name] = (schema, paths)
         return paths
 

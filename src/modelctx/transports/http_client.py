@@ -1,4 +1,4 @@
-"""Streamable HTTP, client side: one ``ClientTransport`` over ``httpx.AsyncClient``.
+"""Streamable HTTP, client side: one ``ClientTransport`` over ``_http11``.
 
 basic/transports/streamable-http.mdx (2026-07-28) and, for handshake-era sessions,
 the 2025-11-25 transport page (DIGEST §2.6, §9.3).
@@ -8,8 +8,11 @@ own task, so ``send`` returns at once; whatever comes back (one JSON body, or an
 stream of notifications ending with the response) goes to ``events.message``. When
 no response to the request arrives, the task reports ``events.request_failed`` with
 a local error that says why: ``HttpStatusError`` (a status and no JSON-RPC body),
-``SessionExpired`` (404 on a handshake-era session), or ``ConnectionClosed`` (the
-network failed, or the stream ended early). Cancelling a request cancels its task,
+``SessionExpired`` (404 on a handshake-era session), ``ConnectionClosed`` (the
+network failed, or the stream ended early), or ``ParseError`` (its reply could not be
+read: nested too deeply, larger than ``max_message``; an SSE event past that bound
+also drops its stream). An unreadable message that answers nothing is logged and
+skipped, and the messages after it are delivered. Cancelling a request cancels its task,
 which closes its response stream: that is the cancellation of 2026-07-28.
 
 The handshake era adds what 2026-07-28 removed, and only for messages the session
@@ -19,15 +22,12 @@ stream for server messages, opened after ``notifications/initialized``; SSE
 resumption (a stream that ends early is resumed with GET and ``Last-Event-ID`` after
 the server's ``retry`` delay); and ``notifications/cancelled`` on cancel.
 
-Two ways to carry a POST, one set of semantics. Over plain ``http://``, with the
-transport's own httpx client (no ``http_client``, no ``auth`` hook, no proxy for the
-URL), POSTs go through ``_http11``: a lean HTTP/1.1 client on a pool of keep-alive
-asyncio connections, several times cheaper per request than httpx and with no
-per-request cost that grows with the number in flight. Everything else (HTTPS, a
-user's client, the GET streams, DELETE, a header value it cannot send verbatim, a
-redirect) goes through httpx. Both hand the same code a response with the same
-face, and fail with the same httpx exceptions, so what a request delivers or how
-it fails does not depend on the path it took.
+One way to carry every HTTP request: ``_http_requests.Http11Client``, a lean HTTP/1.1
+client on pools of keep-alive asyncio connections, parsed by ``httptools``. POSTs,
+the GET streams and DELETE all go through it, over ``http://`` or ``https://``,
+following redirects as httpx and browsers do, through an ``http://`` proxy named in
+the environment. (httpx, even on a lean transport of its own, cost 2.3x the CPU per
+call; see the ``_http11`` module doc.)
 """
 
 from __future__ import annotations
@@ -35,19 +35,25 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import re
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
+from ..errors import (
+    ConnectionClosed,
+    HttpStatusError,
+    MCPError,
+    ParseError,
+    ProtocolError,
+    SessionExpired,
+)
+from ..protocol._framing import EventTooLarge, SSEParser, response_id
+from ..protocol._jsonrpc import Message, decode, encode, from_object
+from ..protocol._jsonrpc import Response as JsonRpcResponse
 from ._base import ClientTransport, Outgoing, TransportEvents
-from ..errors import ConnectionClosed, HttpStatusError, MCPError, ProtocolError, SessionExpired
-from ..protocol._framing import SSEParser
-from ..protocol._jsonrpc import Message, Response, decode, encode, from_object
-
-if TYPE_CHECKING:
-    import httpx
+from ._http11 import HttpError, Response
+from ._http_requests import Http11Client
 
 __all__ = ["HttpClientTransport", "HttpStatusError", "SessionExpired"]
 
@@ -55,24 +61,21 @@ log = logging.getLogger("modelctx.client.http")
 
 _ACCEPT_BOTH = "application/json, text/event-stream"
 _SSE = "text/event-stream"
-_MAX_BODY = 16 * 1024 * 1024  # a JSON reply larger than this is refused, not buffered
+_MAX_MESSAGE = 16 * 1024 * 1024  # default bound of one JSON reply or one SSE event
 _EXCERPT = 200  # characters of an error body quoted in messages
 _DEFAULT_RETRY_MS = 1000  # SSE reconnection time when the server names none
 _RESUME_MISSES = 3  # resumption attempts in a row that bring nothing, before giving up
 _LISTEN_BACKOFF_MAX = 30.0
 _CLOSE_WAIT = 2.0  # seconds close() and cancel() wait for tasks and for DELETE
 _LISTEN_OPEN_WAIT = 1.0  # seconds send(notifications/initialized) waits for the GET stream to open
-_KEEP_ALIVE = 32  # idle keep-alive connections kept (either path)
-_HTTPX_SLOTS = 4  # POSTs in flight through httpx at once (streams aside); see _Slot
-_SLOT_HOLD = 0.005  # seconds a POST holds its slot at most: a slow call must not block others
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # what h11 would refuse in a header value
+_KEEP_ALIVE = 32  # idle keep-alive connections kept per host
+_USER_AGENT = "modelctx"
 
 
 class _Exchange:
     """One request in flight: its POST task and what its errors need to say."""
 
-    __slots__ = ("id", "method", "legacy", "session_id", "task")
+    __slots__ = ("id", "legacy", "method", "session_id", "task")
 
     def __init__(
         self, request_id: str | int, method: str, legacy: bool, session_id: str | None
@@ -81,7 +84,7 @@ class _Exchange:
         self.method = method
         self.legacy = legacy
         self.session_id = session_id
-        self.task: asyncio.Task | None = None
+        self.task: asyncio.Task[None] | None = None
 
     @property
     def what(self) -> str:
@@ -92,11 +95,12 @@ class HttpClientTransport(ClientTransport):
     """The client side of Streamable HTTP to the MCP endpoint ``url``.
 
     ``headers`` go on every HTTP request; ``auth`` is an async hook returning more
-    (e.g. ``Authorization``), called before each one. ``http_client`` is used as given
-    and left open on ``close``; without it the transport makes (and closes) its own.
+    (e.g. ``Authorization``), called before each one.
     ``connect_timeout`` bounds connecting, and whole exchanges that expect no body
     (notifications, DELETE); ``sse_read_timeout`` bounds silence while waiting for
     a reply or reading a stream (our servers send keep-alives every 15 s).
+    ``max_message`` bounds the bytes of one JSON reply or one SSE event: a larger one
+    fails its request with ``ParseError`` and is never buffered whole.
     """
 
     kind = "http"
@@ -107,54 +111,39 @@ class HttpClientTransport(ClientTransport):
         *,
         headers: Mapping[str, str] | None = None,
         auth: Callable[[], Awaitable[dict[str, str]]] | None = None,
-        http_client: httpx.AsyncClient | None = None,
         connect_timeout: float = 10.0,
         sse_read_timeout: float = 300.0,
+        max_message: int = _MAX_MESSAGE,
     ) -> None:
         self.url = url
         self.name = f"HTTP server {url}"
         # Lower-case names, so ours (and the session's) replace a user's, never duplicate.
         self._headers = {k.lower(): v for k, v in (headers or {}).items()}
         self._auth = auth
-        self._client = http_client
-        self._own_client = http_client is None
+        self._http: Http11Client | None = None
         self._connect_timeout = connect_timeout
         self._read_timeout = sse_read_timeout
+        self._max_message = max_message
         self._events: TransportEvents | None = None
         self._closed = False
         self._session_id: str | None = None
         self._legacy_version: str | None = None  # MCP-Protocol-Version of the session
         self._authorization: str | None = self._headers.get("authorization")
         self._exchanges: dict[str | int, _Exchange] = {}
-        self._listener: asyncio.Task | None = None
-        self._stream_timeout: Any = None
-        self._quick_timeout: Any = None
-        self._fast: Any = None  # the _http11 pool, when POSTs can take the lean path
-        self._fast_head = b""  # its request line and the headers no request changes
-        self._fast_defaults: dict[str, str] = {}
-        self._fast_names: set[str] = set()  # header names already checked to be tokens
-        self._httpx_slots: asyncio.Semaphore | None = None
+        self._listener: asyncio.Task[None] | None = None
 
     # -- ClientTransport -----------------------------------------------------------------
     async def connect(self, events: TransportEvents) -> None:
         """Prepare the HTTP client; no request is made (a dead server shows on the first send)."""
         if self._closed:
             raise ConnectionClosed(f"{self.name}: the transport is closed; make a new one")
-        import httpx
-
         self._events = events
-        self._stream_timeout = httpx.Timeout(
-            connect=self._connect_timeout, read=self._read_timeout, write=self._read_timeout, pool=None
-        )
-        self._quick_timeout = httpx.Timeout(self._connect_timeout)
-        if self._client is None:
-            limits = httpx.Limits(max_connections=None, max_keepalive_connections=_KEEP_ALIVE)
-            self._client = httpx.AsyncClient(follow_redirects=True, limits=limits)
-        if self._own_client and self._auth is None and self._fast is None:
-            self._fast_path_setup()
+        if self._http is None:
+            defaults = {"user-agent": _USER_AGENT, "accept-encoding": "gzip, deflate"}
+            self._http = Http11Client(max_idle=_KEEP_ALIVE, default_headers=defaults)
 
     async def send(self, outgoing: Outgoing) -> None:
-        if self._closed or self._events is None or self._client is None:
+        if self._closed or self._events is None or self._http is None:
             state = "closed" if self._closed else "not connected (call connect first)"
             raise ConnectionClosed(f"{self.name}: the transport is {state}")
         message = outgoing.message
@@ -218,19 +207,13 @@ class HttpClientTransport(ClientTransport):
             task.cancel()
         if tasks:
             await asyncio.wait(tasks, timeout=_CLOSE_WAIT)
-        fast, self._fast = self._fast, None
-        if fast is not None:
-            fast.close()
-        client, session_id = self._client, self._session_id
+        session_id = self._session_id
         self._session_id = None
-        if client is not None and session_id is not None:
-            await self._delete_session(client, session_id)
-        if client is not None and self._own_client:
-            try:
-                await asyncio.wait_for(client.aclose(), _CLOSE_WAIT)
-            except (OSError, asyncio.TimeoutError):
-                pass
-        self._client = None
+        if self._http is not None and session_id is not None:
+            await self._delete_session(session_id)
+        if self._http is not None:
+            self._http.close()
+        self._http = None
 
     def end_handshake_session(self) -> None:
         self._session_id = None
@@ -275,9 +258,8 @@ class HttpClientTransport(ClientTransport):
 
     async def _get(self, session_id: str | None, last_id: str | None) -> Any:
         """An unopened GET stream (``async with`` it) for a handshake session."""
-        assert self._client is not None
         headers = await self._get_headers(session_id, last_id)
-        return self._client.stream("GET", self.url, headers=headers, timeout=self._stream_timeout)
+        return self._open("GET", headers, b"", quick=False)
 
     async def _get_headers(self, session_id: str | None, last_id: str | None) -> dict[str, str]:
         headers = await self._base_headers()
@@ -290,86 +272,24 @@ class HttpClientTransport(ClientTransport):
             headers["last-event-id"] = last_id
         return headers
 
-    # -- the two ways a POST goes -----------------------------------------------------------
-    def _fast_path_setup(self) -> None:
-        """Use ``_http11`` for POSTs if this URL and configuration allow it (see the module doc)."""
-        import httpx
+    # -- POST ------------------------------------------------------------------------------
+    def _post(self, body: bytes, headers: dict[str, str], *, quick: bool) -> _Opened:
+        """An unopened POST (``async with`` it, for the response)."""
+        return self._open("POST", headers, body, quick=quick)
 
-        try:
-            from . import _http11
-        except ImportError:  # no httptools: httpx carries everything
-            return
-        client = self._client
-        assert client is not None
-        try:
-            url = httpx.URL(self.url)
-            if url.scheme != "http" or url.userinfo or not url.raw_host:
-                return
-            if client._transport_for_url(url) is not client._transport:  # a proxy (HTTP_PROXY etc.)
-                return
-        except Exception:  # noqa: BLE001 - an unusual URL or httpx internals: stay on httpx
-            return
-        if "accept-encoding" in self._headers or "transfer-encoding" in self._headers:
-            return  # a coding _http11 may not decode, or framing it does not do
-        defaults = {k.lower(): v for k, v in client.headers.items()}
-        defaults["accept-encoding"] = "gzip, deflate"  # exactly what _http11 can decode
-        defaults = {"host": url.netloc.decode("ascii"), **defaults}
-        if not all(_TOKEN.fullmatch(name) for name in {**defaults, **self._headers}):
-            return
-        self._fast_defaults = defaults
-        self._fast_names = set(defaults)
-        self._fast_head = b"POST " + url.raw_path + b" HTTP/1.1\r\n"
-        host = url.raw_host.decode("ascii")
-        self._fast = _http11.Http11Pool(host, url.port or 80, max_idle=_KEEP_ALIVE)
-
-    def _fast_request(self, body: bytes, headers: dict[str, str]) -> bytes | None:
-        """The whole request for ``_http11``, or None if httpx should send it (it would
-        refuse or re-encode something: then it fails or sends as it always did)."""
-        merged = {**self._fast_defaults, **headers}
-        if "transfer-encoding" in merged:
-            return None
-        merged["content-length"] = str(len(body))
-        names = self._fast_names
-        for name in merged:
-            if name not in names:
-                if not _TOKEN.fullmatch(name):
-                    return None
-                names.add(name)
-        values = "\t".join(merged.values())
-        if not values.isascii() or _BAD_VALUE.search(values):
-            return None
-        lines = "".join([f"{name}: {value}\r\n" for name, value in merged.items()])
-        return b"".join((self._fast_head, lines.encode("ascii"), b"\r\n", body))
-
-    def _post(self, body: bytes, headers: dict[str, str], *, quick: bool, stream: bool = False) -> Any:
-        """An unopened POST (``async with`` it, for the response), by whichever path fits.
-
-        ``stream``: the reply is a long-lived stream (``subscriptions/listen``), which
-        must neither wait for nor hold one of the httpx path's slots."""
-        assert self._client is not None
-        if self._fast is not None:
-            request = self._fast_request(body, headers)
-            if request is not None:
-                return _FastPost(self, request, body, headers, quick)
-        timeout = self._quick_timeout if quick else self._stream_timeout
-        opened = self._client.stream("POST", self.url, content=body, headers=headers, timeout=timeout)
-        return opened if stream else _Slot(self._slots(), opened)
-
-    def _slots(self) -> asyncio.Semaphore:
-        # Through httpx, the CPU cost of each request grows with the number in flight
-        # (httpcore's pool scans every queued request and connection on each change), so
-        # a few at a time finish sooner than all at once; see _Slot for slow ones.
-        if self._httpx_slots is None:
-            self._httpx_slots = asyncio.Semaphore(_HTTPX_SLOTS)
-        return self._httpx_slots
+    def _open(self, method: str, headers: dict[str, str], body: bytes, *, quick: bool) -> _Opened:
+        # quick: an exchange that expects no body (202) is bounded as a whole by the
+        # connect timeout; others wait up to the read timeout for each piece.
+        if self._http is None:
+            raise ConnectionClosed(f"{self.name}: the transport is closed")
+        wait = self._connect_timeout if quick else self._read_timeout
+        return _Opened(self._http, method, self.url, headers, body, self._connect_timeout, wait)
 
     # -- one request -------------------------------------------------------------------------
     async def _exchange(self, exchange: _Exchange, outgoing: Outgoing) -> None:
-        import httpx
-
         try:
             failure = await self._post_request(exchange, outgoing)
-        except httpx.HTTPError as exc:
+        except HttpError as exc:
             failure = ConnectionClosed(f"{self.name}: {exchange.what} failed: {_cause(exc)}")
         except MCPError as exc:
             failure = exc
@@ -384,30 +304,33 @@ class HttpClientTransport(ClientTransport):
 
     async def _post_request(self, exchange: _Exchange, outgoing: Outgoing) -> BaseException | None:
         """POST one request and deliver its reply; the error to report, or None if answered."""
-        import httpx
-
-        assert self._client is not None
         headers = await self._post_headers(outgoing, exchange.session_id)
-        stream = SSEParser()
+        stream = SSEParser(self._max_message)
         broken = ""
         body = encode(outgoing.message)
-        listen = exchange.method == "subscriptions/listen"
-        async with self._post(body, headers, quick=False, stream=listen) as response:
+        async with self._post(body, headers, quick=False) as response:
             if exchange.method == "initialize" and outgoing.legacy and response.is_success:
                 self._adopt_session(response.headers.get("mcp-session-id"))
             if response.status_code == 404 and exchange.session_id is not None:
                 return self._expired(exchange.session_id, await _excerpt(response))
             if not _is_sse(response):
-                reply = await _read(response, _MAX_BODY)
-                is_json = "json" in response.headers.get("content-type", "")
-                if is_json and self._deliver_body(reply, exchange.id):
-                    return None
+                limit = self._max_message
+                reply = await _read(response, limit + 1)
+                if "json" in response.headers.get("content-type", ""):
+                    if len(reply) > limit:
+                        return ParseError(
+                            f"{self.name}: the reply to {exchange.what} is larger than {limit} bytes; "
+                            "it was not read"
+                        )
+                    answered = self._deliver_body(reply, exchange.id)
+                    if answered is not False:
+                        return None if answered is True else answered
                 status = response.status_code
                 return HttpStatusError(self.name, exchange.what, status, _clip(reply), response.headers)
             try:
                 if await self._pump(response, stream, exchange.id):
                     return None
-            except httpx.HTTPError as exc:  # broken mid-stream: like an early end
+            except HttpError as exc:  # broken mid-stream: like an early end
                 broken = f" ({_cause(exc)})"
         if exchange.legacy and stream.last_id is not None:
             return await self._resume(exchange, stream)
@@ -419,9 +342,6 @@ class HttpClientTransport(ClientTransport):
     async def _resume(self, exchange: _Exchange, stream: SSEParser) -> BaseException | None:
         """Resume a handshake-era stream with GET and ``Last-Event-ID`` (2025-11-25,
         Resumability and Redelivery), waiting the server's ``retry`` first each time."""
-        import httpx
-
-        assert self._client is not None
         misses = 0
         cause = "the server sent nothing new"
         while misses < _RESUME_MISSES:
@@ -438,7 +358,7 @@ class HttpClientTransport(ClientTransport):
                         return HttpStatusError(self.name, what, response.status_code, excerpt, response.headers)
                     if await self._pump(response, stream, exchange.id):
                         return None
-            except httpx.HTTPError as exc:
+            except HttpError as exc:
                 cause = _cause(exc)
             misses = 0 if stream.dispatched > seen else misses + 1
         return ConnectionClosed(
@@ -447,34 +367,70 @@ class HttpClientTransport(ClientTransport):
         )
 
     async def _pump(
-        self, response: httpx.Response, stream: SSEParser, request_id: str | int | None
+        self, response: Response, stream: SSEParser, request_id: str | int | None
     ) -> bool:
-        """Deliver a stream's messages; True once the response to ``request_id`` came."""
+        """Deliver a stream's messages; True once the response to ``request_id`` came.
+
+        Raises ``ParseError`` when that response cannot be read, or an event outgrows
+        the parser's bound (the caller drops the stream). An unreadable event that
+        answers another request fails that request; anything else unreadable is skipped.
+        """
         async for chunk in response.aiter_bytes():
-            for event, data in stream.feed(chunk):
+            try:
+                events, too_large = stream.feed(chunk), None
+            except EventTooLarge as exc:
+                events, too_large = exc.events, exc
+            for event, data in events:
                 if event != "message" or not data.strip():
                     continue
                 try:
                     message = decode(data)
-                except ProtocolError as exc:
-                    log.warning("%s: skipped an SSE event that is not JSON-RPC: %s", self.name, exc)
+                except Exception as exc:  # noqa: BLE001 - whatever a peer's frame provokes
+                    failure = self._unreadable(data, _why(exc), request_id)
+                    if failure is not None:
+                        raise failure from None
                     continue
                 if self._deliver(message, request_id):
                     return True
+            if too_large is not None:
+                on = "the standalone GET stream" if request_id is None else f"the stream of request {request_id!r}"
+                raise ParseError(f"{self.name}: {too_large} on {on}; the stream was dropped")
         return False
 
-    def _deliver_body(self, body: bytes, request_id: str | int) -> bool:
-        """Deliver the messages of a JSON body; True if one answers ``request_id``."""
+    def _unreadable(self, frame: bytes, why: str, request_id: str | int | None) -> ParseError | None:
+        """A frame that could not be decoded. The error to end ``request_id`` with, if
+        the frame answers it; if it answers another request, that one fails here."""
+        answers = response_id(frame)
+        if answers is None:
+            log.warning("%s: skipped a reply that is not JSON-RPC: %s", self.name, why)
+            return None
+        failure = ParseError(f"{self.name} sent a response to request {answers!r} that could not be read ({why})")
+        if answers == request_id:
+            return failure
+        other = self._exchanges.pop(answers, None)
+        if other is not None and other.task is not None:
+            other.task.cancel()
+        if self._events is not None:
+            self._events.request_failed(answers, failure)
+        return None
+
+    def _deliver_body(self, body: bytes, request_id: str | int) -> bool | ParseError:
+        """Deliver the messages of a JSON body: True if one answers ``request_id``, the
+        error to end it with if its answer cannot be read, False if it is not JSON."""
         try:
             obj = msgspec.json.decode(body)
         except msgspec.DecodeError:
-            return False
+            return False  # the caller quotes it in an HttpStatusError
+        except Exception as exc:  # noqa: BLE001 - e.g. nested deeper than the decoder goes
+            return self._unreadable(body, _why(exc), request_id) or ParseError(
+                f"{self.name}: the reply to request {request_id!r} could not be read ({_why(exc)})"
+            )
         answered = False
         for item in obj if isinstance(obj, list) else [obj]:  # a list: a 2025-03-26 batch
             try:
                 message = from_object(item)
-            except ProtocolError as exc:
-                log.warning("%s: skipped a reply that is not JSON-RPC: %s", self.name, exc)
+            except Exception as exc:  # noqa: BLE001 - a shape check must not end the exchange
+                log.warning("%s: skipped a reply that is not JSON-RPC: %s", self.name, _why(exc))
                 continue
             answered = self._deliver(message, request_id) or answered
         return answered
@@ -486,7 +442,7 @@ class HttpClientTransport(ClientTransport):
             self._events.message(message)
         except Exception:
             log.exception("%s: the session failed to take %r", self.name, message)
-        if type(message) is not Response or message.id is None:
+        if type(message) is not JsonRpcResponse or message.id is None:
             return False
         if message.id == request_id:
             return True
@@ -500,9 +456,6 @@ class HttpClientTransport(ClientTransport):
     # -- notifications and responses ---------------------------------------------------------
     async def _post_quiet(self, outgoing: Outgoing) -> bool:
         """POST a message that expects 202 and no reply; failures are only logged."""
-        import httpx
-
-        assert self._client is not None
         message = outgoing.message
         what = message.get("method") or f"the response to request {message.get('id')!r}"
         session_id = self._session_for(outgoing)
@@ -511,7 +464,7 @@ class HttpClientTransport(ClientTransport):
             async with self._post(encode(outgoing.message), headers, quick=True) as response:
                 status, success = response.status_code, response.is_success
                 content = await _read(response, _EXCERPT * 4)
-        except httpx.HTTPError as exc:
+        except HttpError as exc:
             log.warning("%s: sending %s failed: %s", self.name, what, _cause(exc))
             return False
         if status == 404 and session_id is not None:
@@ -552,10 +505,7 @@ class HttpClientTransport(ClientTransport):
         """The standalone GET stream of a handshake session: server requests and
         notifications unrelated to any request. Reconnects with backoff while the
         session lasts; a 405 means the server offers none."""
-        import httpx
-
-        assert self._client is not None
-        stream = SSEParser()
+        stream = SSEParser(self._max_message)
         backoff = 1.0
         while not self._closed and self._session_id == session_id:
             seen = stream.dispatched
@@ -572,10 +522,10 @@ class HttpClientTransport(ClientTransport):
                         log.warning("%s: the GET stream got HTTP %d", self.name, response.status_code)
                     else:
                         await self._pump(response, stream, None)
-            except httpx.HTTPError as exc:
+            except HttpError as exc:
                 log.info("%s: the GET stream broke: %s", self.name, _cause(exc))
-            except Exception as exc:  # the auth hook's: keep the loop, say why
-                log.warning("%s: the GET stream could not be opened: %s", self.name, _cause(exc))
+            except Exception as exc:  # noqa: BLE001 - the auth hook's: keep the loop, say why
+                log.warning("%s: the GET stream failed: %s", self.name, _cause(exc))
             opened.set()
             retry = stream.retry_ms / 1000 if stream.retry_ms is not None else None
             if stream.dispatched > seen:  # it worked for a while: reconnect as the server asks
@@ -585,121 +535,55 @@ class HttpClientTransport(ClientTransport):
                 await asyncio.sleep(max(retry or 0.0, backoff))
                 backoff = min(backoff * 2, _LISTEN_BACKOFF_MAX)
 
-    async def _delete_session(self, client: httpx.AsyncClient, session_id: str) -> None:
+    async def _delete_session(self, session_id: str) -> None:
         """End the session (2025-11-25: DELETE; the server may answer 405). Best effort."""
         try:
             headers = await asyncio.wait_for(self._get_headers(session_id, None), _CLOSE_WAIT)
             headers.pop("accept", None)
-            await client.delete(self.url, headers=headers, timeout=_CLOSE_WAIT)
+            async with self._open("DELETE", headers, b"", quick=True):
+                pass
         except Exception as exc:  # noqa: BLE001 - closing must not fail
             log.debug("%s: DELETE of session %s failed: %s", self.name, session_id, _cause(exc))
 
 
-class _FastPost:
-    """``async with``: one POST through ``_http11``, giving the response its block reads.
+class _Opened:
+    """``async with``: one exchange through ``_http11``; the response released on exit.
 
-    A redirect is left to httpx (which follows it, as the transport's client is made
-    to), and from then on the transport sends every POST through httpx."""
+    ``wait`` bounds each wait for the server: connecting aside, the time to write the
+    request, then each silence while reading the response."""
 
-    __slots__ = ("body", "fallback", "headers", "quick", "request", "response", "transport")
+    __slots__ = ("args", "response")
 
     def __init__(
-        self, transport: HttpClientTransport, request: bytes, body: bytes, headers: dict[str, str], quick: bool
+        self, http: Http11Client, method: str, url: str, headers: dict[str, str], body: bytes,
+        connect: float, wait: float,
     ) -> None:
-        self.transport = transport
-        self.request = request
-        self.body = body
-        self.headers = headers
-        self.quick = quick
-        self.response: Any = None
-        self.fallback: Any = None
+        self.args = (http, method, url, headers, body, connect, wait)
+        self.response: Response | None = None
 
-    async def __aenter__(self) -> Any:
-        transport = self.transport
-        pool = transport._fast
-        if pool is None:  # the transport switched to httpx (a redirect) or closed meanwhile
-            return await self._via_httpx(None)
-        wait = transport._connect_timeout if self.quick else transport._read_timeout
-        response = await pool.request(
-            self.request, connect_timeout=transport._connect_timeout, read_timeout=wait, write_timeout=wait
+    async def __aenter__(self) -> Response:
+        http, method, url, headers, body, connect, wait = self.args
+        self.response = await http.request(
+            method, url, headers, body, connect_timeout=connect, read_timeout=wait, write_timeout=wait
         )
-        if response.status_code in _REDIRECTS and "location" in response.headers:
-            response.release()
-            log.debug("%s: the endpoint redirects; POSTs go through httpx from now on", transport.name)
-            transport._fast = None
-            pool.close()
-            return await self._via_httpx(response)
-        self.response = response
-        return response
-
-    async def _via_httpx(self, redirect: Any) -> Any:
-        import httpx
-
-        transport = self.transport
-        client = transport._client
-        if client is None:
-            raise httpx.ConnectError("the transport is closed")
-        timeout = transport._quick_timeout if self.quick else transport._stream_timeout
-        request = client.build_request("POST", transport.url, content=self.body, headers=self.headers, timeout=timeout)
-        if redirect is not None:
-            # What httpx would have sent next (e.g. 303: a GET); it follows any further hops.
-            seen = httpx.Response(redirect.status_code, headers=list(redirect.headers.items()), request=request)
-            try:
-                request = client._build_redirect_request(request, seen)
-            except AttributeError:  # a future httpx: repeat the POST and let httpx follow
-                pass
-        self.fallback = await client.send(request, stream=True)
-        return self.fallback
+        return self.response
 
     async def __aexit__(self, *exc_info: object) -> None:
-        if self.fallback is not None:
-            await self.fallback.aclose()
-        elif self.response is not None:
+        if self.response is not None:
             self.response.release()
 
 
-_REDIRECTS = frozenset({301, 302, 303, 307, 308})
-
-
-class _Slot:
-    """``async with``: an httpx POST that first takes one of a few slots.
-
-    The slot goes back when the exchange ends or after ``_SLOT_HOLD`` seconds,
-    whichever comes first: quick exchanges (nearly all) queue here, cheaply, instead
-    of inside httpcore, while a slow tool call or a long stream delays the others by
-    at most that long and then runs outside the bound."""
-
-    __slots__ = ("opened", "slots", "timer")
-
-    def __init__(self, slots: asyncio.Semaphore, opened: Any) -> None:
-        self.slots = slots
-        self.opened = opened
-        self.timer: asyncio.TimerHandle | None = None
-
-    async def __aenter__(self) -> Any:
-        await self.slots.acquire()
-        self.timer = asyncio.get_running_loop().call_later(_SLOT_HOLD, self._give_back)
-        try:
-            return await self.opened.__aenter__()
-        except BaseException:
-            self._give_back()
-            raise
-
-    async def __aexit__(self, *exc_info: object) -> Any:
-        try:
-            return await self.opened.__aexit__(*exc_info)
-        finally:
-            self._give_back()
-
-    def _give_back(self) -> None:
-        timer, self.timer = self.timer, None
-        if timer is not None:
-            timer.cancel()
-            self.slots.release()
-
-
-def _is_sse(response: httpx.Response) -> bool:
+def _is_sse(response: Response) -> bool:
     return response.is_success and response.headers.get("content-type", "").startswith(_SSE)
+
+
+def _why(exc: BaseException) -> str:
+    """Why a peer's frame could not be decoded, in words."""
+    if isinstance(exc, RecursionError):
+        return "nested more deeply than the decoder allows"
+    if isinstance(exc, ProtocolError):
+        return exc.message
+    return _cause(exc)
 
 
 def _cause(exc: BaseException) -> str:
@@ -712,10 +596,10 @@ def _clip(body: bytes) -> str:
     return text if len(text) <= _EXCERPT else text[: _EXCERPT - 1] + "…"
 
 
-async def _read(response: httpx.Response, limit: int) -> bytes:
+async def _read(response: Response, limit: int) -> bytes:
     """The body, or its first ``limit`` bytes (a huge body is not buffered whole)."""
-    whole = getattr(response, "complete_body", None)  # _http11: the body is usually in already
-    if whole is not None and (body := whole(limit)) is not None:
+    body = response.complete_body(limit)  # usually the whole body is in already
+    if body is not None:
         return body
     chunks: list[bytes] = []
     size = 0
@@ -727,5 +611,5 @@ async def _read(response: httpx.Response, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-async def _excerpt(response: httpx.Response) -> str:
+async def _excerpt(response: Response) -> str:
     return _clip(await _read(response, _EXCERPT * 4))

@@ -7,7 +7,9 @@ server's log, kept here (the last lines) only to explain failures.
 Theory of operation. ``connect`` starts the process in a new session, so the server
 and every process it starts form one process group that ``close`` can signal. Three
 tasks run while it lives: a stdout reader that decodes lines and hands messages to the
-session (a line that is not JSON-RPC is logged and remembered, never fatal), a stderr
+session (a line that is not JSON-RPC is logged and remembered, never fatal; one that
+answers a request but cannot be read, nested too deeply or too long, fails that
+request with ``ParseError``, and the lines after it are read as usual), a stderr
 reader that keeps the tail, and a watcher. The watcher wakes when the process exits
 or its stdout ends, lets the readers catch up for a moment (so a response written just
 before exiting still arrives first), then reports ``closed`` once, naming the cause and
@@ -28,14 +30,14 @@ import os
 import shlex
 import signal
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
-from ._base import ClientTransport, Outgoing, TransportEvents
-from ..errors import ConnectionClosed, ProtocolError
-from ..protocol._framing import LineBuffer
+from ..errors import ConnectionClosed, ParseError
+from ..protocol._framing import LineBuffer, LineTooLong, response_id
 from ..protocol._jsonrpc import decode, encode, notification
+from ._base import ClientTransport, Outgoing, TransportEvents
 
-__all__ = ["StdioClientTransport", "ServerNotStarted"]
+__all__ = ["ServerNotStarted", "StdioClientTransport"]
 
 log = logging.getLogger("modelctx.stdio_client")
 
@@ -107,10 +109,10 @@ class StdioClientTransport(ClientTransport):
         self._events: TransportEvents | None = None
         self._transport: asyncio.SubprocessTransport | None = None
         self._protocol: _Protocol | None = None
-        self._readers: tuple[asyncio.Task, asyncio.Task] | None = None  # stdout, stderr
-        self._watcher: asyncio.Task | None = None
+        self._readers: tuple[asyncio.Task[None], asyncio.Task[None]] | None = None  # stdout, stderr
+        self._watcher: asyncio.Task[None] | None = None
         self._closing = False
-        self._shutdown: asyncio.Task | None = None
+        self._shutdown: asyncio.Task[None] | None = None
         self._closed_exc: ConnectionClosed | None = None
 
     # -- public state ----------------------------------------------------------------
@@ -157,7 +159,7 @@ class StdioClientTransport(ClientTransport):
             )
         except OSError as exc:
             raise ServerNotStarted(self._start_failure(exc)) from exc
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise ServerNotStarted(
                 f"could not start {self.name}: no process after {self.connect_timeout:g}s"
             ) from None
@@ -193,24 +195,48 @@ class StdioClientTransport(ClientTransport):
                     self._on_line(tail)
                 return
             try:
-                for line in lines.feed(chunk):
-                    self._on_line(line)
-            except ValueError as exc:  # a line too long to hold: dropped, the rest goes on
-                self._not_jsonrpc(b"", str(exc))
+                complete = lines.feed(chunk)
+            except LineTooLong as exc:  # dropped up to its newline; the lines after it go on
+                complete = exc.lines
+                too_long: LineTooLong | None = exc
+            else:
+                too_long = None
+            for line in complete:
+                self._on_line(line)
+            if too_long is not None:
+                self._unreadable(too_long.head, str(too_long), quote=False)
 
     def _on_line(self, line: bytes) -> None:
         if not line.strip() or self._closed_exc is not None:
             return  # nothing reaches the session after ``closed``
         try:
             message = decode(line)
-        except ProtocolError as exc:
-            self._not_jsonrpc(line, exc.message)
+        except Exception as exc:  # noqa: BLE001 - whatever a peer's frame provokes, never fatal
+            self._unreadable(line, getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}")
             return
         assert self._events is not None
         try:
             self._events.message(message)
         except Exception:
             log.exception("%s: the session failed to take %r", self.name, message)
+
+    def _unreadable(self, frame: bytes, why: str, *, quote: bool = True) -> None:
+        """A line that could not be decoded: fail the request it answers, if its id
+        can be read; otherwise report it as not JSON-RPC."""
+        request_id = response_id(frame) if self._closed_exc is None else None
+        if request_id is None:
+            self._not_jsonrpc(frame if quote else b"", why)
+            return
+        log.warning("%s: the response to request %r could not be read: %s", self.name, request_id, why)
+        assert self._events is not None
+        failure = ParseError(
+            f"{self.name} sent a response to request {request_id!r} that could not be read ({why}); "
+            "the messages after it are still read"
+        )
+        try:
+            self._events.request_failed(request_id, failure)
+        except Exception:
+            log.exception("%s: the session failed to take a failed request", self.name)
 
     def _not_jsonrpc(self, line: bytes, why: str) -> None:
         # stdio.mdx: the server MUST NOT write anything else to stdout. It happens
@@ -233,10 +259,11 @@ class StdioClientTransport(ClientTransport):
                     self._on_stderr(tail)
                 return
             try:
-                for line in lines.feed(chunk):
-                    self._on_stderr(line)
-            except ValueError:
-                self._on_stderr(b"[a stderr line too long to keep was dropped]")
+                complete = lines.feed(chunk)
+            except LineTooLong as exc:
+                complete = [*exc.lines, b"[a stderr line too long to keep was dropped]"]
+            for line in complete:
+                self._on_stderr(line)
 
     def _on_stderr(self, line: bytes) -> None:
         text = _quote(line)
@@ -297,7 +324,7 @@ class StdioClientTransport(ClientTransport):
             stdin.write(data)
             if stdin.transport.get_write_buffer_size() > _HIGH_WATER:
                 await asyncio.wait_for(stdin.drain(), _DRAIN_TIMEOUT)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise ConnectionClosed(
                 f"{self.name} read nothing from its stdin for {_DRAIN_TIMEOUT:g}s "
                 f"({stdin.transport.get_write_buffer_size()} bytes waiting)"
@@ -361,7 +388,7 @@ class StdioClientTransport(ClientTransport):
             for task in tasks:
                 task.cancel()
             await asyncio.wait(tasks, timeout=_GRACE)
-            stdin_pipe = self._transport.get_pipe_transport(0)
+            stdin_pipe = cast("asyncio.WriteTransport | None", self._transport.get_pipe_transport(0))
             if stdin_pipe is not None and stdin_pipe.get_write_buffer_size():
                 stdin_pipe.abort()  # drop what the server never read, or the pipe stays open
             self._transport.close()
@@ -385,7 +412,7 @@ class StdioClientTransport(ClientTransport):
         assert self._protocol is not None
         try:
             await asyncio.wait_for(self._protocol.exited.wait(), seconds)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
         return True
 
