@@ -61,7 +61,7 @@ async def main() -> None:
     command = [sys.executable, "-m", "modelctx", "serve", SERVER]
     async with Client(command) as client:
         await tour(client, "stdio (modern)")
-    async with Client(command, mode="legacy") as client:
+    async with Client(command, mode="handshake") as client:
         await tour(client, "stdio (handshake era)")
 
     port = free_port()
@@ -71,7 +71,7 @@ async def main() -> None:
         url = f"http://127.0.0.1:{port}/mcp"
         async with Client(url) as client:
             await tour(client, f"HTTP {url} (modern)")
-        async with Client(url, mode="legacy") as client:
+        async with Client(url, mode="handshake") as client:
             await tour(client, f"HTTP {url} (handshake era)")
     finally:
         http.terminate()

@@ -455,7 +455,7 @@ async def test_a_server_error_is_raised_as_the_matching_exception():
 @run
 async def test_handshake_era_results_are_typed_the_same_way():
     server, _ = build_server()
-    async with Client(server, mode="legacy", timeout=DEADLINE) as client:
+    async with Client(server, mode="handshake", timeout=DEADLINE) as client:
         added = await client.call_tool("add", {"a": 1, "b": 2})
         text = await client.read_resource("mem://greeting")
         prompts = await client.prompts()
@@ -661,7 +661,7 @@ async def test_results_of_input_rounds_are_never_cached():
 
 
 # -- multi round-trip requests (basic/patterns/mrtr.mdx) ---------------------------------------------------
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("mode", ["auto", "handshake"])
 @run
 async def test_form_and_url_elicitation_are_answered_by_the_application(mode):
     server, _ = build_server()
@@ -686,7 +686,7 @@ async def test_a_declined_elicitation_reaches_the_tool():
     assert result.content[0].text == "signup: decline"
 
 
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("mode", ["auto", "handshake"])
 @run
 async def test_an_accepted_form_gets_the_schema_defaults_for_fields_left_out(mode):
     server, _ = build_server()
@@ -697,7 +697,7 @@ async def test_an_accepted_form_gets_the_schema_defaults_for_fields_left_out(mod
     assert result.content[0].text == "accept [('color', 'blue'), ('size', 3)]"
 
 
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("mode", ["auto", "handshake"])
 @run
 async def test_sampling_and_roots_are_answered_by_their_handlers(mode):
     server, _ = build_server()
@@ -810,7 +810,7 @@ async def test_a_server_request_the_client_has_no_handler_for_is_answered_method
     asker.write_text(ASKER)
     user = User()
     command = [sys.executable, str(asker), str(heard)]
-    async with Client(command, mode="legacy", timeout=DEADLINE, handlers=ClientHandlers(roots=user.roots)) as client:
+    async with Client(command, mode="handshake", timeout=DEADLINE, handlers=ClientHandlers(roots=user.roots)) as client:
         await client.call_tool("anything")
         await until(lambda: '"id":"r1"' in heard.read_text() and '"id":"s1"' in heard.read_text(), "both answers")
 
@@ -867,7 +867,7 @@ async def test_a_request_past_its_deadline_raises_request_timeout_and_is_cancell
     assert after.content[0].text == "still here"
 
 
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("mode", ["auto", "handshake"])
 @run
 async def test_cancelling_the_awaiting_task_cancels_the_request_on_the_server(mode):
     server, _ = build_server()
@@ -884,7 +884,7 @@ async def test_cancelling_the_awaiting_task_cancels_the_request_on_the_server(mo
 
 
 # -- subscriptions (basic/patterns/subscriptions.mdx; resources/subscribe before it) -------------------------
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("mode", ["auto", "handshake"])
 @run
 async def test_listen_yields_typed_events_for_what_was_asked_and_nothing_else(mode):
     server, _ = build_server()
@@ -939,7 +939,7 @@ async def test_a_listen_the_server_refuses_is_raised_not_retried():
     assert len(methods(asked, "subscriptions/listen")) == 1
 
 
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("mode", ["auto", "handshake"])
 @run
 async def test_closing_the_client_ends_an_open_listen_with_connection_closed(mode):
     server, _ = build_server()
@@ -979,10 +979,10 @@ async def test_a_pinned_version_sends_no_probe_and_carries_the_version_on_every_
 
 
 @run
-async def test_legacy_mode_uses_the_initialize_handshake():
+async def test_handshake_mode_uses_the_initialize_handshake():
     server, _ = build_server()
     transport = Recording(MemoryTransport(server))
-    async with Client(transport, mode="legacy", timeout=DEADLINE) as client:
+    async with Client(transport, mode="handshake", timeout=DEADLINE) as client:
         await client.call_tool("echo", {"text": "x"})
 
     assert [m["method"] for m in transport.sent] == ["initialize", "notifications/initialized", "tools/call"]
@@ -993,7 +993,7 @@ async def test_legacy_mode_uses_the_initialize_handshake():
 
 def test_a_handshake_version_cannot_be_pinned_and_the_error_says_what_to_use():
     server, _ = build_server()
-    with pytest.raises(ValueError, match="mode='legacy'"):
+    with pytest.raises(ValueError, match="mode='handshake'"):
         Client(server, mode=LEGACY)
 
 
@@ -1075,7 +1075,7 @@ def sample_target(request) -> Any:
     return request.getfixturevalue("http_server").url
 
 
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("mode", ["auto", "handshake"])
 @run
 async def test_a_subprocess_server_answers_typed_results(sample_target, mode):
     async with Client(sample_target, mode=mode, timeout=DEADLINE) as client:
@@ -1094,7 +1094,7 @@ async def test_a_subprocess_server_answers_typed_results(sample_target, mode):
     assert completion.completion.values == ["banana", "blueberry"]
 
 
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("mode", ["auto", "handshake"])
 @run
 async def test_a_subprocess_server_asks_through_the_handlers_in_either_era(sample_target, mode):
     async def elicit(request: Elicitation) -> dict[str, Any]:
@@ -1117,7 +1117,7 @@ async def test_a_subprocess_server_reports_progress(sample_target):
     assert updates == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
 
 
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("mode", ["auto", "handshake"])
 @run
 async def test_cancelling_a_call_cancels_it_in_the_server_process(sample_target, mode, tmp_path):
     marker = tmp_path / "sleepy"
@@ -1186,7 +1186,7 @@ def events_http(events_server, tmp_path_factory):
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("mode", ["auto", "handshake"])
 @run
 async def test_listen_over_a_real_transport_in_either_era(events_server, transport, mode, request):
     target = serve_command(events_server) if transport == "stdio" else request.getfixturevalue("events_http").url

@@ -174,7 +174,7 @@ def official_server(tmp_path_factory) -> list[str]:
     return [sys.executable, str(path)]
 
 
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("mode", ["auto", "handshake"])
 @run
 async def test_the_extensions_a_client_declares_reach_the_server_in_either_era(official_server, mode):
     options = ClientOptions(extensions={UI: UI_SETTINGS})
@@ -231,7 +231,7 @@ for line in sys.stdin:
 '''
 
 
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("mode", ["auto", "handshake"])
 @run
 async def test_declared_extensions_are_read_and_sent_with_a_scripted_server_in_either_era(tmp_path: Path, mode):
     path = tmp_path / "scripted.py"

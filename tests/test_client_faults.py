@@ -126,7 +126,7 @@ def doomed(tmp_path) -> list[str]:
     return serve_command(script(tmp_path, "doomed.py", DOOMED))
 
 
-@pytest.mark.parametrize("mode", [MODERN, "legacy"])
+@pytest.mark.parametrize("mode", [MODERN, "handshake"])
 @run
 async def test_a_server_killed_mid_call_fails_every_pending_call_naming_server_cause_and_stderr(doomed, tmp_path, mode):
     async with Client(doomed, mode=mode, timeout=PATIENT) as client:
@@ -198,7 +198,7 @@ for line in sys.stdin:
 '''
 
 
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("mode", ["auto", "handshake"])
 @run
 async def test_garbage_on_stdout_is_ignored_and_the_next_valid_answer_still_arrives(doomed, mode):
     async with Client(doomed, mode=mode, timeout=DEADLINE) as client:
@@ -430,7 +430,7 @@ def own_http_server(tmp_path):
     server.stop()
 
 
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("mode", ["auto", "handshake"])
 @run
 async def test_an_http_server_killed_mid_call_fails_the_call_promptly(own_http_server, tmp_path, mode):
     marker = tmp_path / "sleepy"

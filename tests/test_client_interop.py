@@ -2,7 +2,7 @@
 
 * ``tests/servers/official_server.py``, written with the official SDK (mcp==2.3.0), over
   stdio and Streamable HTTP, with the client in ``auto`` mode (2026-07-28 after
-  ``server/discover``) and in ``legacy`` mode (the initialize handshake, 2025-11-25).
+  ``server/discover``) and in ``handshake`` mode (the initialize handshake, 2025-11-25).
 * ``@modelcontextprotocol/server-everything`` from npm over stdio: a handshake-era
   server, so ``auto`` mode must fall back to ``initialize`` (its discover fails).
   scripts/test.sh installs it and exports MODELCTX_EVERYTHING_BIN; without it these
@@ -206,7 +206,7 @@ def official_http(tmp_path_factory) -> Iterator[str]:
         process.wait(DEADLINE)
 
 
-OFFICIAL_RUNS = [(t, m) for t in ("stdio", "http") for m in ("auto", "legacy")]
+OFFICIAL_RUNS = [(t, m) for t in ("stdio", "http") for m in ("auto", "handshake")]
 
 
 @pytest.fixture(scope="module", params=OFFICIAL_RUNS, ids=[f"{t}-{m}" for t, m in OFFICIAL_RUNS])

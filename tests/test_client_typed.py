@@ -77,7 +77,7 @@ def catalogue(middleware: list[Any] | None = None) -> Server:
 
 
 # -- typed results ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("mode", ["auto", "handshake"])
 @run
 async def test_every_method_returns_the_wire_type_of_its_result(mode):
     async with Client(catalogue(), mode=mode, timeout=DEADLINE) as client:

@@ -42,11 +42,11 @@ def mrtr_http(tmp_path_factory) -> Iterator[HttpServer]:
 # Every way a client reaches the server, in both eras.
 WAYS = [
     ("memory", "auto"),
-    ("memory", "legacy"),
+    ("memory", "handshake"),
     ("stdio", "auto"),
-    ("stdio", "legacy"),
+    ("stdio", "handshake"),
     ("http", "auto"),
-    ("http", "legacy"),
+    ("http", "handshake"),
 ]
 
 
@@ -130,14 +130,14 @@ def test_a_declined_form_is_not_checked(way):
         ("dict", "dict: Ada, 36"),
     ],
 )
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("mode", ["auto", "handshake"])
 def test_a_form_from_a_type_gives_the_handler_that_type(kind, received, mode):
     result = call((mrtr_server.server, mode), User({"name": "Ada", "age": 36}), "typed_form", {"kind": kind})
 
     assert result.content[0].text == received
 
 
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("mode", ["auto", "handshake"])
 def test_a_type_constraint_is_checked_like_the_schema(mode):
     with pytest.raises(InvalidParams) as caught:  # PersonModel: name has min_length=2
         call((mrtr_server.server, mode), User({"name": "A", "age": 36}), "typed_form", {"kind": "pydantic"})
@@ -163,7 +163,7 @@ def test_the_schema_of_a_dataclass_is_flat_primitives_the_client_can_render():
 
 
 # -- schemas that are not flat primitives ----------------------------------------------------
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("mode", ["auto", "handshake"])
 def test_a_nested_dataclass_is_refused_in_the_handler_naming_the_field(mode):
     user = User({})
     result = call((mrtr_server.server, mode), user, "nested_form")

@@ -151,3 +151,16 @@ def test_a_cancellation_naming_a_list_is_ignored_on_a_handshake_session(http_ser
         )
         assert answer.status_code == 200
         assert answer.json()["result"]["content"][0]["text"] == "ok"
+
+
+def test_a_line_too_long_to_hold_is_refused_and_its_neighbours_are_served(stdio_server):
+    long_line = b'{"jsonrpc":"2.0","id":99,"method":"x","params":{"pad":"' + b"a" * (17 << 20) + b'"}}'
+    before, after = _echo(1, "before"), _echo(2, "after")
+    import json
+
+    stdio_server.send_raw(json.dumps(before).encode() + b"\n" + long_line + b"\n" + json.dumps(after).encode())
+
+    answers = {m.get("id"): m for m in [stdio_server.recv(), stdio_server.recv(), stdio_server.recv()]}
+    assert answers[1]["result"]["content"][0]["text"] == "before"
+    assert answers[2]["result"]["content"][0]["text"] == "after"
+    assert answers[None]["error"]["code"] == -32600

@@ -221,17 +221,17 @@ def call(request_id: int, tool: str, progress: Any = None, **arguments: Any) -> 
     return modern(request_id, "tools/call", {"name": tool, "arguments": arguments}, progress=progress)
 
 
-def legacy(request_id: int | None, method: str, params: dict[str, Any] | None = None) -> Outgoing:
+def handshake_era(request_id: int | None, method: str, params: dict[str, Any] | None = None) -> Outgoing:
     """A handshake-era message (initialize carries no MCP-Protocol-Version header)."""
     message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params or {}}
     if request_id is not None:
         message["id"] = request_id
     headers = {} if method == "initialize" else {"mcp-protocol-version": LEGACY}
-    return Outgoing(message, headers, request_id, legacy=True)
+    return Outgoing(message, headers, request_id, handshake=True)
 
 
 def initialize(request_id: int = 1) -> Outgoing:
-    return legacy(
+    return handshake_era(
         request_id,
         "initialize",
         {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "tests", "version": "0"}},
@@ -452,9 +452,9 @@ def test_a_handshake_session_is_captured_used_listened_to_and_deleted(url):
             await until(lambda: events.outcome(1), "the initialize response")
             session_id = transport.session_id
             assert session_id, "the initialize response names a session"
-            await transport.send(legacy(None, "notifications/initialized"))
+            await transport.send(handshake_era(None, "notifications/initialized"))
 
-            await transport.send(legacy(2, "tools/list"))
+            await transport.send(handshake_era(2, "tools/list"))
             await until(lambda: events.outcome(2), "tools/list")
             assert "add" in [t["name"] for t in events.response(2).result["tools"]]
 
@@ -465,7 +465,7 @@ def test_a_handshake_session_is_captured_used_listened_to_and_deleted(url):
 
             for n in range(3, 40):  # until the GET stream is up, a change goes nowhere
                 grow = {"name": "grow", "arguments": {"name": f"new_{n}"}}
-                await transport.send(legacy(n, "tools/call", grow))
+                await transport.send(handshake_era(n, "tools/call", grow))
                 await until(lambda: events.outcome(n), "grow")
                 if await within(list_changed, 0.3):
                     break
@@ -494,7 +494,7 @@ def test_a_404_on_a_handshake_session_is_session_expired_and_forgets_it(url):
                 deleted = await raw.delete(url, headers={"mcp-session-id": session_id})
             assert deleted.status_code == 200
 
-            await transport.send(legacy(2, "tools/list"))
+            await transport.send(handshake_era(2, "tools/list"))
             await until(lambda: events.outcome(2), "the failure")
 
             error = events.failures[2]
@@ -512,8 +512,8 @@ def test_a_handshake_stream_that_ends_early_is_resumed_after_retry_with_last_eve
         async with scripted() as (url, app), connected(url) as (transport, events):
             await transport.send(initialize())
             await until(lambda: events.outcome(1), "initialize")
-            await transport.send(legacy(None, "notifications/initialized"))
-            await transport.send(legacy(2, "tools/call", {"name": "primed", "arguments": {}}))
+            await transport.send(handshake_era(None, "notifications/initialized"))
+            await transport.send(handshake_era(2, "tools/call", {"name": "primed", "arguments": {}}))
             await until(lambda: events.outcome(2), "the resumed response")
 
             assert text_of(events.response(2)) == "resumed"
@@ -535,7 +535,7 @@ def test_the_standalone_get_stream_reconnects_with_last_event_id_when_it_drops()
         async with scripted(standalone=True) as (url, app), connected(url) as (transport, events):
             await transport.send(initialize())
             await until(lambda: events.outcome(1), "initialize")
-            await transport.send(legacy(None, "notifications/initialized"))
+            await transport.send(handshake_era(None, "notifications/initialized"))
             await until(lambda: len(app.requests("GET")) == 3, "the GET stream: opened, resumed, refused")
 
             assert [m.method for m in events.messages if type(m) is Notification] == [
@@ -575,7 +575,7 @@ def test_a_handshake_cancel_also_posts_notifications_cancelled():
         async with scripted() as (url, app), connected(url) as (transport, events):
             await transport.send(initialize())
             await until(lambda: events.outcome(1), "initialize")
-            await transport.send(legacy(2, "tools/call", {"name": "hang", "arguments": {}}))
+            await transport.send(handshake_era(2, "tools/call", {"name": "hang", "arguments": {}}))
             await until(lambda: any(r["body"] and r["body"].get("id") == 2 for r in app.seen), "the POST")
 
             await transport.cancel(2, "enough")
@@ -1022,10 +1022,10 @@ def test_the_get_stream_is_open_before_the_message_after_initialized_goes_out():
         async with scripted(standalone=True) as (url, app), connected(url) as (transport, events):
             await transport.send(initialize())
             await until(lambda: events.outcome(1), "initialize")
-            await transport.send(legacy(None, "notifications/initialized"))
+            await transport.send(handshake_era(None, "notifications/initialized"))
 
             assert len(app.requests("GET")) >= 1
-            await transport.send(legacy(2, "tools/list"))
+            await transport.send(handshake_era(2, "tools/list"))
             await until(lambda: events.outcome(2), "tools/list")
             first_get, tools_list = app.requests("GET")[0], app.requests("POST")[-1]
             assert first_get["at"] < tools_list["at"]

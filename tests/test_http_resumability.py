@@ -291,7 +291,7 @@ def test_a_modern_request_without_notifications_stays_plain_json(http):
     assert reply.json()["result"]["content"] == [{"type": "text", "text": "polled 0"}]
 
 
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("mode", ["auto", "handshake"])
 def test_without_handshake_era_http_closing_the_stream_does_nothing(mode):
     """In-process (and stdio) there is no SSE stream to close: the call just answers."""
     server = Server("in-process", version="0")
@@ -351,11 +351,11 @@ def test_when_every_kept_stream_is_running_the_reply_simply_stays_open(http):
 
 
 # -- our own client ------------------------------------------------------------------------------
-def test_our_legacy_client_gets_the_result_of_test_reconnection(tmp_path):
+def test_our_handshake_era_client_gets_the_result_of_test_reconnection(tmp_path):
     fixture = HttpServer(FIXTURE, tmp_path / "fixture.log")
 
     async def main() -> Any:
-        async with Client(fixture.url, mode="legacy", timeout=DEADLINE) as client:
+        async with Client(fixture.url, mode="handshake", timeout=DEADLINE) as client:
             assert client.modern is False
             return await client.call_tool("test_reconnection", {})
 

@@ -188,7 +188,7 @@ def test_a_handler_can_answer_input_required_with_a_request_state_alone(raw):
     assert final["content"][0]["text"] == "finished 1 steps"
 
 
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("mode", ["auto", "handshake"])
 def test_our_client_retries_a_request_state_only_result_until_the_handler_is_done(target, mode):
     watcher = Watcher()
 
@@ -207,7 +207,7 @@ def test_our_client_retries_a_request_state_only_result_until_the_handler_is_don
     assert watcher.logs == ["attempt after step 0", "attempt after step 1", "attempt after step 2"]
 
 
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("mode", ["auto", "handshake"])
 def test_resources_and_prompts_take_part_in_rounds_too(mode):
     watcher = Watcher()
 

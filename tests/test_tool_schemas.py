@@ -136,7 +136,7 @@ async def test_a_predicate_is_checked_before_the_handler():
 @run
 async def test_constraints_hold_in_the_handshake_era_too():
     server, seen = server_with(Annotated[int, at.Gt(0)])
-    async with Client(server, mode="legacy", timeout=DEADLINE) as client:
+    async with Client(server, mode="handshake", timeout=DEADLINE) as client:
         refused = await client.call_tool("check", {"value": 0})
 
     assert refused.is_error is True and seen == []

@@ -71,9 +71,9 @@ INTERNAL_ERROR = -32603
 HEADER_MISMATCH = -32020
 MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
-# Legacy codes: accepted from old peers, never emitted by the modern era.
-LEGACY_RESOURCE_NOT_FOUND = -32002
-LEGACY_URL_ELICITATION_REQUIRED = -32042
+# Handshake-era codes: accepted from old peers, never emitted by the modern era.
+HANDSHAKE_ERA_RESOURCE_NOT_FOUND = -32002
+HANDSHAKE_ERA_URL_ELICITATION_REQUIRED = -32042
 
 
 class MCPError(Exception):

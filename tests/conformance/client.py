@@ -130,7 +130,7 @@ async def main(url: str) -> int:
     elicitation = confirm if name == "sep-2322-client-request-state" else accept_with_defaults
     async with Client(
         url,
-        mode="auto" if version == "2026-07-28" else "legacy",
+        mode="auto" if version == "2026-07-28" else "handshake",
         timeout=20.0,
         handlers=ClientHandlers(elicitation=elicitation),
         options=ClientOptions(client_info={"name": "modelctx-conformance-client", "version": "0.1.0"}),

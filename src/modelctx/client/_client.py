@@ -18,7 +18,7 @@ Compatibility): in ``"auto"`` mode the client sends ``server/discover`` at the l
 version. A ``DiscoverResult`` or a recognized modern error (-32022 names the versions
 to retry with; -32020/-32021) means the server is modern. Any other error, an HTTP
 status without a modern error body, or silence until ``probe_timeout`` means a
-handshake-era server: the client sends ``initialize``. ``mode="legacy"`` skips the
+handshake-era server: the client sends ``initialize``. ``mode="handshake"`` skips the
 probe; ``mode="2026-07-28"`` pins the version and sends no probe at all.
 """
 
@@ -164,7 +164,7 @@ class Client:
     from ``modelctx.transports.stdio_client``, ``HttpClientTransport(url, headers=...,
     auth=...)`` from ``modelctx.transports.http_client``.
 
-    ``mode``: ``"auto"`` (probe, then the best era both sides speak), ``"legacy"``
+    ``mode``: ``"auto"`` (probe, then the best era both sides speak), ``"handshake"``
     (the initialize handshake) or a modern version to pin. ``timeout``: the default
     deadline of every request, in seconds; progress pushes it back. ``handlers``
     answer what the server asks (``ClientHandlers``); ``options`` hold the rest
@@ -180,10 +180,10 @@ class Client:
         handlers: ClientHandlers | None = None,
         options: ClientOptions | None = None,
     ) -> None:
-        if mode not in ("auto", "legacy", *MODERN_VERSIONS):
+        if mode not in ("auto", "handshake", *MODERN_VERSIONS):
             raise ValueError(
-                f"mode must be 'auto', 'legacy' or one of {list(MODERN_VERSIONS)}, not {mode!r}"
-                + ("; handshake versions are spoken with mode='legacy'" if mode in HANDSHAKE_VERSIONS else "")
+                f"mode must be 'auto', 'handshake' or one of {list(MODERN_VERSIONS)}, not {mode!r}"
+                + ("; handshake versions are spoken with mode='handshake'" if mode in HANDSHAKE_VERSIONS else "")
             )
         self.mode = mode
         self.handlers = handlers or ClientHandlers()
@@ -243,7 +243,7 @@ class Client:
     @property
     def server_extensions(self) -> dict[str, dict[str, Any]]:
         """The extensions the server declared (``capabilities.extensions``): identifier to
-        settings. Known after ``connect`` in ``auto`` and ``legacy`` mode, and after
+        settings. Known after ``connect`` in ``auto`` and ``handshake`` mode, and after
         ``discover()`` when the version is pinned (basic/versioning.mdx)."""
         declared = self.server_capabilities.get("extensions")
         if not isinstance(declared, dict):
@@ -262,7 +262,7 @@ class Client:
     async def _negotiate(self) -> None:
         mode = self.mode
         session = self.session
-        if mode == "legacy":
+        if mode == "handshake":
             await self._initialize()
             return
         session.modern = True

@@ -202,7 +202,7 @@ class ClientSession:
             log.exception("handler for %s failed", request.method)
             response = error_response(request.id, ProtocolError(f"Client handler failed: {type(exc).__name__}"))
         try:
-            await self.transport.send(Outgoing(response, self._legacy_headers(), legacy=True))
+            await self.transport.send(Outgoing(response, self._handshake_headers(), handshake=True))
         except MCPError:
             pass
 
@@ -218,7 +218,7 @@ class ClientSession:
     def next_id(self) -> int:
         return self.connection.next_id()
 
-    def _legacy_headers(self) -> dict[str, str]:
+    def _handshake_headers(self) -> dict[str, str]:
         return {"mcp-protocol-version": self.version} if self.version else {}
 
     def envelope(self, params: dict[str, Any], progress_token: Any = None) -> dict[str, Any]:
@@ -254,11 +254,11 @@ class ClientSession:
         request_id = request_id if request_id is not None else self.next_id()
         params = dict(params or {})
         token = request_id if progress is not None else None
-        legacy = raw or not self.modern
-        if legacy:
+        handshake = raw or not self.modern
+        if handshake:
             if token is not None:
                 params = with_progress_token(params, token)
-            headers = self._legacy_headers() if method != "initialize" else {}
+            headers = self._handshake_headers() if method != "initialize" else {}
         else:
             params = self.envelope(params, token)
             headers = request_headers(method, params, self.version or "", param_paths)
@@ -274,7 +274,7 @@ class ClientSession:
             waiter.task = asyncio.current_task()
             waiter.sending = True
             try:
-                await self.transport.send(Outgoing(outbound.message, headers, request_id, legacy))
+                await self.transport.send(Outgoing(outbound.message, headers, request_id, handshake))
             except asyncio.CancelledError:
                 if future.done() and not future.cancelled() and isinstance(future.exception(), _Expired):
                     task = asyncio.current_task()
@@ -320,7 +320,7 @@ class ClientSession:
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = params
-        await self.transport.send(Outgoing(message, self._legacy_headers(), legacy=not self.modern))
+        await self.transport.send(Outgoing(message, self._handshake_headers(), handshake=not self.modern))
 
     @property
     def closed_error(self) -> BaseException | None:

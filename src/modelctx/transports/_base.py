@@ -39,22 +39,22 @@ class Outgoing:
     ``headers``: the 2026-07-28 mirrored headers (``MCP-Protocol-Version``,
     ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*``), lower-case names, computed by the
     session; a transport without headers ignores them. ``request_id`` is set for
-    requests. ``legacy`` says the message belongs to a handshake-era session.
+    requests. ``handshake`` says the message belongs to a handshake-era session.
     """
 
-    __slots__ = ("message", "headers", "request_id", "legacy")
+    __slots__ = ("message", "headers", "request_id", "handshake")
 
     def __init__(
         self,
         message: dict[str, Any],
         headers: dict[str, str] | None = None,
         request_id: str | int | None = None,
-        legacy: bool = False,
+        handshake: bool = False,
     ) -> None:
         self.message = message
         self.headers = headers or {}
         self.request_id = request_id
-        self.legacy = legacy
+        self.handshake = handshake
 
 
 class ClientTransport(abc.ABC):

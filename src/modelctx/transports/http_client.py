@@ -16,7 +16,7 @@ skipped, and the messages after it are delivered. Cancelling a request cancels i
 which closes its response stream: that is the cancellation of 2026-07-28.
 
 The handshake era adds what 2026-07-28 removed, and only for messages the session
-marks ``legacy``: the ``Mcp-Session-Id`` the ``initialize`` response assigns (sent
+marks ``handshake``: the ``Mcp-Session-Id`` the ``initialize`` response assigns (sent
 back on every later message, and ended with DELETE on ``close``); the standalone GET
 stream for server messages, opened after ``notifications/initialized``; SSE
 resumption (a stream that ends early is resumed with GET and ``Last-Event-ID`` after
@@ -75,14 +75,14 @@ _USER_AGENT = "modelctx"
 class _Exchange:
     """One request in flight: its POST task and what its errors need to say."""
 
-    __slots__ = ("id", "legacy", "method", "session_id", "task")
+    __slots__ = ("id", "handshake", "method", "session_id", "task")
 
     def __init__(
-        self, request_id: str | int, method: str, legacy: bool, session_id: str | None
+        self, request_id: str | int, method: str, handshake: bool, session_id: str | None
     ) -> None:
         self.id = request_id
         self.method = method
-        self.legacy = legacy
+        self.handshake = handshake
         self.session_id = session_id
         self.task: asyncio.Task[None] | None = None
 
@@ -127,7 +127,7 @@ class HttpClientTransport(ClientTransport):
         self._events: TransportEvents | None = None
         self._closed = False
         self._session_id: str | None = None
-        self._legacy_version: str | None = None  # MCP-Protocol-Version of the session
+        self._handshake_version: str | None = None  # MCP-Protocol-Version of the session
         self._authorization: str | None = self._headers.get("authorization")
         self._exchanges: dict[str | int, _Exchange] = {}
         self._listener: asyncio.Task[None] | None = None
@@ -147,14 +147,14 @@ class HttpClientTransport(ClientTransport):
             state = "closed" if self._closed else "not connected (call connect first)"
             raise ConnectionClosed(f"{self.name}: the transport is {state}")
         message = outgoing.message
-        if outgoing.legacy and "mcp-protocol-version" in outgoing.headers:
-            self._legacy_version = outgoing.headers["mcp-protocol-version"]
+        if outgoing.handshake and "mcp-protocol-version" in outgoing.headers:
+            self._handshake_version = outgoing.headers["mcp-protocol-version"]
         request_id = outgoing.request_id if outgoing.request_id is not None else message.get("id")
         method = message.get("method")
         if method is None or request_id is None:
             # A notification, or a response to a handshake-era server request.
             ok = await self._post_quiet(outgoing)
-            if ok and outgoing.legacy and method == "notifications/initialized":
+            if ok and outgoing.handshake and method == "notifications/initialized":
                 opened = self._start_listener()
                 # Let the GET stream open before the session's next message, so what the
                 # server sends from then on (even a reply it chooses to route there) has
@@ -165,7 +165,7 @@ class HttpClientTransport(ClientTransport):
                     except TimeoutError:
                         pass
             return
-        exchange = _Exchange(request_id, method, outgoing.legacy, self._session_for(outgoing))
+        exchange = _Exchange(request_id, method, outgoing.handshake, self._session_for(outgoing))
         previous = self._exchanges.get(request_id)
         if previous is not None and previous.task is not None:
             previous.task.cancel()
@@ -179,15 +179,15 @@ class HttpClientTransport(ClientTransport):
         if exchange is not None and exchange.task is not None:
             exchange.task.cancel()
             await asyncio.wait({exchange.task}, timeout=_CLOSE_WAIT)
-        legacy = exchange.legacy if exchange is not None else self._session_id is not None
-        if self._closed or not legacy or (exchange is not None and exchange.method == "initialize"):
+        handshake = exchange.handshake if exchange is not None else self._session_id is not None
+        if self._closed or not handshake or (exchange is not None and exchange.method == "initialize"):
             return
         params: dict[str, Any] = {"requestId": request_id}
         if reason:
             params["reason"] = reason
-        headers = {"mcp-protocol-version": self._legacy_version} if self._legacy_version else {}
+        headers = {"mcp-protocol-version": self._handshake_version} if self._handshake_version else {}
         note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
-        await self._post_quiet(Outgoing(note, headers, legacy=True))
+        await self._post_quiet(Outgoing(note, headers, handshake=True))
 
     async def close(self) -> None:
         """Cancel everything in flight, end the handshake session with DELETE, close."""
@@ -243,7 +243,7 @@ class HttpClientTransport(ClientTransport):
 
     def _session_for(self, outgoing: Outgoing) -> str | None:
         # initialize starts a new session, so it never carries an old one.
-        if not outgoing.legacy or outgoing.message.get("method") == "initialize":
+        if not outgoing.handshake or outgoing.message.get("method") == "initialize":
             return None
         return self._session_id
 
@@ -266,8 +266,8 @@ class HttpClientTransport(ClientTransport):
         headers["accept"] = _SSE
         if session_id is not None:
             headers["mcp-session-id"] = session_id
-        if self._legacy_version is not None:
-            headers["mcp-protocol-version"] = self._legacy_version
+        if self._handshake_version is not None:
+            headers["mcp-protocol-version"] = self._handshake_version
         if last_id is not None:
             headers["last-event-id"] = last_id
         return headers
@@ -309,7 +309,7 @@ class HttpClientTransport(ClientTransport):
         broken = ""
         body = encode(outgoing.message)
         async with self._post(body, headers, quick=False) as response:
-            if exchange.method == "initialize" and outgoing.legacy and response.is_success:
+            if exchange.method == "initialize" and outgoing.handshake and response.is_success:
                 self._adopt_session(response.headers.get("mcp-session-id"))
             if response.status_code == 404 and exchange.session_id is not None:
                 return self._expired(exchange.session_id, await _excerpt(response))
@@ -332,7 +332,7 @@ class HttpClientTransport(ClientTransport):
                     return None
             except HttpError as exc:  # broken mid-stream: like an early end
                 broken = f" ({_cause(exc)})"
-        if exchange.legacy and stream.last_id is not None:
+        if exchange.handshake and stream.last_id is not None:
             return await self._resume(exchange, stream)
         # 2026-07-28 has no resumption: a broken stream is a lost request (changelog).
         return ConnectionClosed(

@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO
 
 from ..errors import InvalidRequest
-from ..protocol._framing import LineBuffer
+from ..protocol._framing import LineBuffer, LineTooLong
 from ..protocol._jsonrpc import encode, error_response
 from ._duplex import DuplexServer
 from ._seam import ServerApp
@@ -116,8 +116,11 @@ async def _read(reader: asyncio.StreamReader, served: DuplexServer, writer: _Wri
                 served.receive_data(tail)
             return
         try:
-            complete = list(lines.feed(chunk))
-        except ValueError as exc:  # a line too long to hold: answer and go on
+            complete = lines.feed(chunk)
+        except LineTooLong as exc:  # a line too long to hold: answer it and go on
+            for line in exc.lines:
+                if line.strip():
+                    served.receive_data(line)
             await writer.send(error_response(None, InvalidRequest(f"Invalid Request: {exc}")))
             continue
         for line in complete:
