@@ -172,7 +172,7 @@ def _render(head: tuple[str, ...], lines: list[tuple[str, ...]], left: tuple[int
 
     def render(cells) -> str:
         return " | ".join(
-            str(c).ljust(w) if i in left else str(c).rjust(w) for i, (c, w) in enumerate(zip(cells, widths))
+            str(c).ljust(w) if i in left else str(c).rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=False))
         ).rstrip()
 
     return [render(head), "-+-".join("-" * w for w in widths), *(render(x) for x in lines)]
@@ -325,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         wrk=wrk,
     )
     report = {
-        "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "started": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "quick": args.quick,
         "official_log_level": args.official_log_level or "INFO (SDK default)",
         "environment": environment(wrk),

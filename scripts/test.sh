@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install everything the tests need (a venv with the test extras, Node 22, the MCP
-# conformance suite and the reference everything server from npm) and run the whole
-# test suite. Safe to run again.
+# conformance suite and the reference everything server from npm), then run ruff,
+# mypy --strict and the whole test suite. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -30,5 +30,9 @@ if [ ! -f "$EVERYTHING_DIR/node_modules/@modelcontextprotocol/server-everything/
   npm install --silent --prefix "$EVERYTHING_DIR" @modelcontextprotocol/server-everything@2026.8.31 >/dev/null
 fi
 export MODELCTX_EVERYTHING_BIN="$EVERYTHING_DIR/node_modules/.bin/mcp-server-everything"
+
+# Lint and types first: both are part of the test run (and of CI).
+.venv/bin/ruff check src tests bench examples tools
+.venv/bin/mypy  # --strict on src/modelctx ([tool.mypy] in pyproject.toml)
 
 exec .venv/bin/python -m pytest "$@"

@@ -14,7 +14,6 @@ import socket
 import uuid
 
 import pytest
-
 from conftest import McpHttp, StdioServer, request, wait_until
 from servers.sample_server import SECRET
 

@@ -24,13 +24,12 @@ import httpx
 import pytest
 import uvicorn
 
-from modelctx.transports._base import Outgoing
-from modelctx.errors import ConnectionClosed
+from modelctx.errors import ConnectionClosed, HttpStatusError, SessionExpired
 from modelctx.protocol import _meta
 from modelctx.protocol._headers import header_paths, request_headers
 from modelctx.protocol._jsonrpc import Notification, Response
 from modelctx.protocol._versions import HANDSHAKE_VERSIONS, LATEST
-from modelctx.errors import HttpStatusError, SessionExpired
+from modelctx.transports._base import Outgoing
 from modelctx.transports.http_client import HttpClientTransport
 
 DEADLINE = 15.0  # seconds any single wait may take before the test fails
@@ -466,7 +465,7 @@ def test_a_handshake_session_is_captured_used_listened_to_and_deleted(url):
             for n in range(3, 40):  # until the GET stream is up, a change goes nowhere
                 grow = {"name": "grow", "arguments": {"name": f"new_{n}"}}
                 await transport.send(handshake_era(n, "tools/call", grow))
-                await until(lambda: events.outcome(n), "grow")
+                await until(lambda n=n: events.outcome(n), "grow")
                 if await within(list_changed, 0.3):
                     break
             assert list_changed(), "tools/list_changed arrived on the GET stream"

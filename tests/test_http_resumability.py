@@ -19,11 +19,12 @@ from typing import Any
 
 import httpx
 import pytest
-
 from conftest import DEADLINE, HttpServer, McpHttp, request
+
 from modelctx import Context, Server
 from modelctx.client import Client
-from modelctx.transports._sse_resume import KEPT_EVENTS as _KEPT_EVENTS, KEPT_STREAMS as _KEPT_STREAMS
+from modelctx.transports._sse_resume import KEPT_EVENTS as _KEPT_EVENTS
+from modelctx.transports._sse_resume import KEPT_STREAMS as _KEPT_STREAMS
 
 LEGACY = "2025-11-25"
 FIXTURE = Path(__file__).parent / "conformance" / "everything_server.py"

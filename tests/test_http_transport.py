@@ -6,7 +6,6 @@ The server is a real ``modelctx serve --http`` subprocess; the tests use raw htt
 from __future__ import annotations
 
 import pytest
-
 from conftest import request, sse_messages
 
 ECHO = request(1, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})

@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from modelctx.transports._base import Outgoing
 from modelctx.errors import ConnectionClosed
 from modelctx.protocol._jsonrpc import Notification, Response
 from modelctx.transports import stdio_client
+from modelctx.transports._base import Outgoing
 from modelctx.transports.stdio_client import ServerNotStarted, StdioClientTransport
 
 DEADLINE = 10.0  # seconds any single wait may take

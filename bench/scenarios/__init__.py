@@ -15,8 +15,9 @@ once after all of a scenario's runs, even on error (e.g. to stop shared servers)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from harness import IMPLS  # what a "server" scenario measures: "modelctx", "official"
 
@@ -63,11 +64,11 @@ class Scenario:
     section: str
     description: str
     metrics: tuple[Metric, ...]
-    run: Callable[["Context", str], dict[str, Any]]
+    run: Callable[[Context, str], dict[str, Any]]
     #: What ``run`` is called with, in order: "modelctx"/"official", or ClientRun keys.
     impls: tuple[str, ...] = IMPLS
     #: Called once after the last ``run`` (also after an error): releases shared state.
-    finish: Callable[["Context"], None] | None = None
+    finish: Callable[[Context], None] | None = None
 
 
 @dataclass(frozen=True)

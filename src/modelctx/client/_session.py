@@ -36,8 +36,8 @@ from ..protocol._connection import (
     Serve,
     with_progress_token,
 )
-from ..protocol._jsonrpc import Message, Notification, Request, error_response
 from ..protocol._headers import request_headers
+from ..protocol._jsonrpc import Message, Notification, Request, error_response
 from ..transports._base import ClientTransport, Outgoing
 
 __all__ = ["ClientSession", "RequestTimeout", "ProgressCallback"]
@@ -313,7 +313,7 @@ class ClientSession:
     async def _cancel_on_wire(self, request_id: str | int) -> None:
         try:
             await asyncio.wait_for(self.transport.cancel(request_id, "cancelled by the client"), 5.0)
-        except (MCPError, OSError, asyncio.TimeoutError):
+        except (TimeoutError, MCPError, OSError):
             pass
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:

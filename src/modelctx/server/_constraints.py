@@ -66,7 +66,7 @@ def to_msgspec(tp: Any, where: str, predicates: list[Callable[[Any], bool]] | No
     if not args or origin is Literal:
         return tp
     rebuilt = tuple(a if a is Ellipsis or isinstance(a, list) else to_msgspec(a, where, None) for a in args)
-    if all(new is old for new, old in zip(rebuilt, args)):
+    if all(new is old for new, old in zip(rebuilt, args, strict=True)):
         return tp
     if origin in (typing.Union, types.UnionType):
         return typing.Union[rebuilt]  # noqa: UP007 - built from a tuple of members

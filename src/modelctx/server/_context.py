@@ -373,7 +373,7 @@ class Context:
                 for k in keys
             )
         )
-        call.answers.update(zip(keys, answers))
+        call.answers.update(zip(keys, answers, strict=True))
         return {k: _parse(k, r, call.answers[k], "answer") for k, r in requests.items()}
 
     async def _ask_one(self, request: InputRequest, key: str | None) -> Any:

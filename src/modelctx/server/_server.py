@@ -34,9 +34,9 @@ from typing import Any
 from ..errors import RegistrationError
 from ..protocol._jsonrpc import Notification, Request
 from ..protocol._request_state import StateSealer
+from ..protocol._versions import SUPPORTED_VERSIONS
 from ..transports._seam import Peer, ResponseStream, Send
 from ..transports._session import HandshakeSession
-from ..protocol._versions import SUPPORTED_VERSIONS
 from ._bus import Event, LocalBus, SubscriptionBus
 from ._context import Context
 from ._dispatch import Dispatcher, Middleware
@@ -407,7 +407,7 @@ class Server:
                 if session.outbound is not None:
                     try:
                         await session.outbound(message)
-                    except Exception:  # the stream went away; the session lives on
+                    except Exception:  # noqa: BLE001 - the stream went away; the session lives on
                         log.debug("dropped a notification for session %s", session.id)
         finally:
             subscription.close()

@@ -85,7 +85,7 @@ class ClientTransport(abc.ABC):
     async def close(self) -> None:
         """Close the connection and release everything; safe to call twice."""
 
-    def end_handshake_session(self) -> None:
+    def end_handshake_session(self) -> None:  # noqa: B027 - an optional hook, a no-op by default
         """Forget a handshake-era session (HTTP: the Mcp-Session-Id); no-op elsewhere."""
 
     def diagnostics(self) -> str:

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Awaitable
 from typing import Any
 
+from ..errors import ConnectionClosed
 from ..protocol._connection import (
     Answer,
     Cancel,
@@ -26,7 +27,6 @@ from ..protocol._connection import (
 )
 from ..protocol._jsonrpc import Message
 from ._seam import Peer, ServerApp
-from ..errors import ConnectionClosed
 from ._session import HandshakeSession, Send, fail, settle
 
 __all__ = ["DuplexServer"]

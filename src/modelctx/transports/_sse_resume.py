@@ -102,7 +102,7 @@ async def resume(session: Any, kept: KeptStream, after: int, receive: Receive, s
         while not watcher.done():
             changed = kept.changed
             events = kept.after(cursor)
-            for cursor, event in events:
+            for cursor, event in events:  # noqa: B007 - the last one read is where to go on
                 await send({"type": "http.response.body", "body": event, "more_body": True})
             if events:
                 continue  # more may have come while we sent

@@ -59,10 +59,10 @@ from ..errors import (
     UnsupportedProtocolVersion,
 )
 from ..protocol import _meta
+from ..protocol._connection import Answer, Cancel, Ignore, Notify, Reject, Serve
 from ..protocol._framing import SSE_KEEPALIVE, sse_event
 from ..protocol._headers import check_headers, header_paths
-from ..protocol._connection import Answer, Cancel, Ignore, Notify, Reject, Serve
-from ..protocol._jsonrpc import Message, Notification, Request, Response, decode, encode, error_response
+from ..protocol._jsonrpc import Message, Notification, Request, decode, encode, error_response
 from ..protocol._versions import HTTP_HANDSHAKE_HEADER_VERSIONS, Feature, has, is_modern
 from ._asgi import (
     KEEPALIVE_SECONDS,
@@ -81,7 +81,6 @@ from ._seam import Peer, ServerApp
 from ._session import HandshakeSession, settle
 from ._sse_resume import KeptStream, kept_after, resume
 from ._tuning import settle_heap
-
 
 __all__ = ["HttpApp", "serve_http"]
 
@@ -149,7 +148,7 @@ class HttpApp:
                 self._running = contextlib.AsyncExitStack()
                 try:
                     await self._running.enter_async_context(self.server.running())
-                except Exception as exc:  # StartupError; its traceback is logged
+                except Exception as exc:  # noqa: BLE001 - StartupError or any other: ASGI wants it reported
                     await send({"type": "lifespan.startup.failed", "message": str(exc)})
                     return
                 if self.tune_gc:

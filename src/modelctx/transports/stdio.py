@@ -78,7 +78,7 @@ class _Writer:
         try:
             await asyncio.wait_for(self._writer.drain(), _GRACE_SECONDS)
             self._writer.close()
-        except (ConnectionError, RuntimeError, OSError, asyncio.TimeoutError):
+        except (TimeoutError, ConnectionError, RuntimeError, OSError):
             pass
 
 

@@ -27,7 +27,13 @@ REVISION_MODULES = {
     "2025-06-18": "v2025_06_18",
 }
 
-__all__ = ["LATEST_REVISION", "REVISION_MODULES", "for_revision", "latest", *REVISION_MODULES.values()]
+__all__ = [  # noqa: PLE0604 - the module names are strings too
+    "LATEST_REVISION",
+    "REVISION_MODULES",
+    "for_revision",
+    "latest",
+    *REVISION_MODULES.values(),
+]
 
 
 def for_revision(revision: str) -> ModuleType:

@@ -15,7 +15,6 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
-
 # --------------------------------------------------------------------------
 # Scalar and container aliases
 
