@@ -157,7 +157,7 @@ async def tools_call(call: Call) -> dict[str, Any]:
         return {"content": [{"type": "text", "text": exc.message}], "isError": True}
     _load_answers(call)
     try:
-        value = await call_handler(tool.fn, tool.is_async, kwargs)
+        value = await call_handler(tool.fn, tool.is_async, kwargs, tool.inline)
     except InputRequired as asked:
         return _input_required(call, asked)
     except ToolError as exc:
