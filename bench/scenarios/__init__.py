@@ -15,12 +15,13 @@ once after all of a scenario's runs, even on error (e.g. to stop shared servers)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from harness import IMPLS  # what a "server" scenario measures: "modelctx", "official"
 
-__all__ = ["Metric", "Target", "Scenario", "Context", "ClientRun", "SCENARIOS", "by_name"]
+__all__ = ["SCENARIOS", "ClientRun", "Context", "Metric", "Scenario", "Target", "by_name"]
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,10 @@ class Metric:
     label: str
     unit: str
     higher_is_better: bool
+    #: Our async server against the official one (or an absolute bound).
     target: Target | None = None
+    #: Our sync tool (on a worker thread) at most this many times worse than our async one.
+    sync_within: float | None = None
 
 
 @dataclass(frozen=True)
@@ -63,11 +67,11 @@ class Scenario:
     section: str
     description: str
     metrics: tuple[Metric, ...]
-    run: Callable[["Context", str], dict[str, Any]]
+    run: Callable[[Context, str], dict[str, Any]]
     #: What ``run`` is called with, in order: "modelctx"/"official", or ClientRun keys.
     impls: tuple[str, ...] = IMPLS
     #: Called once after the last ``run`` (also after an error): releases shared state.
-    finish: Callable[["Context"], None] | None = None
+    finish: Callable[[Context], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -107,7 +111,14 @@ class Context:
 
 def _load() -> tuple[Scenario, ...]:
     # Imported here, in display order; each module defines SCENARIO (or SCENARIOS).
-    from . import client_http, client_stdio, http_load, startup, stdio_pipelined, stdio_serial
+    from . import (
+        client_http,
+        client_stdio,
+        http_load,
+        startup,
+        stdio_pipelined,
+        stdio_serial,
+    )
 
     found: list[Scenario] = []
     for module in (stdio_serial, stdio_pipelined, http_load, startup, client_stdio, client_http):
