@@ -119,6 +119,15 @@ async def test_a_sync_tool_runs_off_the_event_loop_thread_by_default() -> None:
 
 
 @run
+async def test_sequential_sync_calls_reuse_long_lived_worker_threads() -> None:
+    async with Client(build_server(), timeout=DEADLINE) as client:
+        threads = {(await client.call_tool("thread_of_sync")).structured_content["result"] for _ in range(20)}
+
+    # One call at a time needs one worker (a second may start in a race, never one per call).
+    assert 1 <= len(threads) <= 2
+
+
+@run
 async def test_an_inline_sync_tool_runs_on_the_event_loop_thread() -> None:
     async with Client(build_server(), timeout=DEADLINE) as client:
         result = await client.call_tool("thread_of_inline")

@@ -3,15 +3,16 @@
 A sync handler must not run on the event loop: it may block (a database, a file, an HTTP
 call) and would stall every request of the server. ``asyncio.to_thread`` keeps it off
 the loop, but each call costs a ``concurrent.futures`` future chained to an asyncio one,
-an executor work item, and a wake-up of the loop for each answer. Measured in one
-process (2 cores), that capped an echo at about 11,000 calls/s one at a time and 33,000
-with 64 in flight.
+an executor work item, and a wake-up of the loop for each answer.
 
 Here a call is one tuple put on a C ``queue.SimpleQueue`` and one asyncio future. A
 worker takes calls while there are any; each answer goes into its loop's ``_Outbox``,
 and the loop is woken once for all the answers that arrive before it looks (one
-``call_soon_threadsafe`` for many answers). The same measurement: about 35,000 calls/s
-one at a time, 300,000 with 64 in flight.
+``call_soon_threadsafe`` for many answers). Measured in one process on a shared 2-core
+box (the hop alone, an echo): ``to_thread`` did 8,000-15,000 calls/s one at a time and
+20,000-50,000 with 64 in flight; this does 11,000-35,000 and 90,000-400,000. One at a
+time, what is left is the wake-ups of two threads per call, which a loaded machine makes
+slow: ``inline=True`` (see ``call_handler``) avoids them for handlers that never block.
 
 Workers start when needed, up to ``MAX_WORKERS`` (what asyncio's default executor would
 use): when a call arrives and no worker waits for one, and when a worker takes a call
