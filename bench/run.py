@@ -1,7 +1,7 @@
 """Benchmark modelctx against the official MCP Python SDK (mcp==2.3.0).
 
-    python bench/run.py                  # everything, about 2.5 minutes
-    python bench/run.py --quick          # smaller counts and shorter loads, about a minute
+    python bench/run.py                  # everything, about 3.5 minutes
+    python bench/run.py --quick          # smaller counts and shorter loads, about 1.5 minutes
     python bench/run.py --only http --only startup
     python bench/run.py --only client    # the client matrices only
     python bench/run.py --list
