@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import stdio_command  # noqa: E402  (harness imports only the stdlib)
+from harness import stdio_command
 
 CONNECT_TIMEOUT = 30.0  # the first call: includes starting the server over stdio
 

@@ -34,7 +34,13 @@ PYTHON = sys.executable
 MODELCTX_CLI = str(Path(PYTHON).with_name("modelctx"))
 
 PROTOCOL = "2026-07-28"
+#: The two implementations compared everywhere: our server (its async echo) and the SDK's.
 IMPLS = ("modelctx", "official")
+#: What the server scenarios run: beside the two above, our server with a sync echo tool
+#: ("modelctx-sync": on a worker thread, the default; "modelctx-inline": marked
+#: ``inline=True``, on the loop) and the floor (a bare server that only parses and
+#: answers: servers/floor.py).
+SERVER_IMPLS = ("modelctx", "modelctx-sync", "modelctx-inline", "official", "floor")
 
 #: How long a server may take to start (the official one imports for ~1 s cold).
 START_TIMEOUT = 20.0
@@ -101,20 +107,31 @@ def check_echo_response(raw: bytes | str | dict, request_id: int, text: str = "h
 # -- processes ----------------------------------------------------------------------
 
 
+_SCRIPTS = {
+    "modelctx": "modelctx_echo.py",
+    "modelctx-sync": "modelctx_echo_sync.py",
+    "modelctx-inline": "modelctx_echo_inline.py",
+    "official": "official_echo.py",
+    "floor": "floor.py",
+}
+
+
+def _script(impl: str) -> str:
+    if impl not in _SCRIPTS:
+        raise ValueError(f"unknown implementation {impl!r}; expected one of {tuple(_SCRIPTS)}")
+    return str(BENCH / "servers" / _SCRIPTS[impl])
+
+
 def stdio_command(impl: str) -> list[str]:
-    if impl == "modelctx":
-        return [MODELCTX_CLI, "serve", str(BENCH / "servers" / "modelctx_echo.py")]
-    if impl == "official":
-        return [PYTHON, str(BENCH / "servers" / "official_echo.py")]
-    raise ValueError(f"unknown implementation {impl!r}; expected one of {IMPLS}")
+    if impl.startswith("modelctx"):
+        return [MODELCTX_CLI, "serve", _script(impl)]
+    return [PYTHON, _script(impl)]
 
 
 def http_command(impl: str, port: int) -> list[str]:
-    if impl == "modelctx":
+    if impl.startswith("modelctx"):
         return stdio_command(impl) + ["--http", "--host", "127.0.0.1", "--port", str(port)]
-    if impl == "official":
-        return stdio_command(impl) + ["http", str(port)]
-    raise ValueError(f"unknown implementation {impl!r}; expected one of {IMPLS}")
+    return stdio_command(impl) + ["http", str(port)]
 
 
 def free_port() -> int:
@@ -167,7 +184,7 @@ class Servers:
                 bufsize=0,
                 start_new_session=True,
                 env={**os.environ, **env} if env else None,
-                preexec_fn=_die_with_parent,
+                preexec_fn=_die_with_parent,  # noqa: PLW1509 - run.py starts no threads
             )
         proc = Proc(name, popen, log_path)
         self._procs.append(proc)

@@ -1,13 +1,15 @@
 """Benchmark modelctx against the official MCP Python SDK (mcp==2.3.0).
 
-    python bench/run.py                  # everything, about 2.5 minutes
-    python bench/run.py --quick          # smaller counts and shorter loads, about a minute
+    python bench/run.py                  # everything, about 3.5 minutes
+    python bench/run.py --quick          # smaller counts and shorter loads, about 1.5 minutes
     python bench/run.py --only http --only startup
     python bench/run.py --only client    # the client matrices only
     python bench/run.py --list
 
-Each server scenario (bench/scenarios/) runs the same client against both servers, one
-after the other, and the table shows both figures and how many times better ours is.
+Each server scenario (bench/scenarios/) runs the same client against every server, one
+after the other: ours (its echo tool async, sync on a worker thread, and sync inline), the
+official SDK's, and a floor that only parses and answers. The tables show the figures,
+how many times better ours is, and what share of the floor it reaches.
 The client scenarios run our client and the official client against both servers (each
 client run in its own subprocess) and print the 2x2 matrix with its ratios. Results
 also go to a JSON file (``--out``, default /tmp/modelctx-bench/latest.json). Every server
@@ -32,8 +34,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import IMPLS, BenchError, Servers  # noqa: E402
-from scenarios import SCENARIOS, ClientRun, Context, Metric, Scenario  # noqa: E402
+from harness import IMPLS, BenchError, Servers
+from scenarios import SCENARIOS, ClientRun, Context, Metric, Scenario
 
 DEFAULT_OUT = Path("/tmp/modelctx-bench/latest.json")
 
@@ -93,26 +95,55 @@ def measure(scenario: Scenario, ctx: Context) -> dict:
     if scenario.section == "client":
         rows = client_rows(scenario, results)
         return {"section": scenario.section, "description": scenario.description, "results": results, "rows": rows}
-    rows = []
-    for metric in scenario.metrics:
-        ours = results.get("modelctx", {}).get(metric.key)
-        official = results.get("official", {}).get(metric.key)
-        times = speedup(metric, ours, official)
-        met = metric.target.met(ours, official, times) if metric.target else None
-        rows.append(
-            {
-                "metric": metric.key,
-                "label": metric.label,
-                "unit": metric.unit,
-                "higher_is_better": metric.higher_is_better,
-                "modelctx": ours,
-                "official": official,
-                "speedup": times,
-                "target": metric.target.describe(metric.unit) if metric.target else None,
-                "target_met": met,
-            }
-        )
+    rows = [server_row(metric, results) for metric in scenario.metrics]
     return {"section": scenario.section, "description": scenario.description, "results": results, "rows": rows}
+
+
+def server_row(metric: Metric, results: dict[str, dict]) -> dict:
+    """One metric of a server scenario: every implementation's value and the ratios.
+
+    ``ratios`` are in the metric's better direction, so above 1 means the first named is
+    better: ``async/official`` is our async server against the SDK's, ``async/floor`` our
+    async server against the bare floor (at most 1), ``sync/async`` our sync tool against
+    our async one (``sync_within`` asks it to be at least 1/1.5).
+    """
+    values = {impl: results.get(impl, {}).get(metric.key) for impl in results}
+    ours, official = values.get("modelctx"), values.get("official")
+    times = speedup(metric, ours, official)
+    ratios = {
+        f"{SHORT[a]}/{SHORT[b]}": speedup(metric, values.get(a), values.get(b))
+        for a, b in RATIOS
+        if a in values and b in values
+    }
+    sync_vs_async = ratios.get("sync/async")
+    return {
+        "metric": metric.key,
+        "label": metric.label,
+        "unit": metric.unit,
+        "higher_is_better": metric.higher_is_better,
+        "modelctx": ours,
+        "official": official,
+        "speedup": times,
+        "target": metric.target.describe(metric.unit) if metric.target else None,
+        "target_met": metric.target.met(ours, official, times) if metric.target else None,
+        "values": values,
+        "ratios": ratios,
+        "sync_target": f">= async/{metric.sync_within:g}" if metric.sync_within else None,
+        "sync_target_met": (
+            None if metric.sync_within is None or sync_vs_async is None
+            else sync_vs_async >= 1 / metric.sync_within
+        ),
+    }
+
+
+#: Column names of the server tables, by implementation.
+SHORT = {"modelctx": "async", "modelctx-sync": "sync", "modelctx-inline": "inline", "official": "official",
+         "floor": "floor"}  # fmt: skip
+#: The ratios shown: (a, b) is "a/b", in the metric's better direction.
+RATIOS = (
+    ("modelctx", "official"), ("modelctx-sync", "official"), ("modelctx", "floor"),
+    ("modelctx-sync", "floor"), ("modelctx-sync", "modelctx"), ("modelctx-inline", "modelctx"),
+)  # fmt: skip
 
 
 WHO = {"modelctx": "our", "official": "official"}
@@ -179,24 +210,51 @@ def _render(head: tuple[str, ...], lines: list[tuple[str, ...]], left: tuple[int
 
 
 def server_table(report: dict) -> list[str]:
-    head = ("scenario", "modelctx", "official", "speedup", "target")
-    lines = []
-    for entry in report["scenarios"].values():
-        if entry["section"] == "client":
-            continue
-        for row in entry["rows"]:
-            target = ""
-            if row["target"]:
-                verdict = {True: "PASS", False: "MISS", None: "n/a"}[row["target_met"]]
-                target = f"{row['target']}: {verdict}"
-            # Rounded down, so that a shown 10.0x never hides a miss of ">= 10x".
-            times = f"{math.floor(row['speedup'] * 10) / 10:.1f}x" if row["speedup"] is not None else "-"
-            lines.append((row["label"], fmt(row["modelctx"], row["unit"]), fmt(row["official"], row["unit"]), times, target))
-    if not lines:
+    """Two tables: every implementation's figure per row, then the ratios and targets."""
+    entries = [e for e in report["scenarios"].values() if e["section"] != "client"]
+    rows = [row for e in entries for row in e["rows"]]
+    if not rows:
         return []
-    out = _render(head, lines, left=(0, 4))
-    out.append("speedup = times better for modelctx: ours/official for rates, official/ours for times.")
+    impls = [i for i in SHORT if any(i in row.get("values", {}) for row in rows)]
+    head = ("scenario", *(NAMES[i] for i in impls))
+    lines = []
+    for row in rows:
+        cells = [fmt(row["values"][i], row["unit"]) if i in row["values"] else "" for i in impls]
+        lines.append((row["label"], *cells))
+    out = _render(head, lines, left=(0,))
+    out.append("")
+    names = [n for n in (f"{SHORT[a]}/{SHORT[b]}" for a, b in RATIOS) if any(n in r["ratios"] for r in rows)]
+    head = ("scenario", *names, "target: async vs official", "target: sync")
+    lines = []
+    for row in rows:
+        cells = [_times(row["ratios"].get(n), percent=n.endswith("/floor")) for n in names]
+        lines.append((row["label"], *cells, _verdict(row["target"], row["target_met"]),
+                      _verdict(row["sync_target"], row["sync_target_met"])))  # fmt: skip
+    out += _render(head, lines, left=(0, len(head) - 2, len(head) - 1))
+    out.append("x/y = how many times better x is than y: x's rate / y's, or y's time / x's (x/floor: as a")
+    out.append("share of the floor). target: sync = our sync tool at most 1.5x worse than our async one. async, sync,")
+    out.append("inline: our echo tool as `async def`, as `def` (on a worker thread, the default) and as")
+    out.append("`def` with inline=True (on the loop); floor: a bare server that only parses and answers.")
     return out
+
+
+NAMES = {"modelctx": "ours async", "modelctx-sync": "ours sync", "modelctx-inline": "ours inline",
+         "official": "official", "floor": "floor"}  # fmt: skip
+
+
+def _times(value: float | None, percent: bool = False) -> str:
+    if value is None:
+        return "-"
+    if percent:  # a share of the floor
+        return f"{value:.0%}"
+    # Rounded down, so that a shown 10.0x never hides a miss of ">= 10x".
+    return f"{math.floor(value * 100) / 100:.2f}x"
+
+
+def _verdict(target: str | None, met: bool | None) -> str:
+    if not target:
+        return ""
+    return f"{target}: {({True: 'PASS', False: 'MISS', None: 'n/a'})[met]}"
 
 
 def client_table(report: dict) -> list[str]:
@@ -361,7 +419,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"server logs (stderr of every server started): {servers.log_dir}")
     else:
         servers.remove_logs()
-    missed = any(row.get("target_met") is False for e in report["scenarios"].values() for row in e["rows"])
+    missed = any(
+        row.get("target_met") is False or row.get("sync_target_met") is False
+        for e in report["scenarios"].values()
+        for row in e["rows"]
+    )
     return 1 if errors or (args.strict and missed) else 0
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from harness import IMPLS  # what a "server" scenario measures: "modelctx", "official"
 
-__all__ = ["Metric", "Target", "Scenario", "Context", "ClientRun", "SCENARIOS", "by_name"]
+__all__ = ["SCENARIOS", "ClientRun", "Context", "Metric", "Scenario", "Target", "by_name"]
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,10 @@ class Metric:
     label: str
     unit: str
     higher_is_better: bool
+    #: Our async server against the official one (or an absolute bound).
     target: Target | None = None
+    #: Our sync tool (on a worker thread) at most this many times worse than our async one.
+    sync_within: float | None = None
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,14 @@ class Context:
 
 def _load() -> tuple[Scenario, ...]:
     # Imported here, in display order; each module defines SCENARIO (or SCENARIOS).
-    from . import client_http, client_stdio, http_load, startup, stdio_pipelined, stdio_serial
+    from . import (
+        client_http,
+        client_stdio,
+        http_load,
+        startup,
+        stdio_pipelined,
+        stdio_serial,
+    )
 
     found: list[Scenario] = []
     for module in (stdio_serial, stdio_pipelined, http_load, startup, client_stdio, client_http):

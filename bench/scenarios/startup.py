@@ -52,13 +52,13 @@ def import_ms(package: str) -> float:
     try:
         done = subprocess.run(
             [PYTHON, "-X", "importtime", "-c", f"import {package}"],
-            capture_output=True, text=True, timeout=30, cwd=REPO,
+            capture_output=True, text=True, timeout=30, cwd=REPO, check=False,
         )
     except subprocess.TimeoutExpired:
         raise BenchError(f"import {package} took over 30 s") from None
     if done.returncode != 0:
         raise BenchError(f"import {package} failed:\n{done.stderr[-1500:]}")
-    m = re.search(rf"^import time:\s+\d+ \|\s+(\d+) \| {re.escape(package)}$", done.stderr, re.M)
+    m = re.search(rf"^import time:\s+\d+ \|\s+(\d+) \| {re.escape(package)}$", done.stderr, re.MULTILINE)
     if not m:
         raise BenchError(f"no top-level importtime line for {package}")
     return int(m.group(1)) / 1e3

@@ -18,6 +18,7 @@ import time
 
 from harness import (
     IO_TIMEOUT,
+    SERVER_IMPLS,
     BenchError,
     LineReader,
     check_echo_response,
@@ -110,8 +111,9 @@ def make(window: int) -> Scenario:
         name=f"stdio_pipelined_{window}",
         section="server",
         description=f"stdio, {window} tools/call echo requests outstanding on one pipe",
-        metrics=(Metric("calls_per_s", f"stdio {window} in flight", "calls/s", True),),
+        metrics=(Metric("calls_per_s", f"stdio {window} in flight", "calls/s", True, sync_within=1.5),),
         run=run,
+        impls=SERVER_IMPLS,
     )
 
 

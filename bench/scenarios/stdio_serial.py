@@ -13,6 +13,7 @@ import time
 
 from harness import (
     IO_TIMEOUT,
+    SERVER_IMPLS,
     BenchError,
     LineReader,
     check_echo_response,
@@ -76,8 +77,9 @@ SCENARIO = Scenario(
     section="server",
     description="stdio, one tools/call echo in flight at a time (raw client over pipes)",
     metrics=(
-        Metric("calls_per_s", "stdio 1-at-a-time", "calls/s", True, Target("speedup", 6.0)),
+        Metric("calls_per_s", "stdio 1-at-a-time", "calls/s", True, Target("speedup", 6.0), sync_within=1.5),
         Metric("mean_us", "stdio 1-at-a-time latency", "us", False),
     ),
     run=run,
+    impls=SERVER_IMPLS,
 )

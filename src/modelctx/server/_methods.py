@@ -163,14 +163,16 @@ def _input_required(call: Call, asked: InputRequired) -> dict[str, Any]:
 _HANDSHAKE_RETRIES = 10
 
 
-async def _run_handler(call: Call, fn: Any, is_async: bool, kwargs: dict[str, Any]) -> Any:
+async def _run_handler(
+    call: Call, fn: Any, is_async: bool, kwargs: dict[str, Any], inline: bool = False
+) -> Any:
     """Run a handler; raises ``InputRequired`` in the 2026-07-28 era when it needs input."""
     if Feature.MRTR in call.features:
-        return await call_handler(fn, is_async, kwargs)
+        return await call_handler(fn, is_async, kwargs, inline)
     delay = 0.05
     for _ in range(_HANDSHAKE_RETRIES):
         try:
-            return await call_handler(fn, is_async, kwargs)
+            return await call_handler(fn, is_async, kwargs, inline)
         except InputRequired:  # retry_later: ask() never raises it in this era
             call.notices_sent, call.notices, call.replaying = call.notices_so_far(), [], True
             call.asked = 0
@@ -205,7 +207,7 @@ async def tools_call(call: Call) -> dict[str, Any]:
         return {"content": [{"type": "text", "text": exc.message}], "isError": True}
     _load_answers(call)
     try:
-        value = await _run_handler(call, tool.fn, tool.is_async, kwargs)
+        value = await _run_handler(call, tool.fn, tool.is_async, kwargs, tool.inline)
     except InputRequired as asked:
         return _input_required(call, asked)
     except ToolError as exc:

@@ -7,7 +7,6 @@ at run time calls ``on_change(kind)``, which the server turns into ``list_change
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import re
 import types
@@ -18,6 +17,7 @@ from typing import Any, Literal, get_args, get_origin
 
 from ..errors import RegistrationError
 from ._signature import Signature, is_content_annotation, strip_annotated, type_schema
+from ._threads import run_in_worker
 from ._uri_template import UriTemplate
 
 __all__ = [
@@ -130,6 +130,7 @@ class ToolDef:
     structured: bool  # the result has structuredContent
     wrap_result: bool  # structuredContent is {"result": value}
     cache: CacheHint | None = None
+    inline: bool = False  # a sync handler that runs on the event loop (it never blocks)
 
     @classmethod
     def build(
@@ -147,6 +148,7 @@ class ToolDef:
         input_schema: dict[str, Any] | None = None,
         output_schema: dict[str, Any] | None = None,
         cache: CacheHint | None = None,
+        inline: bool = False,
     ) -> ToolDef:
         name = handler_name(fn, name, "tool")
         check_tool_name(name)
@@ -179,7 +181,7 @@ class ToolDef:
         if annotations:
             definition["annotations"] = dict(annotations)
         _common(definition, None, icons, meta)
-        return cls(name, fn, signature, definition, _is_async(fn), structured, wrap, cache)
+        return cls(name, fn, signature, definition, _is_async(fn), structured, wrap, cache, inline)
 
 
 @dataclass
@@ -323,11 +325,18 @@ class Registry:
         return [d.cache for d in items.values() if getattr(d, "cache", None) is not None]
 
 
-async def call_handler(fn: Callable[..., Any], is_async: bool, kwargs: dict[str, Any]) -> Any:
-    """Run a handler: coroutines on the loop, plain functions on a worker thread."""
+async def call_handler(
+    fn: Callable[..., Any], is_async: bool, kwargs: dict[str, Any], inline: bool = False
+) -> Any:
+    """Run a handler and return its result (awaited, if a sync handler returns an awaitable).
+
+    Coroutine functions run on the loop; plain functions on a worker thread (see
+    ``_threads``), unless ``inline``: then on the loop too, for handlers that never block.
+    Whatever the handler raises propagates unchanged.
+    """
     if is_async:
         return await fn(**kwargs)
-    result = await asyncio.to_thread(fn, **kwargs)
+    result = fn(**kwargs) if inline else await run_in_worker(fn, kwargs)
     if inspect.isawaitable(result):
         result = await result
     return result

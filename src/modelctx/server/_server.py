@@ -171,7 +171,12 @@ class Server:
         as a dict), ``icons``, ``meta``, ``structured_output`` (force on or off),
         ``input_schema``/``output_schema`` (override the derived ones; an ``input_schema``
         is enforced on every call), ``cache``, ``replace`` (replace a tool of the same
-        name instead of raising). Raises ``RegistrationError``.
+        name instead of raising), ``inline``. Raises ``RegistrationError``.
+
+        A plain (sync) function runs on a worker thread, so it may block. ``inline=True``
+        runs it on the event loop instead, saving the hop to the thread: only for a
+        function that returns at once (no I/O, no sleep, no long computation), since
+        while it runs no other request of this server makes progress.
         """
         if fn is None:
             return lambda f: self.tool(f, **options)

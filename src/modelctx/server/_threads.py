@@ -1,0 +1,191 @@
+"""Where plain (sync) handlers run: a few long-lived worker threads, shared by the process.
+
+A sync handler must not run on the event loop: it may block (a database, a file, an HTTP
+call) and would stall every request of the server. ``asyncio.to_thread`` keeps it off
+the loop, but each call costs a ``concurrent.futures`` future chained to an asyncio one,
+an executor work item, and a wake-up of the loop for each answer.
+
+Here a call is one tuple put on a C ``queue.SimpleQueue`` and one asyncio future. A
+worker takes calls while there are any; each answer goes into its loop's ``_Outbox``,
+and the loop is woken once for all the answers that arrive before it looks (one
+``call_soon_threadsafe`` for many answers). Measured in one process on a shared 2-core
+box (the hop alone, an echo): ``to_thread`` did 8,000-15,000 calls/s one at a time and
+20,000-50,000 with 64 in flight; this does 11,000-35,000 and 90,000-400,000. One at a
+time, what is left is the wake-ups of two threads per call, which a loaded machine makes
+slow: ``inline=True`` (see ``call_handler``) avoids them for handlers that never block.
+
+Workers start when needed, up to ``MAX_WORKERS`` (what asyncio's default executor would
+use): when a call arrives and no worker waits for one, and when a worker takes a call
+(which may block) while others wait behind it and no other worker is free. So handlers
+that block still run side by side, and a call never waits behind a blocked one while a
+worker could start. Each call runs in a copy of the caller's ``contextvars`` context, as
+with ``asyncio.to_thread``. A call whose future was cancelled before it started is
+skipped; one already running finishes in its thread (a thread cannot be interrupted) and
+its answer is dropped. Workers are daemon threads: a handler stuck in a blocking call
+never holds up the end of the process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import os
+import queue
+import threading
+import weakref
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["MAX_WORKERS", "run_in_worker"]
+
+#: How many sync handlers may run (and block) at once; further calls wait in the queue.
+MAX_WORKERS = min(32, (os.cpu_count() or 1) + 4)
+
+_Answer = tuple["asyncio.Future[Any]", Any, "BaseException | None"]
+
+
+class _Outbox:
+    """The answers for one event loop, handed over with one wake-up for as many as arrive
+    before the loop gets to them."""
+
+    __slots__ = ("__weakref__", "_answers", "_loop", "_scheduled")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = weakref.ref(loop)  # the loop owns its outbox, not the other way round
+        self._answers: deque[_Answer] = deque()
+        self._scheduled = False
+
+    def put(self, answer: _Answer) -> None:
+        """From a worker: queue an answer; wake the loop unless a wake-up is pending."""
+        self._answers.append(answer)
+        # Appended before the flag is read: if _settle has already cleared the flag, we
+        # schedule another; if not, the answer is still in the deque it drains.
+        if self._scheduled:
+            return
+        self._scheduled = True
+        loop = self._loop()
+        if loop is None:
+            return
+        try:
+            loop.call_soon_threadsafe(self._settle)
+        except RuntimeError:
+            pass  # the loop is closed: nobody waits for these answers any more
+
+    def _settle(self) -> None:
+        """On the loop: complete the futures of every answer (skipping cancelled ones)."""
+        self._scheduled = False
+        answers = self._answers
+        while answers:
+            future, value, error = answers.popleft()
+            if future.cancelled():
+                continue
+            if error is None:
+                future.set_result(value)
+            else:
+                future.set_exception(error)
+
+
+_Job = tuple[_Outbox, "asyncio.Future[Any]", contextvars.Context, Callable[..., Any], dict[str, Any]]
+
+
+class _Workers:
+    def __init__(self, max_workers: int) -> None:
+        self.max_workers = max_workers
+        self._queue: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        # Workers blocked on the queue or about to be; written only under _lock. Read
+        # without it: a worker that has just taken a call may still be counted, but it
+        # checks the queue itself once it has counted itself out (_cover_queue).
+        self._idle = 0
+        self._outboxes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Outbox] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def submit(self, fn: Callable[..., Any], kwargs: dict[str, Any]) -> asyncio.Future[Any]:
+        loop = asyncio.get_running_loop()
+        outbox = self._outboxes.get(loop)
+        if outbox is None:
+            outbox = self._outboxes[loop] = _Outbox(loop)
+        future: asyncio.Future[Any] = loop.create_future()
+        self._queue.put((outbox, future, contextvars.copy_context(), fn, kwargs))
+        if not self._idle and len(self._threads) < self.max_workers:
+            self._start_worker()
+        return future
+
+    def _start_worker(self) -> None:
+        with self._lock:
+            if len(self._threads) >= self.max_workers:
+                return
+            name = f"modelctx-handler-{len(self._threads) + 1}"
+            thread = threading.Thread(target=self._work, name=name, daemon=True)
+            self._threads.append(thread)
+        thread.start()
+
+    def _cover_queue(self) -> None:
+        """Before running a call that may block: if calls wait behind it and no worker
+        is free to take them, start one."""
+        if not self._idle and not self._queue.empty() and len(self._threads) < self.max_workers:
+            self._start_worker()
+
+    def _work(self) -> None:
+        get, get_nowait, lock = self._queue.get, self._queue.get_nowait, self._lock
+        with lock:
+            self._idle += 1
+        job = get()
+        while True:
+            with lock:
+                self._idle -= 1
+            while True:  # take calls while there are any, without counting in and out
+                self._cover_queue()
+                outbox, answer = _run(job)
+                try:
+                    job = get_nowait()
+                except queue.Empty:
+                    break
+                outbox.put(answer)
+            with lock:
+                self._idle += 1
+            # The last answer goes out just before this thread blocks: the loop it wakes
+            # then finds the GIL free instead of waiting for it.
+            outbox.put(answer)
+            job = get()
+
+
+def _run(job: _Job) -> tuple[_Outbox, _Answer]:
+    """Run one call; its outbox and the answer to put there."""
+    outbox, future, context, fn, kwargs = job
+    if future.cancelled():  # cancelled before it started: skip it, as an executor does
+        return outbox, (future, None, None)  # _settle skips a cancelled future
+    try:
+        return outbox, (future, context.run(fn, **kwargs), None)
+    except StopIteration as exc:
+        # An asyncio future refuses StopIteration (it would end the awaiting coroutine).
+        error = RuntimeError(f"handler {getattr(fn, '__name__', fn)!r} raised StopIteration")
+        error.__cause__ = exc
+        return outbox, (future, None, error)
+    except BaseException as exc:  # noqa: BLE001 - the awaiting task gets it, as with to_thread
+        return outbox, (future, None, exc)
+
+
+_workers = _Workers(MAX_WORKERS)
+
+
+def _reset_after_fork() -> None:
+    # A forked child has none of the parent's threads: start again with none.
+    global _workers
+    _workers = _Workers(MAX_WORKERS)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+def run_in_worker(fn: Callable[..., Any], kwargs: dict[str, Any]) -> asyncio.Future[Any]:
+    """Call ``fn(**kwargs)`` on a worker thread; a future of its result on the running loop.
+
+    The call runs in a copy of the caller's ``contextvars`` context. Cancelling the
+    future skips a call that has not started and drops the answer of one that has.
+    """
+    return _workers.submit(fn, kwargs)
