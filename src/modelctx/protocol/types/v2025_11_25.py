@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
+
 # --------------------------------------------------------------------------
 # Scalar and container aliases
 
