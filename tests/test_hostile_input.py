@@ -164,3 +164,25 @@ def test_a_line_too_long_to_hold_is_refused_and_its_neighbours_are_served(stdio_
     assert answers[1]["result"]["content"][0]["text"] == "before"
     assert answers[2]["result"]["content"][0]["text"] == "after"
     assert answers[None]["error"]["code"] == -32600
+
+
+def test_a_client_that_never_answers_the_servers_question_fails_that_call_only(start_stdio_server):
+    server = start_stdio_server(DEAF_SERVER)
+    init = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"elicitation": {"form": {}}},
+        "clientInfo": {"name": "silent", "version": "0"},
+    }
+    server.call({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init})
+    server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    server.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ask_name", "arguments": {}}})
+
+    question = server.recv()
+    answer = server.recv_until(2)[-1]  # the question is never answered
+
+    assert question["method"] == "elicitation/create"
+    assert answer["result"]["isError"] is True
+    wait_until(lambda: "did not answer elicitation/create within 0.5s" in server.stderr, "the log line")
+    assert "0.5s" not in answer["result"]["content"][0]["text"]  # logged, not leaked
+    echo = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "on"}}}
+    assert server.call(echo)["result"]["content"][0]["text"] == "on"

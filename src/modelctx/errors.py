@@ -83,12 +83,11 @@ class MCPError(Exception):
 class ProtocolError(MCPError):
     """A JSON-RPC error: a code, a message and optional data.
 
-    ``http_status`` is the status the Streamable HTTP transport answers with when this
-    error is the whole reply (basic/transports/streamable-http.mdx, status codes).
+    The HTTP status a reply of this error gets is the HTTP transport's business: one
+    table, ``transports/http.py:status_for``.
     """
 
     code: int = INTERNAL_ERROR
-    http_status: int = 200
     #: The id of the request this error answers, when it could be read.
     request_id: str | int | None = None
 
@@ -111,17 +110,14 @@ class ProtocolError(MCPError):
 
 class ParseError(ProtocolError):
     code = PARSE_ERROR
-    http_status = 400
 
 
 class InvalidRequest(ProtocolError):
     code = INVALID_REQUEST
-    http_status = 400
 
 
 class MethodNotFound(ProtocolError):
     code = METHOD_NOT_FOUND
-    http_status = 404
 
 
 class InvalidParams(ProtocolError):
@@ -139,12 +135,10 @@ class InternalError(ProtocolError):
 
 class HeaderMismatch(ProtocolError):
     code = HEADER_MISMATCH
-    http_status = 400
 
 
 class MissingRequiredClientCapability(ProtocolError):
     code = MISSING_REQUIRED_CLIENT_CAPABILITY
-    http_status = 400
 
     def __init__(self, message: str, required: dict[str, Any]) -> None:
         super().__init__(message, {"requiredCapabilities": required})
@@ -152,7 +146,6 @@ class MissingRequiredClientCapability(ProtocolError):
 
 class UnsupportedProtocolVersion(ProtocolError):
     code = UNSUPPORTED_PROTOCOL_VERSION
-    http_status = 400
 
     def __init__(self, requested: Any, supported: list[str], message: str | None = None) -> None:
         super().__init__(

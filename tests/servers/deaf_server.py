@@ -6,9 +6,10 @@ import asyncio
 import time
 from pathlib import Path
 
-from modelctx import Server
+from modelctx import Context, Server, ServerConfig
 
-server = Server("deaf")
+# A client that never answers a question gets 0.5 s before the question fails.
+server = Server("deaf", config=ServerConfig(client_request_timeout=0.5))
 
 
 @server.tool
@@ -38,3 +39,10 @@ async def echo(text: str) -> str:
 @server.resource("deaf://thing", mime_type="text/plain")
 def thing() -> str:
     return "a thing"
+
+
+@server.tool
+async def ask_name(ctx: Context) -> str:
+    """Ask the client a question (handshake era: a server-to-client request)."""
+    answer = await ctx.elicit("Your name?", {"type": "object", "properties": {"name": {"type": "string"}}})
+    return str(answer.content)

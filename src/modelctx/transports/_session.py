@@ -15,16 +15,12 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..errors import ConnectionClosed, error_from_wire
+from ..errors import ConnectionClosed, RequestTimeout, error_from_wire
 from ..protocol._connection import Answer, Outbound, ServerConnection
 
-__all__ = ["HandshakeSession", "Send", "ClientDidNotAnswer", "settle", "fail"]
+__all__ = ["HandshakeSession", "Send", "settle", "fail"]
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
-
-
-class ClientDidNotAnswer(ConnectionClosed, TimeoutError):
-    """A server-to-client request got no answer within its deadline."""
 
 
 class HandshakeSession:
@@ -66,7 +62,7 @@ class HandshakeSession:
     async def request(self, method: str, params: dict[str, Any], send: Send, timeout: float) -> Any:
         """Send a server-to-client request on ``send`` and wait for its result.
 
-        Raises the client's JSON-RPC error, ``ClientDidNotAnswer`` after ``timeout``
+        Raises the client's JSON-RPC error, ``RequestTimeout`` after ``timeout``
         seconds, or ``ConnectionClosed`` when the session ends first.
         """
         if self.closed:
@@ -80,7 +76,7 @@ class HandshakeSession:
                 await send(outbound.message)
                 return await future
         except TimeoutError:
-            raise ClientDidNotAnswer(
+            raise RequestTimeout(
                 f"the client did not answer {method} within {timeout:g}s"
             ) from None
         finally:
