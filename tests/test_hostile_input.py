@@ -6,6 +6,7 @@ Real processes over real pipes, a real HTTP server on loopback.
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 from pathlib import Path
@@ -186,3 +187,38 @@ def test_a_client_that_never_answers_the_servers_question_fails_that_call_only(s
     assert "0.5s" not in answer["result"]["content"][0]["text"]  # logged, not leaked
     echo = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "on"}}}
     assert server.call(echo)["result"]["content"][0]["text"] == "on"
+
+
+def test_sigterm_ends_an_http_listen_stream_with_its_final_response(tmp_path):
+    import httpx
+    from conftest import HttpServer, modern_meta
+
+    server = HttpServer(DEAF_SERVER, tmp_path / "server.log")
+    try:
+        body = {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "subscriptions/listen",
+            "params": {"notifications": {"toolsListChanged": True}, "_meta": modern_meta()},
+        }
+        headers = {
+            "accept": "application/json, text/event-stream",
+            "mcp-protocol-version": "2026-07-28",
+            "mcp-method": "subscriptions/listen",
+        }
+        events: list[str] = []
+        with httpx.Client(timeout=15) as client, client.stream("POST", server.url, json=body, headers=headers) as reply:
+            lines = reply.iter_lines()
+            for line in lines:
+                if line.startswith("data:"):
+                    events.append(line)
+                    break  # the acknowledgement
+            server.process.send_signal(signal.SIGTERM)
+            events += [line for line in lines if line.startswith("data:")]
+        assert "subscriptions/acknowledged" in events[0]
+        final = json.loads(events[-1][len("data:"):])
+        assert final["id"] == 7 and "result" in final
+        # uvicorn re-raises the signal once it has shut down gracefully.
+        assert server.process.wait(timeout=15) in (0, -signal.SIGTERM)
+    finally:
+        server.stop()

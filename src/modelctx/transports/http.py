@@ -680,6 +680,24 @@ def _id_of(message: Message) -> str | int | None:
     return None if isinstance(message, Notification) else message.id
 
 
+def _graceful_uvicorn() -> type[Any]:
+    import uvicorn
+
+    class Graceful(uvicorn.Server):
+        """uvicorn that ends listen streams with their final response before it waits
+        for open connections to finish (else they would be cut when its grace runs out)."""
+
+        def __init__(self, config: uvicorn.Config, app: HttpApp) -> None:
+            super().__init__(config)
+            self._app = app
+
+        async def shutdown(self, sockets: list[Any] | None = None) -> None:
+            self._app.server.close_subscriptions()
+            await super().shutdown(sockets)
+
+    return Graceful
+
+
 def serve_http(
     server: Any,
     host: str = "127.0.0.1",
@@ -713,4 +731,4 @@ def serve_http(
         config["loop"] = "uvloop"
     except ImportError:
         pass
-    uvicorn.run(app, **config)
+    _graceful_uvicorn()(uvicorn.Config(app, **config), app).run()
