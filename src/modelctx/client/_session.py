@@ -25,7 +25,7 @@ import math
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..errors import ConnectionClosed, MCPError, MethodNotFound, ProtocolError, RequestTimeout, error_from_wire
+from ..errors import ConnectionClosed, MCPError, MethodNotFound, ProtocolError, RequestTimeout
 from ..protocol import _meta
 from ..protocol._connection import (
     Answer,
@@ -39,6 +39,7 @@ from ..protocol._connection import (
 from ..protocol._headers import request_headers
 from ..protocol._jsonrpc import Message, Notification, Request, error_response
 from ..transports._base import ClientTransport, Outgoing
+from ..transports._session import resolve
 
 __all__ = ["ClientSession", "RequestTimeout", "ProgressCallback"]
 
@@ -101,14 +102,7 @@ class ClientSession:
     def message(self, message: Message) -> None:
         event = self.connection.receive(message, asyncio.get_running_loop().time())
         if isinstance(event, Answer):
-            future = event.outbound.handle.future
-            if future.done():
-                return
-            response = event.response
-            if response.error is not None:
-                future.set_exception(error_from_wire(response.error))
-            else:
-                future.set_result(response.result)
+            resolve(event.outbound.handle.future, event.response)
         elif isinstance(event, Progress):
             waiter: _Waiter = event.outbound.handle
             if waiter.progress is not None:

@@ -17,8 +17,9 @@ from typing import Any
 
 from ..errors import ConnectionClosed, RequestTimeout, error_from_wire
 from ..protocol._connection import Answer, Outbound, ServerConnection
+from ..protocol._jsonrpc import Response
 
-__all__ = ["HandshakeSession", "Send", "settle", "fail"]
+__all__ = ["HandshakeSession", "Send", "fail", "resolve", "settle"]
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -105,10 +106,14 @@ class HandshakeSession:
 
 def settle(event: Answer) -> None:
     """Hand the peer's response to the request of ours waiting for it."""
-    future = event.outbound.handle
-    if future is None or future.done():
+    if event.outbound.handle is not None:
+        resolve(event.outbound.handle, event.response)
+
+
+def resolve(future: asyncio.Future[Any], response: Response) -> None:
+    """Complete ``future`` with ``response``: its result, or its error as our exception."""
+    if future.done():
         return
-    response = event.response
     if response.error is not None:
         future.set_exception(error_from_wire(response.error))
     else:
