@@ -88,6 +88,13 @@ def _is_pydantic_model(tp: Any) -> bool:
     return isinstance(tp, type) and hasattr(tp, "model_json_schema") and hasattr(tp, "model_validate")
 
 
+def _mentions_pydantic(tp: Any) -> bool:
+    """Is a pydantic model anywhere in ``tp`` (``User``, ``User | None``, ``list[User]``)?
+
+    msgspec cannot validate one, so such a parameter needs the pydantic path."""
+    return _is_pydantic_model(tp) or any(_mentions_pydantic(arg) for arg in get_args(tp))
+
+
 def type_schema(tp: Any) -> dict[str, Any]:
     """The JSON Schema of one type, ``$defs`` inlined at the top when needed."""
     if _is_pydantic_model(tp):
@@ -175,7 +182,7 @@ class Signature:
         self._pydantic = None
         self._validator: Any = None  # set by use_schema: the author's own inputSchema
         self._required = [n for n, _, d in fields if d is msgspec.NODEFAULT]
-        if any(_is_pydantic_model(_strip(tp)) for _, tp, _ in fields):
+        if any(_mentions_pydantic(tp) for _, tp, _ in fields):
             self._pydantic = _pydantic_model(name, pydantic_fields)
             self.input_schema = self._pydantic.model_json_schema()
             self.input_schema.pop("title", None)
@@ -202,7 +209,7 @@ class Signature:
             self._predicates[param] = predicates
         if doc and not _has_description(tp):
             tp = Annotated[tp, msgspec.Meta(description=doc)]
-        if not _is_pydantic_model(_strip(tp)):
+        if not _mentions_pydantic(tp):
             refuse_hidden_constraints(tp, where)
             try:
                 msgspec.json.schema(tp)
@@ -364,7 +371,8 @@ def _pydantic_model(name: str, fields: dict[str, tuple[Any, Any, str | None]]) -
 def is_content_annotation(tp: Any) -> bool:
     """``str``, a content class, or a list/union of them that names a content class.
 
-    ``list[str]`` stays data (structured output); ``list[str | Image]`` is content.
+    ``list[str]`` stays data (structured output); ``list[str | Image]`` is content;
+    a bare ``list`` (or ``list[Any]``), like ``Any``, is not promised as either.
     """
     return _content_kind(tp) is not None
 
@@ -377,6 +385,10 @@ def _content_kind(tp: Any) -> str | None:
     if tp is _MISSING or tp is None or tp is type(None) or tp is Any:
         return "text"
     if tp is str:
+        return "text"
+    if tp in (list, tuple) or (get_origin(tp) in (list, tuple) and set(get_args(tp)) <= {Any, Ellipsis}):
+        # A bare ``list`` says nothing of its items: like ``Any``, no outputSchema is
+        # promised, so a list of content blocks is as valid a return as a list of data.
         return "text"
     if isinstance(tp, type) and issubclass(tp, (Text, Image, Audio, ResourceLink, EmbeddedResource, ToolResult)):
         return "blocks"
