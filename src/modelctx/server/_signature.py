@@ -132,7 +132,8 @@ class Signature:
     """What a handler function takes: its schema, a validator and the injected params.
 
     ``kind`` and ``name`` ("tool", "forecast") name the handler in the
-    ``RegistrationError`` raised for a signature that cannot be served.
+    ``RegistrationError`` raised for a signature that cannot be served. A "resource
+    template" converts its text variables to the parameters' types ("42" to an int).
     """
 
     def __init__(
@@ -140,6 +141,9 @@ class Signature:
     ) -> None:
         self.fn = fn
         self.where = f"{kind} {name!r}"
+        # A URI template's variables are text: ``users://{id}`` with ``id: int`` reads
+        # "42" as 42. Tool arguments are JSON and are checked strictly.
+        self._strict = kind != "resource template"
         self.description, param_docs = parse_docstring(inspect.getdoc(fn))
         # A callable object's hints are those of its __call__.
         hinted: Any = fn if inspect.isroutine(fn) or isinstance(fn, type) else type(fn).__call__
@@ -167,6 +171,11 @@ class Signature:
                 raise RegistrationError(
                     f"{self.where}: *{param.name} cannot receive arguments (they arrive by "
                     "name); use named parameters or **kwargs"
+                )
+            if param.name == "ctx" and param.annotation is _MISSING:
+                raise RegistrationError(
+                    f"{self.where}: parameter 'ctx' has no type, so the client would have to "
+                    "send it; annotate it (ctx: Context) to receive the request's context"
                 )
             self.hints[param.name] = tp
             doc = param_docs.get(param.name)
@@ -267,7 +276,7 @@ class Signature:
         if self._pydantic is not None:
             return self._bind_pydantic(arguments)
         try:
-            value = msgspec.convert(arguments, self._struct)
+            value = msgspec.convert(arguments, self._struct, strict=self._strict)
         except msgspec.ValidationError as exc:
             raise InvalidParams(f"Invalid arguments: {exc}") from None
         kwargs = {name: getattr(value, name) for name in self.param_names}
