@@ -98,3 +98,23 @@ def test_a_port_in_use_is_one_line_and_no_url_is_announced(tmp_path):
         f"modelctx: cannot listen on 127.0.0.1:{port}: the address is in use; "
         "stop the process listening there or choose another port"
     )
+
+
+def test_a_server_whose_lifespan_fails_never_announces_its_url(tmp_path):
+    (tmp_path / "server.py").write_text(
+        "from contextlib import asynccontextmanager\n"
+        "from modelctx import Server\n"
+        "@asynccontextmanager\n"
+        "async def lifespan(server):\n"
+        "    raise RuntimeError('database is down')\n"
+        "    yield\n"
+        "server = Server('down', lifespan=lifespan)\n"
+    )
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        port = probe.getsockname()[1]
+
+    result = serve("server.py", "--http", "--port", str(port), cwd=tmp_path)
+
+    assert result.returncode != 0
+    assert "database is down" in result.stderr
+    assert "serving 'down'" not in result.stderr, result.stderr

@@ -690,9 +690,17 @@ def _graceful_uvicorn() -> type[Any]:
         """uvicorn that ends listen streams with their final response before it waits
         for open connections to finish (else they would be cut when its grace runs out)."""
 
-        def __init__(self, config: uvicorn.Config, app: HttpApp) -> None:
+        def __init__(self, config: uvicorn.Config, app: HttpApp, ready_message: str | None = None) -> None:
             super().__init__(config)
             self._app = app
+            self._ready_message = ready_message
+
+        async def startup(self, sockets: list[Any] | None = None) -> None:
+            # uvicorn calls this after the ASGI lifespan started: only now is the server
+            # ready, so only now is its URL announced (a failed lifespan never gets here).
+            await super().startup(sockets)
+            if self._ready_message and not self.should_exit:
+                print(self._ready_message, file=sys.stderr, flush=True)
 
         async def shutdown(self, sockets: list[Any] | None = None) -> None:
             self._app.server.close_subscriptions()
@@ -714,13 +722,11 @@ def serve_http(
 
     The socket is bound first: an address in use ends the process with one line saying
     so and what to do (``SystemExit``, status 1); ``ready_message``, if given, goes to
-    stderr once the socket listens.
+    stderr once the server is ready (its lifespan started, its socket listening).
     """
     import uvicorn
 
     listening = _listen(host, port)
-    if ready_message:
-        print(ready_message, file=sys.stderr, flush=True)
 
     options.setdefault("tune_gc", True)  # we own this process: tune its collector
     app = HttpApp(server, **options)
@@ -744,7 +750,7 @@ def serve_http(
         config["loop"] = "uvloop"
     except ImportError:
         pass
-    _graceful_uvicorn()(uvicorn.Config(app, **config), app).run(sockets=[listening])
+    _graceful_uvicorn()(uvicorn.Config(app, **config), app, ready_message).run(sockets=[listening])
 
 
 def _listen(host: str, port: int) -> socket.socket:
