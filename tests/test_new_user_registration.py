@@ -5,9 +5,19 @@ from __future__ import annotations
 
 import asyncio
 
+import msgspec
+import pydantic
 import pytest
 
 from modelctx import Client, Context, RegistrationError, Server
+
+
+class Point(msgspec.Struct):
+    x: int
+
+
+class User(pydantic.BaseModel):
+    name: str
 
 
 def test_a_resource_decorator_without_its_uri_says_the_uri_is_missing():
@@ -58,3 +68,15 @@ def test_a_template_variable_typed_int_receives_an_int():
             return (await client.read_resource(uri)).contents[0]["text"]
 
     assert asyncio.run(asyncio.wait_for(read("users://42/profile"), 15)) == "user 42 (int)"
+
+
+def test_a_type_pydantic_refuses_beside_a_pydantic_model_is_a_registration_error():
+    # One pydantic-model parameter makes pydantic validate every parameter; a msgspec
+    # Struct (fine on its own) is then refused by pydantic, and the error says so.
+    server = Server("r")
+
+    with pytest.raises(RegistrationError, match=r"tool 'place': its parameters include a pydantic model.*Point.*dataclass"):
+
+        @server.tool
+        def place(user: User, at: Point) -> str:
+            return ""

@@ -192,7 +192,7 @@ class Signature:
         self._validator: Any = None  # set by use_schema: the author's own inputSchema
         self._required = [n for n, _, d in fields if d is msgspec.NODEFAULT]
         if any(_mentions_pydantic(tp) for _, tp, _ in fields):
-            self._pydantic = _pydantic_model(name, pydantic_fields)
+            self._pydantic = _pydantic_model(self.where, name, pydantic_fields)
             self.input_schema = self._pydantic.model_json_schema()
             self.input_schema.pop("title", None)
         else:
@@ -366,14 +366,26 @@ def _camel(name: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in re.split(r"[^0-9A-Za-z]+", name) if part)
 
 
-def _pydantic_model(name: str, fields: dict[str, tuple[Any, Any, str | None]]) -> Any:
+def _pydantic_model(where: str, name: str, fields: dict[str, tuple[Any, Any, str | None]]) -> Any:
     import pydantic
 
     spec = {
         field: (tp, pydantic.Field(default, description=doc))
         for field, (tp, default, doc) in fields.items()
     }
-    return pydantic.create_model(f"{_camel(name)}Arguments", **spec)  # type: ignore[call-overload]
+    try:
+        return pydantic.create_model(f"{_camel(name)}Arguments", **spec)  # type: ignore[call-overload]
+    except (pydantic.PydanticUserError, pydantic.PydanticSchemaGenerationError) as exc:
+        # A pydantic model among the parameters makes pydantic validate all of them, and
+        # it refuses some types msgspec takes (typing.TypedDict before Python 3.12).
+        # Its first sentence names the type; its advice is about a model_config that
+        # is not the author's to set.
+        first = str(exc).split("\n")[0].split(". ")[0].rstrip(".")
+        raise RegistrationError(
+            f"{where}: its parameters include a pydantic model, so pydantic checks them all, "
+            f"and it refuses one ({first}); make that parameter a pydantic model, a "
+            "dataclass or a typing_extensions.TypedDict"
+        ) from None
 
 
 # Return annotations that mean "content, not data": no outputSchema for these.
