@@ -77,7 +77,9 @@ def test_serve_on_a_missing_file(tmp_path):
 
 def test_serve_on_a_file_without_a_server(tmp_path):
     (tmp_path / "empty.py").write_text("x = 1\n")
-    assert_one_line_error(run("serve", "empty.py", cwd=tmp_path), "found 0 Server objects in empty.py")
+    assert_one_line_error(
+        run("serve", "empty.py", cwd=tmp_path), "empty.py has no modelctx Server", 'Server("name")'
+    )
     (tmp_path / "two.py").write_text(SERVER_MODULE)
     assert_one_line_error(run("serve", "two.py:nothing", cwd=tmp_path), "two.py has no attribute 'nothing'")
 

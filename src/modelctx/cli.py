@@ -15,8 +15,9 @@ import argparse
 import importlib
 import importlib.util
 import sys
+import traceback
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, TracebackType
 from typing import Any, NoReturn
 
 __all__ = ["load_server", "main"]
@@ -78,6 +79,11 @@ def _find_server(module: ModuleType, where: str, attr: str) -> Any:
     else:
         named = [getattr(module, n) for n in ("server", "app", "mcp") if isinstance(getattr(module, n, None), Server)]
         servers = named[:1] or [v for v in vars(module).values() if isinstance(v, Server)]
+        if not servers:
+            raise _TargetError(
+                f"{where} has no modelctx Server; create one at module level "
+                '(server = Server("name")) or name a factory as ' + f"{where}:FUNCTION"
+            )
         if len(servers) != 1:
             raise _TargetError(
                 f"found {len(servers)} Server objects in {where}; name one as {where}:NAME"
@@ -88,6 +94,43 @@ def _find_server(module: ModuleType, where: str, attr: str) -> Any:
     if not isinstance(found, Server):
         raise _TargetError(f"{where}:{attr} is {type(found).__name__}, not a modelctx Server")
     return found
+
+
+_PACKAGE_DIR = str(Path(__file__).resolve().parent)
+
+
+def _user_frames(tb: TracebackType | None) -> TracebackType | None:
+    """``tb`` from the first frame of the user's code (this module and importlib's
+    machinery say nothing the user can act on)."""
+    while tb is not None and (
+        tb.tb_frame.f_code.co_filename == __file__ or tb.tb_frame.f_code.co_filename.startswith("<frozen ")
+    ):
+        tb = tb.tb_next
+    return tb
+
+
+def _report_load_error(exc: BaseException) -> NoReturn:
+    """The user's module failed while it loaded: say where, in the user's terms.
+
+    A syntax error shows the line and the caret; a ``RegistrationError`` (its message
+    names the tool and what to do) one line with the place that registered it; any
+    other exception its traceback from the user's first frame. Status 1.
+    """
+    from .errors import RegistrationError
+
+    if isinstance(exc, SyntaxError):
+        print("modelctx: the server file has a syntax error:", file=sys.stderr)
+        print("".join(traceback.format_exception_only(exc)), end="", file=sys.stderr)
+    elif isinstance(exc, RegistrationError):
+        place = ""
+        for frame, line in traceback.walk_tb(exc.__traceback__):
+            filename = frame.f_code.co_filename
+            if filename != __file__ and not filename.startswith(("<frozen ", _PACKAGE_DIR)):
+                place = f"{filename}:{line}: "  # the last user frame: the decorator's line
+        print(f"modelctx: {place}{exc}", file=sys.stderr)
+    else:
+        traceback.print_exception(type(exc), exc, _user_frames(exc.__traceback__))
+    raise SystemExit(1)
 
 
 def load_server(target: str) -> Any:
@@ -110,6 +153,11 @@ def load_server(target: str) -> Any:
             raise _TargetError(f"no such file or directory: {where}")
         else:
             module = _load_module(where)
+    except _TargetError as exc:
+        _fail(str(exc))
+    except Exception as exc:  # noqa: BLE001 - the user's module failed: report it, no internals
+        _report_load_error(exc)
+    try:
         return _find_server(module, where, attr)
     except _TargetError as exc:
         _fail(str(exc))
@@ -167,11 +215,11 @@ def main(argv: list[str] | None = None) -> None:
         server = load_server(args.target)
         if args.http:
             url = _url(args.host, args.port, args.path)
-            print(f"modelctx: serving {server.name!r} on Streamable HTTP at {url}", file=sys.stderr, flush=True)
             server.run(
                 "http",
                 host=args.host,
                 port=args.port,
+                ready_message=f"modelctx: serving {server.name!r} on Streamable HTTP at {url}",
                 path=args.path,
                 allowed_origins=args.allow_origin,
                 allowed_hosts=args.allow_host,

@@ -155,6 +155,23 @@ def _make_transport(target: Target) -> ClientTransport:
     )
 
 
+def _with_handler_hint(exc: MissingRequiredClientCapability) -> MissingRequiredClientCapability:
+    """``exc`` with the way this client declares what the server needs: a capability is
+    declared by giving the ``Client`` a handler for it, never by writing JSON."""
+    required = exc.data.get("requiredCapabilities") if isinstance(exc.data, dict) else None
+    handlers = [name for name in ("elicitation", "sampling", "roots") if isinstance(required, dict) and name in required]
+    if not handlers:
+        return exc
+    example = ", ".join(f"{name}=..." for name in handlers)
+    hinted = MissingRequiredClientCapability(
+        f"{exc.message} (with modelctx's Client: Client(..., handlers=ClientHandlers({example})))",
+        required if isinstance(required, dict) else {},
+    )
+    hinted.remote = exc.remote
+    hinted.request_id = exc.request_id
+    return hinted
+
+
 class Client:
     """An MCP client; use it as ``async with Client(target) as client``.
 
@@ -415,9 +432,12 @@ class Client:
             hit = self.cache.get(method, params, credential)
             if hit is not None:
                 return hit
-        result, retried = await self._with_input(
-            method, params, timeout=timeout, progress=progress, param_paths=param_paths
-        )
+        try:
+            result, retried = await self._with_input(
+                method, params, timeout=timeout, progress=progress, param_paths=param_paths
+            )
+        except MissingRequiredClientCapability as exc:
+            raise _with_handler_hint(exc) from exc
         if use_cache and not retried:  # results of retries are never cached (caching.mdx)
             self.cache.put(method, params, credential, result)
         return result

@@ -220,7 +220,7 @@ async def tools_call(call: Call) -> dict[str, Any]:
             "content": [{"type": "text", "text": f"Error executing tool {name}: internal error"}],
             "isError": True,
         }
-    if type(value) is str:  # the common case, first
+    if type(value) is str and not tool.structured:  # the common case, first
         return {"content": [{"type": "text", "text": value}]}
     try:
         return _tool_result(tool, value)
@@ -242,13 +242,25 @@ def _tool_result(tool: Any, value: Any) -> dict[str, Any]:
         if value.meta:
             result["_meta"] = dict(value.meta)
         return result
-    if tool.structured and not is_content(value):
+    if tool.structured and _is_data(value):
         data = to_jsonable(value)
         if tool.wrap_result:
             data = {"result": data}
         return {"content": to_content_blocks(data), "structuredContent": data}
     return {"content": to_content_blocks(value)}
 
+
+def _is_data(value: Any) -> bool:
+    """Is ``value`` data for a tool that declared an outputSchema?
+
+    Strings are data there (``-> list[str]`` promised ``structuredContent`` with a list
+    of strings, and the spec says a tool with an outputSchema MUST send it); only
+    content objects (``Image``, ``Text``, ...) make a value content."""
+    if isinstance(value, str):
+        return True
+    if isinstance(value, (list, tuple)) and all(isinstance(item, str) for item in value):
+        return True
+    return not is_content(value)
 
 
 # -- resources (server/resources.mdx) --------------------------------------------------

@@ -66,6 +66,23 @@ _LABEL = r"[A-Za-z](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
 _EXTENSION_ID = re.compile(rf"{_LABEL}(?:\.{_LABEL})*/[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 
 
+# What ``@server.tool(...)`` and ``@server.prompt(...)`` accept; a misspelt option is
+# named at the decorator rather than as a TypeError from deep inside.
+_TOOL_OPTIONS = frozenset(
+    {"name", "title", "description", "annotations", "icons", "meta", "structured_output",
+     "input_schema", "output_schema", "cache", "inline", "replace"}
+)
+_PROMPT_OPTIONS = frozenset({"name", "title", "description", "icons", "meta", "replace"})
+
+
+def _check_options(kind: str, options: Mapping[str, Any], known: frozenset[str]) -> None:
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise RegistrationError(
+            f"{kind} options {unknown} are not known; the options are {sorted(known)}"
+        )
+
+
 def _checked_extensions(extensions: Mapping[str, Mapping[str, Any]] | None) -> dict[str, dict[str, Any]]:
     """``extensions`` as the ``capabilities.extensions`` object; raises ``ValueError``
     naming an identifier the spec does not allow, ``TypeError`` for settings that are not
@@ -178,6 +195,7 @@ class Server:
         function that returns at once (no I/O, no sleep, no long computation), since
         while it runs no other request of this server makes progress.
         """
+        _check_options("tool", options, _TOOL_OPTIONS)
         if fn is None:
             return lambda f: self.tool(f, **options)
         self.add_tool(fn, **options)
@@ -185,6 +203,7 @@ class Server:
 
     def add_tool(self, fn: Callable[..., Any], *, replace: bool = False, **options: Any) -> None:
         """Register ``fn`` as a tool (the options of ``tool``). Raises ``RegistrationError``."""
+        _check_options("tool", options, _TOOL_OPTIONS)
         definition = ToolDef.build(fn, Context, **options)
         self._registry.put("tools", definition.name, definition, replace=replace)
 
@@ -216,6 +235,11 @@ class Server:
         ``RegistrationError`` (a malformed template, a parameter that is not a
         variable, a URI already registered without ``replace=True``).
         """
+        if not isinstance(uri, str):
+            raise RegistrationError(
+                f"@server.resource needs the resource's URI, e.g. "
+                f'@server.resource("notes://{{id}}") above def {getattr(uri, "__name__", "...")}'
+            )
         is_template = "{" in uri or "}" in uri
         # Parse the template before the decorator runs: a malformed one fails at once.
         template = UriTemplate(uri) if is_template else None
@@ -276,6 +300,7 @@ class Server:
         Options: ``name``, ``title``, ``description``, ``icons``, ``meta``, ``replace``.
         Raises ``RegistrationError``.
         """
+        _check_options("prompt", options, _PROMPT_OPTIONS)
         if fn is None:
             return lambda f: self.prompt(f, **options)
         name = handler_name(fn, options.get("name"), "prompt")

@@ -88,6 +88,13 @@ def _is_pydantic_model(tp: Any) -> bool:
     return isinstance(tp, type) and hasattr(tp, "model_json_schema") and hasattr(tp, "model_validate")
 
 
+def _mentions_pydantic(tp: Any) -> bool:
+    """Is a pydantic model anywhere in ``tp`` (``User``, ``User | None``, ``list[User]``)?
+
+    msgspec cannot validate one, so such a parameter needs the pydantic path."""
+    return _is_pydantic_model(tp) or any(_mentions_pydantic(arg) for arg in get_args(tp))
+
+
 def type_schema(tp: Any) -> dict[str, Any]:
     """The JSON Schema of one type, ``$defs`` inlined at the top when needed."""
     if _is_pydantic_model(tp):
@@ -125,7 +132,8 @@ class Signature:
     """What a handler function takes: its schema, a validator and the injected params.
 
     ``kind`` and ``name`` ("tool", "forecast") name the handler in the
-    ``RegistrationError`` raised for a signature that cannot be served.
+    ``RegistrationError`` raised for a signature that cannot be served. A "resource
+    template" converts its text variables to the parameters' types ("42" to an int).
     """
 
     def __init__(
@@ -133,6 +141,9 @@ class Signature:
     ) -> None:
         self.fn = fn
         self.where = f"{kind} {name!r}"
+        # A URI template's variables are text: ``users://{id}`` with ``id: int`` reads
+        # "42" as 42. Tool arguments are JSON and are checked strictly.
+        self._strict = kind != "resource template"
         self.description, param_docs = parse_docstring(inspect.getdoc(fn))
         # A callable object's hints are those of its __call__.
         hinted: Any = fn if inspect.isroutine(fn) or isinstance(fn, type) else type(fn).__call__
@@ -161,6 +172,11 @@ class Signature:
                     f"{self.where}: *{param.name} cannot receive arguments (they arrive by "
                     "name); use named parameters or **kwargs"
                 )
+            if param.name == "ctx" and param.annotation is _MISSING:
+                raise RegistrationError(
+                    f"{self.where}: parameter 'ctx' has no type, so the client would have to "
+                    "send it; annotate it (ctx: Context) to receive the request's context"
+                )
             self.hints[param.name] = tp
             doc = param_docs.get(param.name)
             tp = self._field_type(param.name, tp, doc)
@@ -175,8 +191,8 @@ class Signature:
         self._pydantic = None
         self._validator: Any = None  # set by use_schema: the author's own inputSchema
         self._required = [n for n, _, d in fields if d is msgspec.NODEFAULT]
-        if any(_is_pydantic_model(_strip(tp)) for _, tp, _ in fields):
-            self._pydantic = _pydantic_model(name, pydantic_fields)
+        if any(_mentions_pydantic(tp) for _, tp, _ in fields):
+            self._pydantic = _pydantic_model(self.where, name, pydantic_fields)
             self.input_schema = self._pydantic.model_json_schema()
             self.input_schema.pop("title", None)
         else:
@@ -202,7 +218,7 @@ class Signature:
             self._predicates[param] = predicates
         if doc and not _has_description(tp):
             tp = Annotated[tp, msgspec.Meta(description=doc)]
-        if not _is_pydantic_model(_strip(tp)):
+        if not _mentions_pydantic(tp):
             refuse_hidden_constraints(tp, where)
             try:
                 msgspec.json.schema(tp)
@@ -260,7 +276,7 @@ class Signature:
         if self._pydantic is not None:
             return self._bind_pydantic(arguments)
         try:
-            value = msgspec.convert(arguments, self._struct)
+            value = msgspec.convert(arguments, self._struct, strict=self._strict)
         except msgspec.ValidationError as exc:
             raise InvalidParams(f"Invalid arguments: {exc}") from None
         kwargs = {name: getattr(value, name) for name in self.param_names}
@@ -350,21 +366,34 @@ def _camel(name: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in re.split(r"[^0-9A-Za-z]+", name) if part)
 
 
-def _pydantic_model(name: str, fields: dict[str, tuple[Any, Any, str | None]]) -> Any:
+def _pydantic_model(where: str, name: str, fields: dict[str, tuple[Any, Any, str | None]]) -> Any:
     import pydantic
 
     spec = {
         field: (tp, pydantic.Field(default, description=doc))
         for field, (tp, default, doc) in fields.items()
     }
-    return pydantic.create_model(f"{_camel(name)}Arguments", **spec)  # type: ignore[call-overload]
+    try:
+        return pydantic.create_model(f"{_camel(name)}Arguments", **spec)  # type: ignore[call-overload]
+    except (pydantic.PydanticUserError, pydantic.PydanticSchemaGenerationError) as exc:
+        # A pydantic model among the parameters makes pydantic validate all of them, and
+        # it refuses some types msgspec takes (typing.TypedDict before Python 3.12).
+        # Its first sentence names the type; its advice is about a model_config that
+        # is not the author's to set.
+        first = str(exc).split("\n")[0].split(". ")[0].rstrip(".")
+        raise RegistrationError(
+            f"{where}: its parameters include a pydantic model, so pydantic checks them all, "
+            f"and it refuses one ({first}); make that parameter a pydantic model, a "
+            "dataclass or a typing_extensions.TypedDict"
+        ) from None
 
 
 # Return annotations that mean "content, not data": no outputSchema for these.
 def is_content_annotation(tp: Any) -> bool:
     """``str``, a content class, or a list/union of them that names a content class.
 
-    ``list[str]`` stays data (structured output); ``list[str | Image]`` is content.
+    ``list[str]`` stays data (structured output); ``list[str | Image]`` is content;
+    a bare ``list`` (or ``list[Any]``), like ``Any``, is not promised as either.
     """
     return _content_kind(tp) is not None
 
@@ -377,6 +406,10 @@ def _content_kind(tp: Any) -> str | None:
     if tp is _MISSING or tp is None or tp is type(None) or tp is Any:
         return "text"
     if tp is str:
+        return "text"
+    if tp in (list, tuple) or (get_origin(tp) in (list, tuple) and set(get_args(tp)) <= {Any, Ellipsis}):
+        # A bare ``list`` says nothing of its items: like ``Any``, no outputSchema is
+        # promised, so a list of content blocks is as valid a return as a list of data.
         return "text"
     if isinstance(tp, type) and issubclass(tp, (Text, Image, Audio, ResourceLink, EmbeddedResource, ToolResult)):
         return "blocks"

@@ -39,7 +39,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
+import socket
+import sys
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
@@ -687,9 +690,17 @@ def _graceful_uvicorn() -> type[Any]:
         """uvicorn that ends listen streams with their final response before it waits
         for open connections to finish (else they would be cut when its grace runs out)."""
 
-        def __init__(self, config: uvicorn.Config, app: HttpApp) -> None:
+        def __init__(self, config: uvicorn.Config, app: HttpApp, ready_message: str | None = None) -> None:
             super().__init__(config)
             self._app = app
+            self._ready_message = ready_message
+
+        async def startup(self, sockets: list[Any] | None = None) -> None:
+            # uvicorn calls this after the ASGI lifespan started: only now is the server
+            # ready, so only now is its URL announced (a failed lifespan never gets here).
+            await super().startup(sockets)
+            if self._ready_message and not self.should_exit:
+                print(self._ready_message, file=sys.stderr, flush=True)
 
         async def shutdown(self, sockets: list[Any] | None = None) -> None:
             self._app.server.close_subscriptions()
@@ -704,10 +715,18 @@ def serve_http(
     port: int = 8000,
     *,
     log_level: str = "warning",
+    ready_message: str | None = None,
     **options: Any,
 ) -> None:
-    """Serve ``server`` on Streamable HTTP with uvicorn (httptools, uvloop when present)."""
+    """Serve ``server`` on Streamable HTTP with uvicorn (httptools, uvloop when present).
+
+    The socket is bound first: an address in use ends the process with one line saying
+    so and what to do (``SystemExit``, status 1); ``ready_message``, if given, goes to
+    stderr once the server is ready (its lifespan started, its socket listening).
+    """
     import uvicorn
+
+    listening = _listen(host, port)
 
     options.setdefault("tune_gc", True)  # we own this process: tune its collector
     app = HttpApp(server, **options)
@@ -731,4 +750,16 @@ def serve_http(
         config["loop"] = "uvloop"
     except ImportError:
         pass
-    _graceful_uvicorn()(uvicorn.Config(app, **config), app).run()
+    _graceful_uvicorn()(uvicorn.Config(app, **config), app, ready_message).run(sockets=[listening])
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family, backlog=2048)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            problem = "the address is in use; stop the process listening there or choose another port"
+        else:
+            problem = f"{exc}; check the host and port"
+        raise SystemExit(f"modelctx: cannot listen on {host}:{port}: {problem}") from None

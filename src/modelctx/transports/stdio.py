@@ -21,6 +21,7 @@ import asyncio
 import logging
 import os
 import signal
+import stat
 import sys
 import threading
 import time
@@ -82,13 +83,28 @@ class _Writer:
             pass
 
 
+def _pollable(file: BinaryIO) -> bool:
+    """Can the event loop wait on ``file``? A pipe, a socket or a terminal can; a
+    character device such as /dev/null is accepted by ``connect_read_pipe`` but then
+    refused by epoll (EPERM) in a callback, and the server would wait forever."""
+    try:
+        fd = file.fileno()
+        mode = os.fstat(fd).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
+
+
 async def _open_pipes(stdin: BinaryIO, stdout: BinaryIO) -> tuple[asyncio.StreamReader, _Writer]:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=_READ_CHUNK)
     try:
+        if not _pollable(stdin):
+            raise ValueError("not a pipe")
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
     except ValueError:
-        # A regular file (``< requests.jsonl``) is no pipe: read it on a thread.
+        # A regular file (``< requests.jsonl``) or /dev/null (a background job's stdin)
+        # cannot be polled: read it on a thread.
         def pump() -> None:
             read = getattr(stdin, "read1", stdin.read)
             while chunk := read(_READ_CHUNK):
