@@ -10,6 +10,7 @@ import json
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 from conftest import request, wait_until
 
@@ -220,5 +221,72 @@ def test_sigterm_ends_an_http_listen_stream_with_its_final_response(tmp_path):
         assert final["id"] == 7 and "result" in final
         # uvicorn re-raises the signal once it has shut down gracefully.
         assert server.process.wait(timeout=15) in (0, -signal.SIGTERM)
+    finally:
+        server.stop()
+
+
+def _call_in_background(url: str, tool: str, marker: Path) -> tuple[Any, dict[str, Any]]:
+    import threading
+
+    import httpx
+    from conftest import modern_meta
+
+    outcome: dict[str, Any] = {}
+    body = {
+        "jsonrpc": "2.0",
+        "id": 5,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": {"marker": str(marker)}, "_meta": modern_meta()},
+    }
+    headers = {
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/call",
+        "mcp-name": tool,
+    }
+
+    def call() -> None:
+        try:
+            outcome["reply"] = httpx.post(url, json=body, headers=headers, timeout=30)
+        except httpx.HTTPError as exc:
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=call, daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+def test_a_request_cut_short_by_shutdown_gets_a_json_rpc_error_not_a_bare_500(tmp_path):
+    from conftest import HttpServer
+
+    server = HttpServer(DEAF_SERVER, tmp_path / "server.log")
+    try:
+        thread, outcome = _call_in_background(server.url, "stuck", tmp_path / "s")
+        wait_until((tmp_path / "s.started").exists, "the tool to start")
+
+        server.process.send_signal(signal.SIGTERM)
+        thread.join(timeout=15)
+
+        reply = outcome["reply"]
+        assert reply.status_code == 503
+        assert reply.json()["id"] == 5 and reply.json()["error"]["code"] == -32603
+        assert "shutting down" in reply.json()["error"]["message"]
+        assert server.process.wait(timeout=15) in (0, -signal.SIGTERM)
+        assert "Exception in ASGI application" not in server.log
+    finally:
+        server.stop()
+
+
+def test_sigterm_ends_an_http_server_whose_handler_swallows_cancellation(tmp_path):
+    from conftest import HttpServer
+
+    server = HttpServer(DEAF_SERVER, tmp_path / "server.log")
+    try:
+        _call_in_background(server.url, "deaf", tmp_path / "d")
+        wait_until((tmp_path / "d.started").exists, "the tool to start")
+
+        server.process.send_signal(signal.SIGTERM)
+
+        assert server.process.wait(timeout=20) in (0, 1, -signal.SIGTERM)
     finally:
         server.stop()

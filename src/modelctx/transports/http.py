@@ -56,6 +56,7 @@ from ..errors import (
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
     HeaderMismatch,
+    InternalError,
     InvalidParams,
     InvalidRequest,
     ProtocolError,
@@ -404,14 +405,21 @@ class HttpApp:
         watcher = asyncio.get_running_loop().create_task(guard.watch(receive))
         if inbound is not None:
             inbound.handle = guard
+        stopping = False
         try:
             response = await self.server.handle(
                 request, peer, stream.event, stream if session is not None else None
             )
         except asyncio.CancelledError:
             if not guard.requested:
-                raise  # the server is shutting down: not ours to swallow
-            guard.settle()
+                # Nobody asked: the ASGI server is stopping and its grace ran out. Answer
+                # with a JSON-RPC error (uvicorn would answer a bare 500 with no body).
+                current = asyncio.current_task()
+                if current is not None:
+                    current.uncancel()
+                stopping = True
+            else:
+                guard.settle()
             response = None
         finally:
             guard.running = False
@@ -420,6 +428,9 @@ class HttpApp:
                 if guard.requested:
                     session.connection.cancel(inbound)
                 response = session.connection.finish(inbound, response)
+        if stopping:
+            await self._stopped(request, stream, send)
+            return
         if guard.requested:
             guard.settle()
             if guard.disconnected:
@@ -446,6 +457,20 @@ class HttpApp:
         if error is not None and session is None:
             status = status_for(error.get("code"), checked=True)
         await send_json(send, status, response, extra)
+
+    async def _stopped(self, request: Request, stream: _Reply, send: ASGISend) -> None:
+        """Answer a request cut short by the server stopping: 503 and a JSON-RPC error
+        that says to send it again (elsewhere, or once the server is back)."""
+        error = error_response(
+            request.id, InternalError("Server shutting down: the request was stopped; send it again")
+        )
+        try:
+            if stream.started:
+                await stream.finish(error)
+            else:
+                await send_json(send, 503, error, [(b"retry-after", b"1")])
+        except OSError:
+            pass  # the connection went first
 
     # -- GET and DELETE (handshake era only) -------------------------------------------------
     async def _get(self, headers: dict[str, str], receive: Receive, send: ASGISend) -> None:
