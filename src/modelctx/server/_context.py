@@ -47,6 +47,7 @@ from ._elicit_form import FormSchema
 
 if TYPE_CHECKING:
     from ..transports._session import HandshakeSession
+    from ._server import Server
 
 __all__ = [
     "Call",
@@ -154,7 +155,7 @@ class Call:
 
     def __init__(
         self,
-        server: Any,
+        server: Server,
         request: Request,
         caller: Caller,
         send: Send,

@@ -54,7 +54,7 @@ def _decode_cursor(kind: str, cursor: Any) -> int:
 
 def _page(call: Call, kind: str, key: str) -> dict[str, Any]:
     server = call.server
-    items = server._registry.wire_list(kind)
+    items = server.registry.wire_list(kind)
     cursor = call.params.get("cursor")
     start = 0 if cursor is None else _decode_cursor(kind, cursor)
     size = server.config.page_size
@@ -66,7 +66,7 @@ def _page(call: Call, kind: str, key: str) -> dict[str, Any]:
         if start + size < len(items):
             result["nextCursor"] = _encode_cursor(kind, start + size)
     if Feature.CACHE_HINTS in call.features:
-        hints = server._registry.cache_hints(kind)
+        hints = server.registry.cache_hints(kind)
         if hints:
             # The shortest freshness of any item; private if any item is private. One
             # scope for every page of a list, as caching.mdx asks.
@@ -123,7 +123,7 @@ def _load_answers(call: Call) -> None:
         raise InvalidParams("Invalid params: inputResponses must be an object")
     if "requestState" not in params:
         return
-    sealed = call.server._sealer.open_round(
+    sealed = call.server.sealer.open_round(
         params["requestState"], call.method, params, _principal_id(call.principal)
     )
     answers = dict(sealed.answers)
@@ -142,7 +142,7 @@ def _principal_id(principal: Any) -> str | None:
 
 
 def _input_required(call: Call, asked: InputRequired) -> dict[str, Any]:
-    state = call.server._sealer.seal(
+    state = call.server.sealer.seal(
         call.method,
         call.params,
         call.answers,
@@ -196,7 +196,7 @@ async def tools_call(call: Call) -> dict[str, Any]:
     name = params.get("name")
     if not isinstance(name, str):
         raise InvalidParams("Invalid params: tools/call needs name (a string)")
-    tool = call.server._registry.tools.get(name)
+    tool = call.server.registry.tools.get(name)
     if tool is None:
         raise InvalidParams(f"Unknown tool: {name}")
     try:
@@ -268,9 +268,9 @@ async def resources_read(call: Call) -> dict[str, Any]:
     uri = call.params.get("uri")
     if not isinstance(uri, str):
         raise InvalidParams("Invalid params: resources/read needs uri (a string)")
-    registry = call.server._registry
+    registry = call.server.registry
     resource = registry.resources.get(uri)
-    variables: dict[str, str] = {}
+    variables: dict[str, str | list[str]] = {}
     target: Any = resource
     if resource is None:
         for template in registry.templates.values():
@@ -364,7 +364,7 @@ async def prompts_get(call: Call) -> dict[str, Any]:
     name = params.get("name")
     if not isinstance(name, str):
         raise InvalidParams("Invalid params: prompts/get needs name (a string)")
-    prompt = call.server._registry.prompts.get(name)
+    prompt = call.server.registry.prompts.get(name)
     if prompt is None:
         raise InvalidParams(f"Unknown prompt: {name}")
     arguments = params.get("arguments")
@@ -417,10 +417,11 @@ async def completion_complete(call: Call) -> dict[str, Any]:
         raise InvalidParams("Invalid params: argument needs name and value (strings)")
     context = params.get("context") or {}
     context_args = context.get("arguments") if isinstance(context, dict) else None
-    registry = call.server._registry
+    registry = call.server.registry
     completers: dict[str, Any] | None = None
     if ref.get("type") == "ref/prompt":
-        prompt = registry.prompts.get(ref.get("name"))
+        name = ref.get("name")
+        prompt = registry.prompts.get(name) if isinstance(name, str) else None
         if prompt is None:
             raise InvalidParams(f"Unknown prompt: {ref.get('name')}")
         completers = prompt.complete

@@ -506,6 +506,17 @@ class Server:
     def middleware(self) -> list[Middleware]:
         return self._middleware
 
+    # -- what the method implementations read (server/_methods.py) -----------------------
+    @property
+    def registry(self) -> Registry:
+        """The registered tools, resources, templates and prompts (read-only use)."""
+        return self._registry
+
+    @property
+    def sealer(self) -> StateSealer:
+        """What seals and opens ``requestState`` for this server."""
+        return self._sealer
+
     # -- running -------------------------------------------------------------------------
     def run(self, transport: str = "stdio", **options: Any) -> None:
         """Serve until stopped: ``"stdio"`` (default) or ``"http"`` (``host``, ``port``,
