@@ -11,6 +11,8 @@ killed at teardown.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 import os
 import queue
@@ -54,6 +56,29 @@ def request(id: int | str, method: str, params: dict[str, Any] | None = None, **
 
 def serve_command(target: Path | str = SAMPLE_SERVER, *options: str) -> list[str]:
     return [sys.executable, "-m", "modelctx", "serve", str(target), *options]
+
+
+def async_test(deadline: float = 30.0) -> Callable[[Callable[..., Any]], Callable[..., None]]:
+    """A decorator: run an ``async def`` test in a fresh event loop, and fail it, naming
+    it, when it has not finished after ``deadline`` seconds (its task is cancelled)."""
+
+    def decorate(test: Callable[..., Any]) -> Callable[..., None]:
+        @functools.wraps(test)
+        def sync(*args: Any, **kwargs: Any) -> None:
+            async def main() -> None:
+                task = asyncio.ensure_future(test(*args, **kwargs))
+                done, _ = await asyncio.wait({task}, timeout=deadline)
+                if not done:
+                    task.cancel()
+                    await asyncio.wait({task}, timeout=DEADLINE)
+                    pytest.fail(f"{test.__name__} did not finish within {deadline:g}s")
+                task.result()
+
+            asyncio.run(main())
+
+        return sync
+
+    return decorate
 
 
 def wait_until(condition: Callable[[], Any], what: str, timeout: float = DEADLINE) -> Any:

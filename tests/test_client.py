@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import functools
 import itertools
 import json
 import sys
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SAMPLE_SERVER, HttpServer, serve_command
+from conftest import SAMPLE_SERVER, HttpServer, async_test, serve_command
 from servers.sample_server import LOGO_PNG
 
 from modelctx import (
@@ -64,23 +63,7 @@ MODERN, LEGACY = "2026-07-28", "2025-11-25"
 
 
 # -- running async tests ------------------------------------------------------------------------
-def run(test: Callable[..., Awaitable[None]]) -> Callable[..., None]:
-    """Run an ``async def`` test in a fresh event loop, failing it after TEST_DEADLINE."""
-
-    @functools.wraps(test)
-    def sync(*args: Any, **kwargs: Any) -> None:
-        async def main() -> None:
-            task = asyncio.ensure_future(test(*args, **kwargs))
-            done, _ = await asyncio.wait({task}, timeout=TEST_DEADLINE)
-            if not done:
-                task.cancel()
-                await asyncio.wait({task}, timeout=DEADLINE)
-                pytest.fail(f"{test.__name__} did not finish within {TEST_DEADLINE:g}s")
-            task.result()
-
-        asyncio.run(main())
-
-    return sync
+run = async_test(TEST_DEADLINE)  # conftest: a fresh loop and a deadline for each test
 
 
 async def within(awaitable: Awaitable[Any], what: str, seconds: float = DEADLINE) -> Any:

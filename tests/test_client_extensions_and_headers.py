@@ -17,16 +17,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import uvicorn
-from conftest import free_port
+from conftest import async_test, free_port
 
 from modelctx import Client, ClientOptions, Server, ServerConfig
 from modelctx.errors import HeaderMismatch
@@ -39,15 +38,7 @@ UI = "io.modelcontextprotocol/ui"
 UI_SETTINGS = {"mimeTypes": ["text/html;profile=mcp-app"]}
 
 
-def run(test: Callable[..., Awaitable[None]]) -> Callable[..., None]:
-    @functools.wraps(test)
-    def sync(*args: Any, **kwargs: Any) -> None:
-        async def main() -> None:
-            await asyncio.wait_for(test(*args, **kwargs), TEST_DEADLINE)
-
-        asyncio.run(main())
-
-    return sync
+run = async_test(TEST_DEADLINE)  # conftest: a fresh loop and a deadline for each test
 
 
 @contextlib.asynccontextmanager

@@ -11,7 +11,6 @@ expects a prompt failure, so only the failure detection can pass the test in tim
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import os
 import re
@@ -25,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SAMPLE_SERVER, HttpServer, free_port, serve_command
+from conftest import SAMPLE_SERVER, HttpServer, async_test, free_port, serve_command
 
 from modelctx.client import Client, ClientOptions, ClientTransport, ListChanged, RequestTimeout
 from modelctx.errors import ConnectionClosed
@@ -38,23 +37,7 @@ PATIENT = 60.0  # the clients' own timeout where a failure must come sooner
 MODERN = "2026-07-28"
 
 
-def run(test: Callable[..., Awaitable[None]]) -> Callable[..., None]:
-    """Run an ``async def`` test in a fresh event loop, failing it after TEST_DEADLINE."""
-
-    @functools.wraps(test)
-    def sync(*args: Any, **kwargs: Any) -> None:
-        async def main() -> None:
-            task = asyncio.ensure_future(test(*args, **kwargs))
-            done, _ = await asyncio.wait({task}, timeout=TEST_DEADLINE)
-            if not done:
-                task.cancel()
-                await asyncio.wait({task}, timeout=DEADLINE)
-                pytest.fail(f"{test.__name__} did not finish within {TEST_DEADLINE:g}s")
-            task.result()
-
-        asyncio.run(main())
-
-    return sync
+run = async_test(TEST_DEADLINE)  # conftest: a fresh loop and a deadline for each test
 
 
 async def within(awaitable: Awaitable[Any], what: str, seconds: float = DEADLINE) -> Any:

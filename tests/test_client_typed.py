@@ -8,16 +8,13 @@ stdio and over Streamable HTTP.
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import inspect
 import sys
 import typing
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from conftest import SAMPLE_SERVER, serve_command
+from conftest import SAMPLE_SERVER, async_test, serve_command
 
 import modelctx
 from modelctx import Client, ClientHandlers, ClientOptions, Server, ServerConfig
@@ -30,17 +27,7 @@ TEST_DEADLINE = 30.0
 MODERN, LEGACY = "2026-07-28", "2025-11-25"
 
 
-def run(test: Callable[..., Awaitable[None]]) -> Callable[..., None]:
-    """Run an ``async def`` test in a fresh event loop, failing it after TEST_DEADLINE."""
-
-    @functools.wraps(test)
-    def sync(*args: Any, **kwargs: Any) -> None:
-        async def main() -> None:
-            await asyncio.wait_for(test(*args, **kwargs), TEST_DEADLINE)
-
-        asyncio.run(main())
-
-    return sync
+run = async_test(TEST_DEADLINE)  # conftest: a fresh loop and a deadline for each test
 
 
 def catalogue(middleware: list[Any] | None = None) -> Server:

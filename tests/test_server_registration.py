@@ -6,13 +6,11 @@ inside handlers reach the client in a form it can read.
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 import pytest
+from conftest import async_test
 
 import modelctx
 from modelctx import (
@@ -28,14 +26,7 @@ from modelctx.client import Client
 DEADLINE = 15.0
 
 
-def run(test: Callable[..., Awaitable[None]]) -> Callable[..., None]:
-    """Run an ``async def`` test in a fresh event loop, failing it after DEADLINE seconds."""
-
-    @functools.wraps(test)
-    def sync(*args: Any, **kwargs: Any) -> None:
-        asyncio.run(asyncio.wait_for(test(*args, **kwargs), DEADLINE))
-
-    return sync
+run = async_test(2 * DEADLINE)  # conftest: a fresh loop and a deadline for each test
 
 
 def greet() -> str:

@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import functools
 import json
 import threading
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import request, wait_until
+from conftest import async_test, request, wait_until
 
 from modelctx import Context, Server, ServerConfig, ToolError
 from modelctx.client import Client
@@ -34,17 +32,7 @@ TEST_DEADLINE = 30.0  # seconds a whole test may take
 user: contextvars.ContextVar[str] = contextvars.ContextVar("user", default="nobody")
 
 
-def run(test: Callable[..., Awaitable[None]]) -> Callable[..., None]:
-    """Run an ``async def`` test in a fresh event loop, failing it after TEST_DEADLINE."""
-
-    @functools.wraps(test)
-    def sync(*args: Any, **kwargs: Any) -> None:
-        async def main() -> None:
-            await asyncio.wait_for(test(*args, **kwargs), TEST_DEADLINE)
-
-        asyncio.run(main())
-
-    return sync
+run = async_test(TEST_DEADLINE)  # conftest: a fresh loop and a deadline for each test
 
 
 async def as_user(call: Any, call_next: Any) -> Any:

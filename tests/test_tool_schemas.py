@@ -9,9 +9,6 @@ Every test talks to the server through the modelctx client, in process.
 
 from __future__ import annotations
 
-import asyncio
-import functools
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Optional
 
@@ -19,6 +16,7 @@ import annotated_types as at
 import msgspec
 import pydantic
 import pytest
+from conftest import async_test
 
 from modelctx import RegistrationError, Server
 from modelctx.client import Client
@@ -26,14 +24,7 @@ from modelctx.client import Client
 DEADLINE = 15.0
 
 
-def run(test: Callable[..., Awaitable[None]]) -> Callable[..., None]:
-    """Run an ``async def`` test in a fresh event loop, failing it after DEADLINE seconds."""
-
-    @functools.wraps(test)
-    def sync(*args: Any, **kwargs: Any) -> None:
-        asyncio.run(asyncio.wait_for(test(*args, **kwargs), DEADLINE))
-
-    return sync
+run = async_test(2 * DEADLINE)  # conftest: a fresh loop and a deadline for each test
 
 
 def server_with(annotation: Any) -> tuple[Server, list[Any]]:

@@ -10,12 +10,10 @@ RFC itself leaves ambiguous.
 
 from __future__ import annotations
 
-import asyncio
-import functools
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from conftest import async_test
 
 from modelctx import RegistrationError, Server
 from modelctx.client import Client
@@ -44,14 +42,7 @@ EXPAND_ONLY = None
 DEADLINE = 15.0
 
 
-def run(test: Callable[..., Awaitable[None]]) -> Callable[..., None]:
-    """Run an ``async def`` test in a fresh event loop, failing it after DEADLINE seconds."""
-
-    @functools.wraps(test)
-    def sync(*args: Any, **kwargs: Any) -> None:
-        asyncio.run(asyncio.wait_for(test(*args, **kwargs), DEADLINE))
-
-    return sync
+run = async_test(2 * DEADLINE)  # conftest: a fresh loop and a deadline for each test
 
 
 RFC_EXAMPLES = [
