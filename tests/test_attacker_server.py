@@ -1,0 +1,68 @@
+"""The server facing a hostile client: a field of the wrong JSON type anywhere is a
+JSON-RPC error with the code the spec names (never -32603, never a traceback), and a
+peer cannot grow the server's memory without bound.
+
+Real processes over real pipes (issue 6, review R2).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import MODERN, modern_meta, request
+
+INVALID_PARAMS = -32602
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+MAX_SUBSCRIPTIONS = 1000  # server/_methods.py
+
+
+def _echo(request_id: int, text: str) -> dict:
+    return request(request_id, "tools/call", {"name": "echo", "arguments": {"text": text}})
+
+
+@pytest.mark.parametrize("version", [[MODERN], {"v": MODERN}, 20260728, True])
+def test_a_protocol_version_that_is_no_string_is_unsupported_not_an_internal_error(stdio_server, version):
+    meta = modern_meta(**{"io.modelcontextprotocol/protocolVersion": version})
+    reply = stdio_server.call({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}})
+    assert reply["error"]["code"] == UNSUPPORTED_PROTOCOL_VERSION
+    assert reply["error"]["data"]["supported"][0] == MODERN
+    assert stdio_server.call(_echo(2, "after"))["result"]["content"][0]["text"] == "after"
+    assert "Traceback" not in stdio_server.stderr
+
+
+def _handshake(server) -> None:
+    reply = server.call(
+        {
+            "jsonrpc": "2.0",
+            "id": "init",
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+        }
+    )
+    assert reply["result"]["protocolVersion"] == "2025-11-25"
+    server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+
+def _subscribe(request_id: int, uri: str) -> dict:
+    return {"jsonrpc": "2.0", "id": request_id, "method": "resources/subscribe", "params": {"uri": uri}}
+
+
+def test_a_session_cannot_subscribe_to_endless_distinct_uris(stdio_server):
+    _handshake(stdio_server)
+    lines = b"\n".join(json.dumps(_subscribe(i, f"sample://items/{i}")).encode() for i in range(MAX_SUBSCRIPTIONS))
+    stdio_server.send_raw(lines)
+    replies = stdio_server.recv_until(MAX_SUBSCRIPTIONS - 1)
+    assert all(reply.get("result") == {} for reply in replies)
+    refused = stdio_server.call(_subscribe(MAX_SUBSCRIPTIONS, "sample://items/one-more"))
+    assert refused["error"]["code"] == INVALID_PARAMS
+    assert "unsubscribe" in refused["error"]["message"]
+    # Subscribing again to a URI already held costs nothing and is still accepted.
+    assert stdio_server.call(_subscribe(MAX_SUBSCRIPTIONS + 1, "sample://items/7"))["result"] == {}
+
+
+def test_a_session_cannot_subscribe_to_an_endlessly_long_uri(stdio_server):
+    _handshake(stdio_server)
+    refused = stdio_server.call(_subscribe(1, "sample://items/" + "x" * 1_000_000))
+    assert refused["error"]["code"] == INVALID_PARAMS
+    assert stdio_server.call(_subscribe(2, "sample://items/short"))["result"] == {}
