@@ -8,9 +8,10 @@ Real processes over real pipes (issue 6, review R2).
 from __future__ import annotations
 
 import json
+import socket
 
 import pytest
-from conftest import MODERN, modern_meta, request
+from conftest import DEADLINE, MODERN, modern_meta, request
 
 INVALID_PARAMS = -32602
 UNSUPPORTED_PROTOCOL_VERSION = -32022
@@ -66,3 +67,36 @@ def test_a_session_cannot_subscribe_to_an_endlessly_long_uri(stdio_server):
     refused = stdio_server.call(_subscribe(1, "sample://items/" + "x" * 1_000_000))
     assert refused["error"]["code"] == INVALID_PARAMS
     assert stdio_server.call(_subscribe(2, "sample://items/short"))["result"] == {}
+
+
+def _head_of_endless_header(port: int, megabytes: int) -> bytes:
+    """Send a request whose one header never ends; what the server answered."""
+    with socket.create_connection(("127.0.0.1", port), timeout=DEADLINE) as sock:
+        sock.sendall(b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\nx-endless: ")
+        try:
+            for _ in range(megabytes):
+                sock.sendall(b"a" * (1 << 20))
+        except OSError:
+            pass  # the server closed the connection, as it should
+        answer = b""
+        try:
+            while chunk := sock.recv(65536):
+                answer += chunk
+        except OSError:
+            pass
+    return answer
+
+
+def test_http_a_request_head_past_the_bound_is_refused_with_431_and_the_server_goes_on(http_server, http):
+    answer = _head_of_endless_header(http_server.port, 64)
+    assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
+    assert b"Request headers too large" in answer
+    reply = http.call(_echo(1, "after"))
+    assert reply["result"]["content"][0]["text"] == "after"
+
+
+def test_http_headers_of_64_kib_are_still_served(http):
+    # The bound is generous: a long (but finite) header is no attack.
+    response = http.post(_echo(2, "padded"), headers={"x-padding": "a" * 65536})
+    assert response.status_code == 200
+    assert response.json()["result"]["content"][0]["text"] == "padded"
