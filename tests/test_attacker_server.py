@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import socket
+import textwrap
 
 import pytest
 from conftest import DEADLINE, MODERN, modern_meta, request
@@ -100,3 +101,31 @@ def test_http_headers_of_64_kib_are_still_served(http):
     response = http.post(_echo(2, "padded"), headers={"x-padding": "a" * 65536})
     assert response.status_code == 200
     assert response.json()["result"]["content"][0]["text"] == "padded"
+
+
+# A template whose values may hold the literal between them ("." is allowed in a
+# value): a backtracking regex needs O(n^3) steps to reject a URI of n characters.
+DOTTED_SERVER = textwrap.dedent(
+    """
+    from modelctx import Server
+
+    server = Server("dotted")
+
+    @server.resource("logs://{service}.{day}.{level}/entries", mime_type="text/plain")
+    def entries(service: str, day: str, level: str) -> str:
+        return f"{service} {day} {level}"
+
+    server.run()
+    """
+)
+
+
+def test_a_100_kb_uri_against_an_ambiguous_template_is_answered_and_the_server_goes_on(start_stdio_server, tmp_path):
+    script = tmp_path / "dotted.py"
+    script.write_text(DOTTED_SERVER)
+    server = start_stdio_server(script)
+    hostile = "logs://" + "." * 100_000 + "/entrie"
+    refused = server.call(request(1, "resources/read", {"uri": hostile}))
+    assert refused["error"]["code"] == INVALID_PARAMS  # Resource not found
+    found = server.call(request(2, "resources/read", {"uri": "logs://api.2026-12-01.warn/entries"}))
+    assert found["result"]["contents"][0]["text"] == "api 2026-12-01 warn"
