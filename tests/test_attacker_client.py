@@ -3,18 +3,24 @@ client's memory past its bounds, the spoiled call fails with a clear error, and 
 next call works (issue 6, review R2).
 
 The server is a raw HTTP/1.1 server on 127.0.0.1 that writes its replies byte for byte.
-Memory is measured in a fresh process (``ru_maxrss``), so the test suite's own
+A stdio server is a real subprocess. Memory is measured in a fresh process (``ru_maxrss``), so the test suite's own
 footprint does not hide a leak.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
+from typing import Any
+
+from modelctx import Client
 
 DEADLINE = 60.0
+BAD_PROGRESS = Path(__file__).parent / "servers" / "bad_progress_server.py"
 
 # A client and a hostile server in one fresh process. The server answers the tool
 # ``attack`` as ATTACK says and every other call with an ordinary result; the script
@@ -106,3 +112,18 @@ def test_an_endless_response_header_fails_the_call_at_once_and_is_not_held():
     assert "headers exceeded" in outcome["error"], outcome
     assert outcome["after"] == "after"
     assert outcome["grown_mb"] < 100, outcome
+
+
+def test_progress_notifications_of_the_wrong_shape_never_reach_the_callback():
+    seen: list[tuple[Any, Any, Any]] = []
+
+    def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))  # called as each notification is read
+
+    async def main() -> None:
+        async with Client([sys.executable, str(BAD_PROGRESS)], mode="2026-07-28", timeout=DEADLINE) as client:
+            result = await client.call_tool("work", {}, progress=on_progress)
+            assert result.content[0].text == "done"
+
+    asyncio.run(asyncio.wait_for(main(), DEADLINE))
+    assert seen == [(1, 2, "ok")]
