@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
 import textwrap
+import threading
+import time
 
 import pytest
-from conftest import DEADLINE, MODERN, modern_meta, request
+from conftest import DEADLINE, MODERN, modern_meta, request, serve_command
 
 INVALID_PARAMS = -32602
 UNSUPPORTED_PROTOCOL_VERSION = -32022
@@ -129,3 +132,71 @@ def test_a_100_kb_uri_against_an_ambiguous_template_is_answered_and_the_server_g
     assert refused["error"]["code"] == INVALID_PARAMS  # Resource not found
     found = server.call(request(2, "resources/read", {"uri": "logs://api.2026-12-01.warn/entries"}))
     assert found["result"]["contents"][0]["text"] == "api 2026-12-01 warn"
+
+
+def _resident_mb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) // 1024 for line in status if line.startswith("VmRSS"))
+
+
+class _Flood:
+    """A server process fed ``lines`` by a thread as fast as it takes them."""
+
+    def __init__(self, lines: list[bytes]) -> None:
+        self.process = subprocess.Popen(serve_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.lines = lines
+        self.written = 0
+        self.writer = threading.Thread(target=self._write, daemon=True)
+        self.writer.start()
+
+    def _write(self) -> None:
+        assert self.process.stdin is not None
+        try:
+            for line in self.lines:
+                self.process.stdin.write(line + b"\n")
+                self.written += 1
+            self.process.stdin.close()
+        except OSError:
+            pass
+
+    def resident_once_it_stops_reading(self) -> int:
+        """The server's resident MB once the writer stalls (or has written all)."""
+        deadline, last = time.monotonic() + DEADLINE, -1
+        while self.writer.is_alive() and self.written != last and time.monotonic() < deadline:
+            last = self.written
+            time.sleep(1.0)
+        return _resident_mb(self.process.pid)
+
+    def stop(self) -> None:
+        self.process.kill()
+        self.process.wait(DEADLINE)
+
+
+def test_a_peer_that_sends_without_reading_the_answers_cannot_grow_the_server():
+    # 1,000 echo requests of 100 KB (100 MB); the answers are not read until the end.
+    count, text = 1000, "x" * 100_000
+    flood = _Flood([json.dumps(_echo(i, text)).encode() for i in range(count)])
+    try:
+        resident = flood.resident_once_it_stops_reading()
+        assert flood.process.stdout is not None
+        answers = flood.process.stdout.read().count(b"\n")  # now read: every answer arrives
+    finally:
+        flood.stop()
+    assert answers == count
+    assert resident < 100, f"the server held {resident} MB for a peer that did not read"
+
+
+def test_a_flood_of_slow_requests_is_read_no_faster_than_it_is_served():
+    # 20,000 requests that each sleep a minute, with 10 KB of _meta each (200 MB).
+    padding = "p" * 10_000
+    lines = [
+        json.dumps(request(i, "tools/call", {"name": "sleepy", "arguments": {"seconds": 60}}, padding=padding)).encode()
+        for i in range(20_000)
+    ]
+    flood = _Flood(lines)
+    try:
+        resident = flood.resident_once_it_stops_reading()
+    finally:
+        flood.stop()
+    assert flood.written < len(lines)  # the server stopped reading
+    assert resident < 100, f"the server held {resident} MB of requests it was not yet serving"
