@@ -142,7 +142,7 @@ def test_progress_pushes_the_deadline_back_by_the_timeout_but_not_past_the_limit
 
     assert type(event) is Progress and outbound.deadline == 18.0
     assert connection.expire(17.0) == []
-    connection.receive(Notification("notifications/progress", {"progressToken": outbound.id}), now=20.0)
+    connection.receive(Notification("notifications/progress", {"progressToken": outbound.id, "progress": 2}), now=20.0)
     assert outbound.deadline == 25.0  # the hard limit
     assert connection.expire(25.0) == [outbound]
 

@@ -231,9 +231,12 @@ class _Requests:
         return Answer(outbound, response)
 
     def progress(self, params: dict[str, Any], now: float) -> Progress | None:
+        """Progress on one of our requests, or None: for no request of ours, or not of
+        the shape the schema gives (``progress`` a number, ``total`` a number,
+        ``message`` a string), which a progress callback must never be handed."""
         token = params.get("progressToken")
         outbound = self._by_token.get(token) if isinstance(token, (str, int)) else None
-        if outbound is None:
+        if outbound is None or not _progress_shape(params):
             return None
         outbound.extend(now)
         return Progress(outbound, params)
@@ -388,7 +391,7 @@ class ClientConnection:
         if isinstance(message, Notification):
             if message.method == "notifications/progress":
                 progress = self._out.progress(message.params, now)
-                return progress if progress is not None else Ignore("progress for no request")
+                return progress if progress is not None else Ignore("progress for no request, or malformed")
             return Notify(message)
         return Serve(Inbound(message))  # a server-to-client request
 
@@ -422,3 +425,16 @@ def with_progress_token(params: dict[str, Any], token: RequestId) -> dict[str, A
     meta = dict(params.get("_meta") or {})
     meta[_meta.PROGRESS_TOKEN] = token
     return {**params, "_meta": meta}
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _progress_shape(params: dict[str, Any]) -> bool:
+    total, message = params.get("total"), params.get("message")
+    return (
+        _number(params.get("progress"))
+        and (total is None or _number(total))
+        and (message is None or isinstance(message, str))
+    )

@@ -101,19 +101,23 @@ _METHOD_FEATURE = {
 }
 
 
-def features(version: str) -> frozenset[Feature]:
-    """What ``version`` has; an unknown version has nothing."""
-    return _FEATURES.get(version, _NOTHING)
+def features(version: object) -> frozenset[Feature]:
+    """What ``version`` has; an unknown version has nothing.
+
+    ``version`` is whatever a peer sent: a list or an object is no version (and must
+    not reach a dict lookup, where it would raise ``TypeError``).
+    """
+    return _FEATURES.get(version, _NOTHING) if isinstance(version, str) else _NOTHING
 
 
-def has(version: str, feature: Feature) -> bool:
+def has(version: object, feature: Feature) -> bool:
     """Does ``version`` have ``feature``?"""
-    return feature in _FEATURES.get(version, _NOTHING)
+    return feature in features(version)
 
 
-def is_modern(version: str) -> bool:
+def is_modern(version: object) -> bool:
     """Is ``version`` of the stateless era (no ``initialize``)?"""
-    return Feature.STATELESS in _FEATURES.get(version, _NOTHING)
+    return Feature.STATELESS in features(version)
 
 
 def offers(version_features: frozenset[Feature], method: str) -> bool:

@@ -348,8 +348,25 @@ def _session_of(call: Call) -> HandshakeSession:
     return call.session
 
 
+# What one session may subscribe to: a peer that subscribes to endless distinct (or
+# endlessly long) URIs must not grow the server's memory without bound.
+MAX_SUBSCRIPTIONS = 1000
+MAX_SUBSCRIBED_URI = 8192
+
+
 async def resources_subscribe(call: Call) -> dict[str, Any]:
-    _session_of(call).subscriptions.add(_session_uri(call))
+    uri = _session_uri(call)
+    subscriptions = _session_of(call).subscriptions
+    if len(uri) > MAX_SUBSCRIBED_URI:
+        raise InvalidParams(
+            f"Invalid params: a subscribed uri may be at most {MAX_SUBSCRIBED_URI} characters"
+        )
+    if uri not in subscriptions and len(subscriptions) >= MAX_SUBSCRIPTIONS:
+        raise InvalidParams(
+            f"Invalid params: this session already has {MAX_SUBSCRIPTIONS} subscriptions; "
+            "unsubscribe from some first"
+        )
+    subscriptions.add(uri)
     return {}
 
 

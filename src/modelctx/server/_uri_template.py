@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import quote, unquote, unquote_plus
 
 from ..errors import RegistrationError
+from ._uri_reach import Lit, Opt, Run, Step, may_match
 
 __all__ = ["UriTemplate"]
 
@@ -81,6 +82,7 @@ class UriTemplate:
         names = [v.name for part in self._parts if isinstance(part, _Expression) for v in part.variables]
         self.variables: list[str] = list(dict.fromkeys(names))  # a name may appear twice
         self._regex, self._groups = _compile(self._parts)
+        self._steps = _steps(self._parts)
 
     def expand(self, values: Mapping[str, Any]) -> str:
         """The URI for ``values`` (str, numbers, lists, dicts; ``None`` means undefined)."""
@@ -91,6 +93,8 @@ class UriTemplate:
 
     def match(self, uri: str) -> dict[str, str | list[str]] | None:
         """The variables of ``uri`` if it fits the template, else ``None``."""
+        if not may_match(self._steps, uri):
+            return None  # decided in linear time: the regex could backtrack for hours
         found = self._regex.fullmatch(uri)
         if found is None:
             return None
@@ -330,6 +334,48 @@ def _compile(parts: list[str | _Expression]) -> tuple[re.Pattern[str], dict[str,
         else:
             pattern.append(_positional(part, group, readers))
     return re.compile("".join(pattern), re.DOTALL), readers
+
+
+def _steps(parts: list[str | _Expression]) -> tuple[Step, ...]:
+    """The template as ``_uri_reach`` steps, a language containing ``_compile``'s regex:
+    each value a run of the characters its regex class allows."""
+    steps: list[Step] = []
+    for part in parts:
+        if isinstance(part, str):
+            steps.append(Lit(part))
+        elif part.operator in ("?", "&"):
+            steps.append(Opt((Lit(part.operator), Run(frozenset("#")))))
+        elif part.operator == ";":
+            steps.append(Run(frozenset("/?#")))  # ";" pairs, ";" included
+        else:
+            steps.extend(_positional_steps(part))
+    return tuple(steps)
+
+
+def _positional_steps(expression: _Expression) -> list[Step]:
+    """Mirrors ``_positional``: the same character classes, as excluded sets."""
+    op = expression.operator
+    spec = _OPERATORS[op]
+    single = len(expression.variables) == 1
+    steps: list[Step] = []
+    for index, var in enumerate(expression.variables):
+        excluded: frozenset[str] | None
+        if op in ("+", "#"):
+            excluded = None if single else frozenset(",")
+        elif single or (var.explode and op == ""):
+            excluded = frozenset("/?#;" if op != "." else "/?#;.")
+        else:
+            excluded = frozenset(_VALUE[op][2:-1])
+        if var.explode and op in (".", "/") and excluded is not None:
+            excluded = excluded - {spec.sep}
+        lead = spec.first if index == 0 else spec.sep
+        piece = (Lit(lead), Run(excluded))
+        required = op in ("", "+") and index == 0
+        if required:
+            steps.extend(piece)
+        else:
+            steps.append(Opt(piece))
+    return steps
 
 
 def _positional(expression: _Expression, group: str, readers: dict[str, _Reader]) -> str:

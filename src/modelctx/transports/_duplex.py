@@ -92,6 +92,12 @@ class DuplexServer:
         if message is not None:
             await self._send(message)
 
+    async def room(self, limit: int) -> None:
+        """Wait until fewer than ``limit`` requests are being served (back-pressure:
+        the caller reads no more frames until then)."""
+        while len(self._tasks) >= limit:
+            await asyncio.wait(list(self._tasks), return_when=asyncio.FIRST_COMPLETED)
+
     # -- out -----------------------------------------------------------------------------
     @property
     def busy(self) -> bool:

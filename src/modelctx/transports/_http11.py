@@ -21,7 +21,7 @@ import asyncio
 import select
 import ssl
 import zlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httptools
@@ -43,6 +43,13 @@ __all__ = [
 
 _HIGH_WATER = 1 << 20  # buffered body bytes at which reading pauses until the consumer catches up
 _TIMED_OUT = object()
+# The bytes a response may take before its headers end (a 1xx before it included).
+# httptools buffers a header line whole, so without a bound a server that sends one
+# endless header holds all of it in memory.
+_MAX_HEAD = 256 * 1024
+# The most a compressed body may inflate to in one step: a gzip bomb (1 MB that
+# inflates to 1 GB) reaches the reader in pieces it can count and refuse.
+_INFLATE_PIECE = 1 << 16
 _STALE_CHECK = 1.0  # an idle connection older than this is polled before reuse (see _acquire)
 
 
@@ -114,6 +121,7 @@ class _Connection(asyncio.Protocol):
         self.until_close = False  # the body ends when the server closes the connection
         self._informational = False
         self.error: tuple[type[Exception], str] | None = None
+        self.head_bytes = 0  # bytes received before the headers ended
 
     # -- asyncio.Protocol ----------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -131,6 +139,11 @@ class _Connection(asyncio.Protocol):
             self._fail(RemoteProtocolError, "the server switched protocols")
         except httptools.HttpParserError as exc:
             self._fail(RemoteProtocolError, f"malformed HTTP response: {exc}")
+            return
+        if not self.headers_done:
+            self.head_bytes += len(data)
+            if self.head_bytes > _MAX_HEAD:
+                self._fail(RemoteProtocolError, f"the response headers exceeded {_MAX_HEAD} bytes")
 
     def eof_received(self) -> bool:
         return False  # close the transport; connection_lost follows
@@ -347,10 +360,11 @@ class Response:
         while True:
             if conn.chunks:
                 data = conn.take()
-                if decoder is not None:
-                    data = _decode(decoder, data)
-                if data:
+                if decoder is None:
                     yield data
+                else:
+                    for piece in _inflate(decoder, data):
+                        yield piece
                 continue
             if conn.complete:
                 if decoder is not None and (tail := _flush(decoder)):
@@ -394,22 +408,34 @@ class _Deflate:
         self.first = True
         self.obj = zlib.decompressobj()
 
-    def decompress(self, data: bytes) -> bytes:
+    def decompress(self, data: bytes, max_length: int = 0) -> bytes:
         if self.first:
             self.first = False
             try:
-                return self.obj.decompress(data)
+                return self.obj.decompress(data, max_length)
             except zlib.error:
                 self.obj = zlib.decompressobj(-zlib.MAX_WBITS)
-        return self.obj.decompress(data)
+        return self.obj.decompress(data, max_length)
+
+    @property
+    def unconsumed_tail(self) -> bytes:
+        return self.obj.unconsumed_tail
 
     def flush(self) -> bytes:
         return self.obj.flush()
 
 
-def _decode(decoder: Any, data: bytes) -> bytes:
+def _inflate(decoder: Any, data: bytes) -> Iterator[bytes]:
+    """``data`` decompressed, in pieces of at most ``_INFLATE_PIECE`` bytes: the
+    caller counts them and stops (closing this generator) past its own bound."""
     try:
-        return bytes(decoder.decompress(data))
+        while True:
+            piece = bytes(decoder.decompress(data, _INFLATE_PIECE))
+            data = decoder.unconsumed_tail
+            if piece:
+                yield piece
+            if not data and len(piece) < _INFLATE_PIECE:
+                return
     except zlib.error as exc:
         raise DecodingError(str(exc)) from exc
 

@@ -734,6 +734,55 @@ def _graceful_uvicorn() -> type[Any]:
     return Graceful
 
 
+# The bytes a request may take before its headers end. uvicorn's h11 path stops at
+# 16 KiB; its httptools path buffers a header line whole with no bound, so a client
+# that sends one endless header would grow the server's memory until it dies.
+MAX_REQUEST_HEAD = 1024 * 1024
+
+
+def _bounded_httptools() -> type[Any]:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class BoundedHead(HttpToolsProtocol):
+        """uvicorn's httptools protocol, answering 431 to a request head past
+        ``MAX_REQUEST_HEAD`` bytes (counted after each feed, so a body that shares a
+        read with its headers is never counted)."""
+
+        head_bytes = 0
+        in_head = True
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if not self.in_head:
+                return
+            self.head_bytes += len(data)
+            if self.head_bytes > MAX_REQUEST_HEAD and not self.transport.is_closing():
+                body = encode(
+                    error_response(
+                        None,
+                        InvalidRequest(
+                            f"Request headers too large: the limit is {MAX_REQUEST_HEAD} bytes"
+                        ),
+                    )
+                )
+                self.transport.write(
+                    b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
+                    b"content-type: application/json\r\nconnection: close\r\n"
+                    b"content-length: %d\r\n\r\n%s" % (len(body), body)
+                )
+                self.transport.close()
+
+        def on_headers_complete(self) -> None:
+            self.in_head = False
+            super().on_headers_complete()
+
+        def on_message_complete(self) -> None:
+            super().on_message_complete()
+            self.in_head, self.head_bytes = True, 0
+
+    return BoundedHead
+
+
 def serve_http(
     server: Any,
     host: str = "127.0.0.1",
@@ -766,7 +815,7 @@ def serve_http(
     try:
         import httptools  # noqa: F401
 
-        config["http"] = "httptools"
+        config["http"] = _bounded_httptools()
     except ImportError:
         pass
     try:

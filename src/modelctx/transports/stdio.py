@@ -44,6 +44,10 @@ _HIGH_WATER = 1 << 20
 _GRACE_SECONDS = 2.0
 _READ_CHUNK = 1 << 16
 _THREAD_PREFIX = "modelctx-stdio-worker"
+# Requests served at once; past it stdin is not read until one ends. With the write
+# back-pressure below, this bounds what a peer can make the server hold: a peer that
+# sends without reading the answers, or floods slow requests, waits instead.
+MAX_INFLIGHT = 1024
 
 
 class _Writer:
@@ -72,6 +76,17 @@ class _Writer:
                 await self._writer.drain()
         except (ConnectionError, RuntimeError, OSError, ValueError):
             self.broken = True
+
+    async def writable(self) -> None:
+        """Wait while stdout is backed up past the high-water mark (the peer is not
+        reading): until then no more of its requests are read."""
+        if self._transport is None or self._writer is None or self.broken:
+            return
+        if self._transport.get_write_buffer_size() > _HIGH_WATER:
+            try:
+                await self._writer.drain()
+            except (ConnectionError, RuntimeError, OSError):
+                self.broken = True
 
     async def close(self) -> None:
         if self._writer is None:
@@ -125,6 +140,8 @@ async def _read(reader: asyncio.StreamReader, served: DuplexServer, writer: _Wri
     """Feed stdin's lines to ``served`` until stdin closes."""
     lines = LineBuffer()
     while True:
+        await writer.writable()
+        await served.room(MAX_INFLIGHT)
         chunk = await reader.read(_READ_CHUNK)
         if not chunk:
             tail = lines.tail()
