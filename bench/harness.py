@@ -30,6 +30,10 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
+# What server processes run with: this environment, but allowed to write bytecode. An
+# installed package has its .pyc files; a checkout run with PYTHONDONTWRITEBYTECODE=1 (set in
+# some sandboxes) would compile every module of ours on every start, which no user pays.
+CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 PYTHON = sys.executable
 MODELCTX_CLI = str(Path(PYTHON).with_name("modelctx"))
 
@@ -183,7 +187,7 @@ class Servers:
                 cwd=REPO,
                 bufsize=0,
                 start_new_session=True,
-                env={**os.environ, **env} if env else None,
+                env={**CHILD_ENV, **(env or {})},
                 preexec_fn=_die_with_parent,  # noqa: PLW1509 - run.py starts no threads
             )
         proc = Proc(name, popen, log_path)

@@ -18,6 +18,7 @@ import subprocess
 import time
 
 from harness import (
+    CHILD_ENV,
     PYTHON,
     REPO,
     START_TIMEOUT,
@@ -52,7 +53,7 @@ def import_ms(package: str) -> float:
     try:
         done = subprocess.run(
             [PYTHON, "-X", "importtime", "-c", f"import {package}"],
-            capture_output=True, text=True, timeout=30, cwd=REPO, check=False,
+            capture_output=True, text=True, timeout=30, cwd=REPO, check=False, env=CHILD_ENV,
         )
     except subprocess.TimeoutExpired:
         raise BenchError(f"import {package} took over 30 s") from None
