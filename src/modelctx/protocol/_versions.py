@@ -61,6 +61,10 @@ class Feature(enum.Enum):
     ELICITATION_ID = "URL elicitations carry an elicitationId"
     SSE_POLLING = "a server may close an SSE reply early; the client resumes with Last-Event-ID"
 
+    # Members are singletons: hash them by identity, in C (Enum's own __hash__ is Python
+    # code, and the dispatcher asks several features of every request).
+    __hash__ = object.__hash__
+
 
 _MODERN = frozenset(
     {

@@ -811,6 +811,9 @@ def serve_http(
         "lifespan": "on",
         "timeout_graceful_shutdown": 3,
         "access_log": False,
+        # X-Forwarded-* are trusted only where a deployment says so (uvicorn's
+        # forwarded_allow_ips); nothing here reads the client address, so skip the work.
+        "proxy_headers": False,
     }
     try:
         import httptools  # noqa: F401
