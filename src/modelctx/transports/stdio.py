@@ -202,8 +202,10 @@ async def serve_stdio_async(
 
 
 def _threads_stopped(executor: ThreadPoolExecutor, grace: float) -> bool:
-    """Stop the worker threads of sync handlers; False if one is still busy after
-    ``grace`` seconds (the interpreter would wait for it at exit, forever)."""
+    """Stop the threads of the loop's default executor (``asyncio.to_thread`` in a
+    handler); False if one is still busy after ``grace`` seconds (the interpreter would
+    wait for it at exit, forever). Sync handlers themselves run on daemon workers
+    (server/_threads.py), which never hold up the exit."""
     executor.shutdown(wait=False, cancel_futures=True)
     deadline = time.monotonic() + grace
     while True:
@@ -211,7 +213,7 @@ def _threads_stopped(executor: ThreadPoolExecutor, grace: float) -> bool:
         if not busy:
             return True
         if time.monotonic() > deadline:
-            log.warning("a sync handler is still running in its thread; exiting without it")
+            log.warning("a handler's thread is still running; exiting without it")
             return False
         time.sleep(0.02)
 
