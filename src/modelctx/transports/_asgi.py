@@ -78,7 +78,7 @@ def split_host(value: str) -> tuple[str, str] | None:
         port = rest[1:]
     else:
         name, _, port = value.partition(":")
-        if not name or any(c in _NOT_IN_HOST for c in name):
+        if not name or not _NOT_IN_HOST.isdisjoint(name):
             return None
     if port and not (port.isascii() and port.isdigit()):
         return None

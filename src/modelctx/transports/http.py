@@ -102,6 +102,7 @@ __all__ = ["HttpApp", "serve_http"]
 log = logging.getLogger("modelctx.http")
 
 _HEADER_PATHS_CACHED = 4096  # tools whose Mcp-Param header paths are kept
+_HOSTS_REMEMBERED = 64  # Host values the guard remembers as allowed (names x ports)
 _LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
 
 
@@ -139,6 +140,7 @@ class HttpApp:
         self.max_body = max_body
         self.body_timeout = body_timeout
         self._body_deadlines = BodyDeadlines(body_timeout)
+        self._hosts_passed: set[str | None] = set()  # exact Host values the guard allowed
         self.session_idle_seconds = session_idle_seconds
         self.max_sessions = max_sessions
         self.authenticate = authenticate
@@ -223,8 +225,10 @@ class HttpApp:
         server answers 400 too; httptools lets it pass). A Host outside the allowed
         names is 421 Misdirected Request, as the spec's SDKs answer DNS rebinding.
         """
-        if "*" not in self.allowed_hosts:
-            host = headers.get("host")
+        host = headers.get("host")
+        if host in self._hosts_passed:
+            pass  # seen and allowed before: skip the parse
+        elif "*" not in self.allowed_hosts:
             if host is None:
                 return 400, "The Host header is missing; HTTP/1.1 requires it"
             parts = split_host(host)
@@ -232,6 +236,8 @@ class HttpApp:
                 return 400, f"The Host header {host!r} is malformed"
             if parts[0] not in self.allowed_hosts and host.lower() not in self.allowed_hosts:
                 return 421, f"Host {host!r} is not allowed; configure allowed_hosts for proxies"
+            if len(self._hosts_passed) < _HOSTS_REMEMBERED:
+                self._hosts_passed.add(host)
         origin = headers.get("origin")
         if origin and "*" not in self.allowed_origins:
             clean = origin.rstrip("/").lower()
