@@ -3,10 +3,15 @@
 basic/transports/streamable-http.mdx (2026-07-28) and the 2025-11-25 transport page.
 One endpoint path; per request:
 
-1. DNS-rebinding guard: a ``Host`` outside the allowed names gets 421, an ``Origin``
-   outside the allowed origins gets 403 (loopback names are allowed by default).
-2. POST bodies above ``max_body`` get 413; anything not a JSON-RPC message gets 400
-   with the JSON-RPC error.
+0. A header the spec defines once (``_asgi.SINGLE_HEADERS``, ``Mcp-Param-*``) sent
+   twice gets 400, so a proxy and this server never act on different copies.
+1. DNS-rebinding guard: a missing or malformed ``Host`` gets 400, one outside the
+   allowed names 421, an ``Origin`` outside the allowed origins 403 (loopback names
+   are allowed by default).
+2. POST bodies above ``max_body`` get 413, bodies not whole within ``body_timeout``
+   408; a Content-Type other than ``application/json`` gets 415, an Accept admitting
+   neither JSON nor SSE 406; anything not a JSON-RPC message gets 400 with the
+   JSON-RPC error.
 3. A modern request (``_meta`` names a version) is checked against its headers
    (``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*``) and
    dispatched statelessly; ``Mcp-Session-Id`` and ``Last-Event-ID`` are ignored.
@@ -70,14 +75,20 @@ from ..protocol._jsonrpc import Message, Notification, Request, decode, encode, 
 from ..protocol._versions import HTTP_HANDSHAKE_HEADER_VERSIONS, Feature, has, is_modern
 from ._asgi import (
     KEEPALIVE_SECONDS,
+    METADATA_HEADERS,
     SSE_HEADERS,
     ASGISend,
+    BodyDeadlines,
+    BodyTimeout,
     Receive,
     Scope,
-    read_body,
+    accepts,
+    fold_headers,
+    is_json_type,
     send_empty,
     send_json,
     send_plain,
+    split_host,
     wait_disconnect,
     wait_or_keepalive,
 )
@@ -91,13 +102,8 @@ __all__ = ["HttpApp", "serve_http"]
 log = logging.getLogger("modelctx.http")
 
 _HEADER_PATHS_CACHED = 4096  # tools whose Mcp-Param header paths are kept
+_HOSTS_REMEMBERED = 64  # Host values the guard remembers as allowed (names x ports)
 _LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
-
-
-def _host_name(value: str) -> str:
-    if value.startswith("["):
-        return value[: value.find("]") + 1]
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
 
 class HttpApp:
@@ -105,7 +111,8 @@ class HttpApp:
 
     Options: ``path`` of the endpoint (default ``/mcp``); ``allowed_hosts`` and
     ``allowed_origins`` beyond loopback (``"*"`` allows any, for servers behind a
-    proxy that checks); ``max_body`` bytes; ``session_idle_seconds`` and
+    proxy that checks); ``max_body`` bytes; ``body_timeout`` seconds for a whole POST
+    body to arrive (408 past it, so slow peers cannot hold memory); ``session_idle_seconds`` and
     ``max_sessions`` for handshake-era sessions; ``tune_gc`` to freeze the start-up heap
     (``serve_http`` sets it; see ``_tuning``); ``authenticate``, an async hook
     ``(scope) -> principal`` that raises ``PermissionError`` to answer 401.
@@ -119,6 +126,7 @@ class HttpApp:
         allowed_hosts: Iterable[str] = (),
         allowed_origins: Iterable[str] = (),
         max_body: int = 4 * 1024 * 1024,
+        body_timeout: float = 30.0,
         session_idle_seconds: float = 900.0,
         max_sessions: int = 10_000,
         authenticate: Callable[[Scope], Awaitable[Any]] | None = None,
@@ -130,6 +138,9 @@ class HttpApp:
         self.allowed_hosts = {h.lower() for h in allowed_hosts} | set(_LOOPBACK_HOSTS)
         self.allowed_origins = {o.rstrip("/").lower() for o in allowed_origins}
         self.max_body = max_body
+        self.body_timeout = body_timeout
+        self._body_deadlines = BodyDeadlines(body_timeout)
+        self._hosts_passed: set[str | None] = set()  # exact Host values the guard allowed
         self.session_idle_seconds = session_idle_seconds
         self.max_sessions = max_sessions
         self.authenticate = authenticate
@@ -177,7 +188,10 @@ class HttpApp:
         if path != self.path:
             await send_plain(send, 404, b"Not Found")
             return
-        headers = {k.decode("latin-1"): v.decode("latin-1").strip(" \t") for k, v in scope["headers"]}
+        headers, repeated = fold_headers(scope["headers"])
+        if repeated is not None:
+            await send_json(send, 400, error_response(None, _repeated(repeated)))
+            return
         refusal = self._guard(headers)
         if refusal is not None:
             status, message = refusal
@@ -203,18 +217,32 @@ class HttpApp:
             await send_plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST, GET, DELETE")])
 
     def _guard(self, headers: dict[str, str]) -> tuple[int, str] | None:
-        """DNS-rebinding protection (basic/transports/streamable-http.mdx, Security)."""
-        if "*" not in self.allowed_hosts:
-            host = headers.get("host", "")
-            if host and _host_name(host).lower() not in self.allowed_hosts and host.lower() not in self.allowed_hosts:
+        """DNS-rebinding protection (basic/transports/streamable-http.mdx, Security).
+
+        Host is parsed whole (name or bracketed IPv6, optional port, nothing after).
+        A missing or malformed Host is 400: RFC 9112 3.2 requires it of HTTP/1.1, and a
+        guard that lets a request without Host through guards nothing (uvicorn's h11
+        server answers 400 too; httptools lets it pass). A Host outside the allowed
+        names is 421 Misdirected Request, as the spec's SDKs answer DNS rebinding.
+        """
+        host = headers.get("host")
+        if host in self._hosts_passed:
+            pass  # seen and allowed before: skip the parse
+        elif "*" not in self.allowed_hosts:
+            if host is None:
+                return 400, "The Host header is missing; HTTP/1.1 requires it"
+            parts = split_host(host)
+            if parts is None:
+                return 400, f"The Host header {host!r} is malformed"
+            if parts[0] not in self.allowed_hosts and host.lower() not in self.allowed_hosts:
                 return 421, f"Host {host!r} is not allowed; configure allowed_hosts for proxies"
+            if len(self._hosts_passed) < _HOSTS_REMEMBERED:
+                self._hosts_passed.add(host)
         origin = headers.get("origin")
         if origin and "*" not in self.allowed_origins:
             clean = origin.rstrip("/").lower()
-            if clean not in self.allowed_origins:
-                name = _host_name(clean.split("://", 1)[-1])
-                if name not in _LOOPBACK_HOSTS:
-                    return 403, f"Origin {origin!r} is not allowed"
+            if clean not in self.allowed_origins and not _loopback_origin(clean):
+                return 403, f"Origin {origin!r} is not allowed"
         return None
 
     # -- POST -------------------------------------------------------------------------
@@ -225,16 +253,42 @@ class HttpApp:
         if length is not None and length.isdigit() and int(length) > self.max_body:
             await send_json(send, 413, error_response(None, InvalidRequest(self._too_large())))
             return
-        body = await read_body(receive, self.max_body)
+        try:
+            body = await self._body_deadlines.read(receive, self.max_body)
+        except BodyTimeout:
+            # connection: close, so uvicorn drops the rest of the body with the connection.
+            late = InvalidRequest(f"The request body did not arrive within {self.body_timeout:g} seconds")
+            with contextlib.suppress(OSError):
+                await send_json(send, 408, error_response(None, late), [(b"connection", b"close")])
+            return
         if body is None:
             await send_json(send, 413, error_response(None, InvalidRequest(self._too_large())))
             return
-        content_type = headers.get("content-type", "application/json")
-        if "json" not in content_type:
+        # A POST body is one JSON-RPC message: application/json, parsed (not a substring
+        # match); a missing Content-Type is tolerated as JSON (the body decides).
+        content_type = headers.get("content-type")
+        if content_type is not None and not is_json_type(content_type):
             await send_json(
                 send,
                 415,
-                error_response(None, InvalidRequest("Content-Type must be application/json")),
+                error_response(
+                    None, InvalidRequest(f"Content-Type must be application/json, not {content_type!r}")
+                ),
+            )
+            return
+        # The client MUST list both application/json and text/event-stream (Sending
+        # Messages, 2); the reply is one of them. A missing Accept means any type (RFC 9110
+        # 12.5.1), and the official SDK clients list both; so only an Accept that admits
+        # neither is refused, 406: such a client could read no reply of ours.
+        accept = headers.get("accept")
+        if accept is not None and not _admits_a_reply(accept):
+            await send_json(
+                send,
+                406,
+                error_response(
+                    None,
+                    InvalidRequest("Accept must list application/json and text/event-stream"),
+                ),
             )
             return
         try:
@@ -476,7 +530,7 @@ class HttpApp:
     async def _get(self, headers: dict[str, str], receive: Receive, send: ASGISend) -> None:
         accept = headers.get("accept", "")
         session_id = headers.get("mcp-session-id")
-        if session_id is None or "text/event-stream" not in accept and accept:
+        if session_id is None or accept and not accepts(accept, "text/event-stream"):
             # 2026-07-28 has no GET stream: 405 (streamable-http.mdx, Backward Compatibility).
             await send_plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
             return
@@ -688,6 +742,27 @@ _STATUS_BY_CODE = {
     MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
     UNSUPPORTED_PROTOCOL_VERSION: 400,
 }
+
+
+def _repeated(name: str) -> ProtocolError:
+    """The error for a header the spec defines once, sent more than once."""
+    message = f"The {name} header was sent more than once; send it once"
+    return HeaderMismatch(message) if name in METADATA_HEADERS or name.startswith("mcp-param-") else InvalidRequest(message)
+
+
+def _loopback_origin(origin: str) -> bool:
+    """True for an Origin (``scheme://host[:port]``, lower case) on a loopback host."""
+    scheme, sep, authority = origin.partition("://")
+    if not sep or not scheme:
+        return False
+    parts = split_host(authority)
+    return parts is not None and parts[0] in _LOOPBACK_HOSTS
+
+
+def _admits_a_reply(accept: str) -> bool:
+    if "application/json" in accept and "text/event-stream" in accept and ";" not in accept:
+        return True  # the usual value, without parsing
+    return accepts(accept, "application/json") or accepts(accept, "text/event-stream")
 
 
 def status_for(code: object, *, checked: bool) -> int:
