@@ -250,7 +250,7 @@ class HttpApp:
         self, headers: dict[str, str], receive: Receive, send: ASGISend, principal: Any
     ) -> None:
         length = headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > self.max_body:
+        if length is not None and length.isascii() and length.isdigit() and int(length) > self.max_body:
             await send_json(send, 413, error_response(None, InvalidRequest(self._too_large())))
             return
         try:

@@ -1,0 +1,192 @@
+"""What the coverage-guided fuzzer feeds (issue 7, Fuzzing): every place a peer's bytes
+enter modelctx, each with the only exceptions it may raise.
+
+Each target takes the fuzzer's bytes. An exception that is not one of the documented
+JSON-RPC errors (or a bound being enforced) is a finding: the fuzzer stops and writes the
+input to a ``crash-*`` file, which becomes a regression test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import atheris
+
+with atheris.instrument_imports():
+    from modelctx import Server, ToolError
+    from modelctx.errors import HeaderMismatch, InvalidParams, ProtocolError, RegistrationError
+    from modelctx.protocol._connection import ClientConnection, ServerConnection
+    from modelctx.protocol._framing import LineBuffer, LineTooLong, SSEParser, response_id
+    from modelctx.protocol._headers import check_headers, decode_value
+    from modelctx.protocol._jsonrpc import decode
+    from modelctx.protocol._request_state import StateSealer
+    from modelctx.server._uri_template import UriTemplate
+    from modelctx.transports.http import HttpApp
+
+
+def jsonrpc_decode(data: bytes) -> None:
+    try:
+        decode(data)
+    except ProtocolError:
+        pass
+
+
+def server_connection(data: bytes) -> None:
+    connection = ServerConnection()
+    for frame in data.split(b"\n"):
+        connection.receive_data(frame)
+    connection.close()
+
+
+def client_connection(data: bytes) -> None:
+    connection = ClientConnection()
+    for n in range(3):
+        connection.request("tools/call", {}, now=0.0, progress=n == 1)
+    for frame in data.split(b"\n"):
+        try:
+            message = decode(frame)
+        except ProtocolError:
+            response_id(frame)
+            continue
+        connection.receive(message, now=1.0)
+    connection.expire(100.0)
+
+
+def _chunks(data: bytes) -> list[bytes]:
+    """Split ``data`` where its first byte says, so the fuzzer explores the cuts too."""
+    if not data:
+        return []
+    step = data[0] % 17 + 1
+    rest = data[1:]
+    return [rest[i : i + step] for i in range(0, len(rest), step)]
+
+
+def line_framing(data: bytes) -> None:
+    buffer, lines = LineBuffer(max_line=256), []
+    for chunk in _chunks(data):
+        try:
+            lines += buffer.feed(chunk)
+        except LineTooLong as exc:
+            lines += exc.lines
+    buffer.tail()
+
+
+def sse_framing(data: bytes) -> None:
+    parser = SSEParser(max_event=1024)
+    for chunk in _chunks(data):
+        try:
+            parser.feed(chunk)
+        except ValueError:  # EventTooLarge: the bound held
+            return
+
+
+def headers(data: bytes) -> None:
+    fdp = atheris.FuzzedDataProvider(data)
+    given = {
+        "mcp-protocol-version": fdp.ConsumeUnicodeNoSurrogates(12),
+        "mcp-method": fdp.ConsumeUnicodeNoSurrogates(12),
+        "mcp-name": fdp.ConsumeUnicodeNoSurrogates(40),
+        "mcp-param-x": fdp.ConsumeUnicodeNoSurrogates(40),
+    }
+    name: Any = fdp.PickValueInList([fdp.ConsumeUnicodeNoSurrogates(20), fdp.ConsumeInt(8), None, True])
+    try:
+        decode_value("Mcp-Name", given["mcp-name"])
+        check_headers(given, "tools/call", {"name": name, "arguments": {"x": name}}, "2026-07-28", {"mcp-param-x": ("x",)})
+    except HeaderMismatch:
+        pass
+
+
+def uri_template(data: bytes) -> None:
+    fdp = atheris.FuzzedDataProvider(data)
+    text = fdp.ConsumeUnicodeNoSurrogates(40)
+    uri = fdp.ConsumeUnicodeNoSurrogates(200)
+    try:
+        template = UriTemplate(text)
+    except RegistrationError:
+        template = UriTemplate("x://{a}.{b}/{+c}{?q,r}{#f}")
+    template.match(uri)
+
+
+_SEALER = StateSealer(b"fuzz" * 8)
+
+
+def request_state(data: bytes) -> None:
+    try:
+        _SEALER.open_round(data.decode("utf-8", "replace"), "tools/call", {"name": "x"})
+    except InvalidParams:
+        pass
+
+
+# -- the HTTP application as a whole, in-process over ASGI ------------------------------------
+def _fuzz_server() -> Server:
+    server = Server("fuzz")
+
+    @server.tool
+    async def echo(text: str) -> str:
+        return text
+
+    @server.tool
+    def fail(reason: str = "no") -> str:
+        raise ToolError(reason)
+
+    @server.resource("fuzz://items/{id}{?q}")
+    def item(id: str, q: str = "") -> str:
+        return id + q
+
+    @server.prompt
+    def greet(name: str) -> str:
+        return f"hello {name}"
+
+    return server
+
+
+_APP = HttpApp(_fuzz_server())
+_LOOP = asyncio.new_event_loop()
+_METHODS = [b"POST", b"GET", b"DELETE", b"PUT"]
+_HEADER_NAMES = [
+    b"content-type", b"accept", b"mcp-protocol-version", b"mcp-method", b"mcp-name",
+    b"mcp-session-id", b"mcp-param-x", b"origin", b"host", b"last-event-id", b"content-length",
+]
+
+
+def http_app(data: bytes) -> None:
+    fdp = atheris.FuzzedDataProvider(data)
+    method = fdp.PickValueInList(_METHODS)
+    headers = [(b"host", b"127.0.0.1:8000")]
+    for _ in range(fdp.ConsumeIntInRange(0, 8)):
+        headers.append((fdp.PickValueInList(_HEADER_NAMES), fdp.ConsumeBytes(fdp.ConsumeIntInRange(0, 60))))
+    body = fdp.ConsumeBytes(fdp.remaining_bytes())
+    scope = {"type": "http", "method": method.decode(), "path": "/mcp", "headers": headers, "query_string": b""}
+    sent: list[dict[str, Any]] = []
+    delivered = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal delivered
+        if not delivered:
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await asyncio.sleep(3600)  # the client stays connected
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    _LOOP.run_until_complete(asyncio.wait_for(_APP(scope, receive, send), 5))
+    status = next((m["status"] for m in sent if m["type"] == "http.response.start"), None)
+    if status is None or status >= 500:
+        raise AssertionError(f"answered {status} to {method!r} {headers!r} {body[:200]!r}")
+
+
+TARGETS: dict[str, Callable[[bytes], None]] = {
+    "jsonrpc_decode": jsonrpc_decode,
+    "server_connection": server_connection,
+    "client_connection": client_connection,
+    "line_framing": line_framing,
+    "sse_framing": sse_framing,
+    "headers": headers,
+    "uri_template": uri_template,
+    "request_state": request_state,
+    "http_app": http_app,
+}
