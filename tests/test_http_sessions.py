@@ -210,3 +210,18 @@ def test_with_every_session_in_use_initialize_is_refused_with_503(server, client
         client.delete(server.url, headers=in_session(sid, None))
     assert {r.answer().json()["error"]["message"][:13] for r in running} == {"Session ended"}
     assert initialize(client, server, None).status_code == 200
+
+
+def test_the_flood_bench_keeps_its_rules():
+    """``bench/initialize_flood.py``, bounded: no 5xx over a flood past the cap, the
+    session in use survives it, its running call is answered when the session ends."""
+    bench = Path(__file__).parent.parent / "bench" / "initialize_flood.py"
+    result = subprocess.run(
+        [sys.executable, str(bench), "--cap", "50", "--total", "1000", "--connections", "4"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "statuses: {200: 1000}" in result.stdout
