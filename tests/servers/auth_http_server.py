@@ -2,8 +2,9 @@
 
 Run as ``python auth_http_server.py PORT MAX_SESSIONS`` by ``tests/test_http_sessions.py``
 and ``bench/initialize_flood.py``. The hook reads ``Authorization: Bearer <name>`` from
-the scope headers; the principal is the name. No header is the anonymous principal
-(None), so unauthenticated floods can be tried too.
+the scope headers; the principal is a new ``Principal`` with that name as its ``subject``
+on every request. No header is the anonymous principal (None), so unauthenticated floods
+can be tried too.
 """
 
 from __future__ import annotations
@@ -19,13 +20,22 @@ from sample_server import server  # noqa: E402
 from modelctx.transports.http import serve_http  # noqa: E402
 
 
-async def bearer(scope: dict[str, Any]) -> str | None:
+class Principal:
+    """Who the token names; a new object per request, alike only by ``subject``."""
+
+    __slots__ = ("subject",)
+
+    def __init__(self, subject: str) -> None:
+        self.subject = subject
+
+
+async def bearer(scope: dict[str, Any]) -> Principal | None:
     for name, value in scope["headers"]:
         if name == b"authorization":
             scheme, _, token = value.decode("latin-1").partition(" ")
             if scheme.lower() != "bearer" or not token:
                 raise PermissionError("Authorization must be 'Bearer <token>'")
-            return token
+            return Principal(token)
     return None
 
 

@@ -568,9 +568,11 @@ class HttpApp:
         Another principal's session is None, as if it did not exist: a session id is a
         handle bound to the user who opened it (security best practices, session
         hijacking), and a 404 rather than a 403 does not confirm that the id is live.
+        Principals compare by their ``subject`` attribute when they have one (as
+        ``requestState`` does), so a hook may return a new object on each request.
         """
         session = self._sessions.get(session_id)
-        if session is None or session.principal != principal:
+        if session is None or _principal_key(session.principal) != _principal_key(principal):
             return None
         if session.closed or self._expired(session):
             if not _busy(session):
@@ -631,6 +633,10 @@ class _SessionsFull(Exception):
 
 # Busy sessions skipped, at most, to find an idle one to evict (see HttpApp._make_room).
 _EVICTION_TRIES = 32
+
+
+def _principal_key(principal: Any) -> Any:
+    return getattr(principal, "subject", principal)
 
 
 def _busy(session: HandshakeSession) -> bool:
