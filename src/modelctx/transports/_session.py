@@ -102,6 +102,12 @@ class HandshakeSession:
         for stream in self.streams.values():
             stream.end()  # a client resuming it gets what is kept, then the end
         self.streams.clear()
+        # Drop what may point back at the session (the GET stream's sender, the
+        # listener task, waiters), so a closed session is freed by reference counting
+        # alone, not left to a full collection.
+        self.outbound = None
+        self.listener = None
+        self._waiting.clear()
 
 
 def settle(event: Answer) -> None:

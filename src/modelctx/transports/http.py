@@ -210,9 +210,9 @@ class HttpApp:
         if method == "POST":
             await self._post(headers, receive, send, principal)
         elif method == "GET":
-            await self._get(headers, receive, send)
+            await self._get(headers, receive, send, principal)
         elif method == "DELETE":
-            await self._delete(headers, send)
+            await self._delete(headers, send, principal)
         else:
             await send_plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST, GET, DELETE")])
 
@@ -297,7 +297,7 @@ class HttpApp:
             await send_json(send, status_for(exc.code, checked=False), error_response(exc.request_id, exc))
             return
         try:
-            session = self._era(message, headers)
+            session = self._era(message, headers, principal)
         except ProtocolError as exc:
             await send_json(
                 send, status_for(exc.code, checked=False), error_response(_id_of(message), exc)
@@ -312,6 +312,9 @@ class HttpApp:
                     InvalidRequest("Session not found or expired; send initialize again"),
                 ),
             )
+            return
+        except _SessionsFull:
+            await send_json(send, 503, error_response(_id_of(message), self._full()), [(b"retry-after", b"1")])
             return
         if type(message) is Request:
             await self._request(message, session, receive, send, principal)
@@ -345,7 +348,7 @@ class HttpApp:
     def _too_large(self) -> str:
         return f"Request body too large: the limit is {self.max_body} bytes"
 
-    def _era(self, message: Any, headers: dict[str, str]) -> Any:
+    def _era(self, message: Any, headers: dict[str, str], principal: Any = None) -> Any:
         """The handshake session the message belongs to, or None for modern/initialize.
 
         A message is modern when its ``_meta`` names a version or its
@@ -365,6 +368,8 @@ class HttpApp:
                 self._check_modern(message, params, meta, version, header_version, headers)
             return None
         if type(message) is Request and message.method == "initialize":
+            if not self._make_room():
+                raise _SessionsFull
             return None
         session_id = headers.get("mcp-session-id")
         if session_id is None:
@@ -375,10 +380,9 @@ class HttpApp:
                     "and the MCP-Protocol-Version header; older clients send initialize first"
                 )
             return None
-        session = self._sessions.get(session_id)
-        if session is None or session.closed or self._expired(session):
+        session = self._session(session_id, principal)
+        if session is None:
             raise _UnknownSession
-        self._sessions.move_to_end(session_id)
         return session
 
     def _check_modern(
@@ -490,6 +494,11 @@ class HttpApp:
             if guard.disconnected:
                 stream.closed = True
                 return
+            if session is not None and session.closed:
+                # The session ended under the request (DELETE, shutdown): the client
+                # still gets a JSON-RPC answer, never a bare 202.
+                await self._session_ended(request, stream, send)
+                return
             # Cancelled by notifications/cancelled on a handshake session; a handler that
             # swallowed its CancelledError still must not answer (cancellation.mdx).
             if stream.started:
@@ -526,16 +535,31 @@ class HttpApp:
         except OSError:
             pass  # the connection went first
 
+    async def _session_ended(self, request: Request, stream: _Reply, send: ASGISend) -> None:
+        error = error_response(
+            request.id,
+            InternalError("Session ended while the request ran; send initialize again and retry"),
+        )
+        try:
+            if stream.started:
+                await stream.finish(error)
+            else:
+                await send_json(send, 404, error)
+        except OSError:
+            pass  # the connection went first
+
     # -- GET and DELETE (handshake era only) -------------------------------------------------
-    async def _get(self, headers: dict[str, str], receive: Receive, send: ASGISend) -> None:
+    async def _get(
+        self, headers: dict[str, str], receive: Receive, send: ASGISend, principal: Any = None
+    ) -> None:
         accept = headers.get("accept", "")
         session_id = headers.get("mcp-session-id")
         if session_id is None or accept and not accepts(accept, "text/event-stream"):
             # 2026-07-28 has no GET stream: 405 (streamable-http.mdx, Backward Compatibility).
             await send_plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
             return
-        session = self._sessions.get(session_id)
-        if session is None or session.closed or self._expired(session):
+        session = self._session(session_id, principal)
+        if session is None:
             await send_plain(send, 404, b"Session not found")
             return
         kept, after = kept_after(session, headers.get("last-event-id"))
@@ -575,15 +599,16 @@ class HttpApp:
         except OSError:
             pass
 
-    async def _delete(self, headers: dict[str, str], send: ASGISend) -> None:
+    async def _delete(self, headers: dict[str, str], send: ASGISend, principal: Any = None) -> None:
         session_id = headers.get("mcp-session-id")
         if session_id is None:
             await send_plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
             return
-        session = self._sessions.pop(session_id, None)
+        session = self._session(session_id, principal)
         if session is None:
             await send_plain(send, 404, b"Session not found")
             return
+        del self._sessions[session_id]
         session.close()
         await send_empty(send, 200)
 
@@ -591,15 +616,61 @@ class HttpApp:
     def _expired(self, session: HandshakeSession) -> bool:
         return time.monotonic() - session.last_seen > self.session_idle_seconds
 
-    def _sessions_add(self, session: HandshakeSession) -> None:
+    def _session(self, session_id: str, principal: Any) -> HandshakeSession | None:
+        """The live session ``session_id`` of ``principal``, now the most recently used.
+
+        Another principal's session is None, as if it did not exist: a session id is a
+        handle bound to the user who opened it (security best practices, session
+        hijacking), and a 404 rather than a 403 does not confirm that the id is live.
+        Principals compare by their ``subject`` attribute when they have one (as
+        ``requestState`` does), so a hook may return a new object on each request.
+        """
+        session = self._sessions.get(session_id)
+        if session is None or _principal_key(session.principal) != _principal_key(principal):
+            return None
+        if session.closed or self._expired(session):
+            if not _busy(session):
+                del self._sessions[session_id]
+                session.close()
+            return None
+        self._sessions.move_to_end(session_id)
+        return session
+
+    def _make_room(self) -> bool:
+        """Evict idle sessions, least recently used first, until one more fits.
+
+        O(1) per call: the table is kept in use order (``_session`` moves a session to
+        the end), so the candidates are at the front. A session that is busy (a request
+        running, a GET stream or a resumable stream open) is in use: it moves to the
+        end and is never evicted. After ``_EVICTION_TRIES`` busy ones in a row we give
+        up, and False refuses the new session rather than cut off one in use.
+        """
         sessions = self._sessions
-        if len(sessions) >= self.max_sessions:
-            for key in [k for k, s in sessions.items() if self._expired(s) or s.closed]:
-                sessions.pop(key).close()
-        while len(sessions) >= self.max_sessions:
-            _, oldest = sessions.popitem(last=False)  # least recently used
-            oldest.close()
-        sessions[session.id] = session
+        tries = _EVICTION_TRIES
+        while len(sessions) >= self.max_sessions and tries:
+            session_id, oldest = next(iter(sessions.items()))
+            if oldest.closed or not _busy(oldest):
+                del sessions[session_id]
+                oldest.close()
+            else:
+                sessions.move_to_end(session_id)
+                tries -= 1
+        return len(sessions) < self.max_sessions
+
+    def _sessions_add(self, session: HandshakeSession) -> None:
+        # Admission was checked before the initialize ran (_era); initializes that ran
+        # side by side since may go past the cap by their number, never evict a busy one.
+        self._make_room()
+        self._sessions[session.id] = session
+
+    def _full(self) -> InternalError:
+        # The transport page names no status for this; 503 with Retry-After is HTTP's
+        # "overloaded for now, come back" (RFC 9110 15.6.4), and the JSON-RPC error says
+        # the same to a client that reads only the body.
+        return InternalError(
+            f"Server busy: all {self.max_sessions} sessions are in use; "
+            "send initialize again later, or use the 2026-07-28 protocol (no session)"
+        )
 
     @property
     def session_count(self) -> int:
@@ -608,6 +679,27 @@ class HttpApp:
 
 class _UnknownSession(Exception):
     pass
+
+
+class _SessionsFull(Exception):
+    pass
+
+
+# Busy sessions skipped, at most, to find an idle one to evict (see HttpApp._make_room).
+_EVICTION_TRIES = 32
+
+
+def _principal_key(principal: Any) -> Any:
+    return getattr(principal, "subject", principal)
+
+
+def _busy(session: HandshakeSession) -> bool:
+    """In use: a request running, a GET stream open, a resumable stream still running."""
+    return bool(
+        session.connection.inflight
+        or session.http_stream_open
+        or any(not kept.done for kept in session.streams.values())
+    )
 
 
 class _CancelGuard:
