@@ -195,7 +195,7 @@ class HttpApp:
         refusal = self._guard(headers)
         if refusal is not None:
             status, message = refusal
-            await send_json(send, status, error_response(None, InvalidRequest(message)))
+            await _refuse(send, status, message)
             return
         principal = None
         if self.authenticate is not None:
@@ -251,30 +251,23 @@ class HttpApp:
     ) -> None:
         length = headers.get("content-length")
         if length is not None and length.isascii() and length.isdigit() and int(length) > self.max_body:
-            await send_json(send, 413, error_response(None, InvalidRequest(self._too_large())))
+            await _refuse(send, 413, self._too_large())
             return
         try:
             body = await self._body_deadlines.read(receive, self.max_body)
         except BodyTimeout:
             # connection: close, so uvicorn drops the rest of the body with the connection.
-            late = InvalidRequest(f"The request body did not arrive within {self.body_timeout:g} seconds")
-            with contextlib.suppress(OSError):
-                await send_json(send, 408, error_response(None, late), [(b"connection", b"close")])
+            late = f"The request body did not arrive within {self.body_timeout:g} seconds"
+            await _refuse(send, 408, late, [(b"connection", b"close")])
             return
         if body is None:
-            await send_json(send, 413, error_response(None, InvalidRequest(self._too_large())))
+            await _refuse(send, 413, self._too_large())
             return
         # A POST body is one JSON-RPC message: application/json, parsed (not a substring
         # match); a missing Content-Type is tolerated as JSON (the body decides).
         content_type = headers.get("content-type")
         if content_type is not None and not is_json_type(content_type):
-            await send_json(
-                send,
-                415,
-                error_response(
-                    None, InvalidRequest(f"Content-Type must be application/json, not {content_type!r}")
-                ),
-            )
+            await _refuse(send, 415, f"Content-Type must be application/json, not {content_type!r}")
             return
         # The client MUST list both application/json and text/event-stream (Sending
         # Messages, 2); the reply is one of them. A missing Accept means any type (RFC 9110
@@ -282,14 +275,7 @@ class HttpApp:
         # neither is refused, 406: such a client could read no reply of ours.
         accept = headers.get("accept")
         if accept is not None and not _admits_a_reply(accept):
-            await send_json(
-                send,
-                406,
-                error_response(
-                    None,
-                    InvalidRequest("Accept must list application/json and text/event-stream"),
-                ),
-            )
+            await _refuse(send, 406, "Accept must list application/json and text/event-stream")
             return
         try:
             message = decode(body)
@@ -855,6 +841,14 @@ def _admits_a_reply(accept: str) -> bool:
     if "application/json" in accept and "text/event-stream" in accept and ";" not in accept:
         return True  # the usual value, without parsing
     return accepts(accept, "application/json") or accepts(accept, "text/event-stream")
+
+
+async def _refuse(
+    send: ASGISend, status: int, message: str, extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    """Refuse a request before any work: ``status`` and a JSON-RPC -32600 with no id."""
+    with contextlib.suppress(OSError):  # the client may be gone already
+        await send_json(send, status, error_response(None, InvalidRequest(message)), extra)
 
 
 def status_for(code: object, *, checked: bool) -> int:
