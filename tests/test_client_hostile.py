@@ -50,21 +50,16 @@ def stdio_client() -> Client:
     return Client([sys.executable, str(HOSTILE)], mode="2026-07-28", timeout=DEADLINE)
 
 
-def test_stdio_a_reply_nested_100000_deep_fails_its_call_and_the_next_call_works():
+@pytest.mark.parametrize(
+    ("tool", "error"),
+    [("nested", "could not be read"), ("huge", "exceeded")],
+    ids=["a reply nested 100000 deep", "a reply line over 16 MiB"],
+)
+def test_stdio_a_reply_that_cannot_be_read_fails_its_call_and_the_next_call_works(tool: str, error: str):
     async def main() -> None:
         async with stdio_client() as client:
-            with pytest.raises(ParseError, match="could not be read"):
-                await client.call_tool("nested")
-            assert text_of(await client.call_tool("echo", {"text": "after"})) == "after"
-
-    run(main())
-
-
-def test_stdio_a_reply_line_over_16_mib_fails_its_call_and_the_next_call_works():
-    async def main() -> None:
-        async with stdio_client() as client:
-            with pytest.raises(ParseError, match="exceeded"):
-                await client.call_tool("huge")
+            with pytest.raises(ParseError, match=error):
+                await client.call_tool(tool)
             assert text_of(await client.call_tool("echo", {"text": "after"})) == "after"
 
     run(main())
