@@ -31,7 +31,7 @@ from typing import Any
 
 from ..errors import InvalidRequest, ProtocolError
 from . import _meta
-from ._jsonrpc import Message, Notification, Request, Response, decode, error_response
+from ._jsonrpc import Message, Notification, Request, Response, decode, error_response, is_request_id
 
 __all__ = [
     "Inbound",
@@ -49,10 +49,6 @@ __all__ = [
 ]
 
 RequestId = str | int
-
-
-def _is_id(value: object) -> bool:
-    return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
 
 
 # -- records ------------------------------------------------------------------------------
@@ -277,7 +273,6 @@ class ServerConnection:
     def __init__(self) -> None:
         self.inflight: dict[RequestId, Inbound] = {}
         self._out = _Requests()
-        self.closed = False
 
     def receive_data(self, data: bytes | str) -> Event:
         """Decode one frame (a stdio line, an HTTP body) and take it in."""
@@ -306,7 +301,7 @@ class ServerConnection:
 
     def _cancelled(self, params: dict[str, Any]) -> Cancel | Ignore:
         request_id = params.get("requestId")
-        if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
+        if not is_request_id(request_id):
             return Ignore(f"notifications/cancelled names no request id ({request_id!r})")
         inbound = self.inflight.pop(request_id, None)
         if inbound is None:
@@ -342,7 +337,6 @@ class ServerConnection:
 
     def close(self) -> tuple[list[Inbound], list[Outbound]]:
         """End the connection: what is still running, and what still waits for an answer."""
-        self.closed = True
         running = list(self.inflight.values())
         for inbound in running:
             inbound.cancelled = True
@@ -358,7 +352,6 @@ class ClientConnection:
         self.timeout = timeout
         self.max_timeout = max_timeout
         self._out = _Requests()
-        self.closed = False
 
     def next_id(self) -> int:
         return self._out.next_id()
@@ -416,7 +409,6 @@ class ClientConnection:
         return self._out.pending
 
     def close(self) -> list[Outbound]:
-        self.closed = True
         return self._out.close()
 
 

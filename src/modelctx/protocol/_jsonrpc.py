@@ -14,7 +14,7 @@ more than it saves. ``decode`` raises ``ParseError`` or ``InvalidRequest`` with
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 import msgspec
 
@@ -32,6 +32,7 @@ __all__ = [
     "notification",
     "result_response",
     "error_response",
+    "is_request_id",
 ]
 
 _decoder = msgspec.json.Decoder()
@@ -85,7 +86,8 @@ class Response:
 Message = Request | Notification | Response
 
 
-def _valid_id(value: Any) -> bool:
+def is_request_id(value: object) -> TypeGuard[str | int]:
+    """Is ``value`` a JSON-RPC id MCP allows: a string or an integer (not null, not a bool)?"""
     # bool is an int subclass; JSON true is no id. null ids are forbidden (basic/index.mdx).
     return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
 
@@ -128,8 +130,7 @@ def from_object(obj: Any) -> Message:
             )
         if not has_id:
             return Notification(method, params)
-        if not isinstance(msg_id, (str, int)) or isinstance(msg_id, bool):
-            # bool is an int subclass (JSON true is no id); null ids are forbidden.
+        if not is_request_id(msg_id):
             raise InvalidRequest('Invalid Request: "id" must be a string or an integer')
         return Request(msg_id, method, params)
     if "result" in obj or "error" in obj:
@@ -140,12 +141,12 @@ def from_object(obj: Any) -> Message:
             raise InvalidRequest('Invalid Request: "error" must be an object with an integer code')
         if result is not None and not isinstance(result, dict):
             raise InvalidRequest('Invalid Request: "result" must be an object')
-        return Response(msg_id if _valid_id(msg_id) else None, result, error)
+        return Response(msg_id if is_request_id(msg_id) else None, result, error)
     raise _with_id(InvalidRequest('Invalid Request: no "method", "result" or "error"'), msg_id)
 
 
 def _with_id(exc: ProtocolError, msg_id: Any) -> ProtocolError:
-    if _valid_id(msg_id):
+    if is_request_id(msg_id):
         exc.request_id = msg_id
     return exc
 

@@ -99,10 +99,6 @@ class DuplexServer:
             await asyncio.wait(list(self._tasks), return_when=asyncio.FIRST_COMPLETED)
 
     # -- out -----------------------------------------------------------------------------
-    @property
-    def busy(self) -> bool:
-        return bool(self.connection.inflight)
-
     async def drain(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for the running requests to answer."""
         running = [t for t in self._tasks if not t.done()]
