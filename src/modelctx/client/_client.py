@@ -456,14 +456,15 @@ class Client:
         delay = 0.05
         retries = 2
         for round_number in range(self.options.max_rounds + 1):
+            call = {**params, **extra}
             try:
-                result = await self.session.request(method, {**params, **extra}, **kwargs)
+                result = await self.session.request(method, call, **kwargs)
             except UnsupportedProtocolVersion as exc:
                 # Retry with a version from data.supported (basic/versioning.mdx).
                 if not self.session.modern or retries == 0 or not self._adopt_supported(exc):
                     raise
                 retries -= 1
-                result = await self.session.request(method, {**params, **extra}, **kwargs)
+                result = await self.session.request(method, call, **kwargs)
             except SessionExpired:
                 # The server forgot our handshake session (HTTP 404): the client MUST
                 # initialize again (2025-11-25 transports.mdx), then the call is re-sent.
@@ -471,7 +472,7 @@ class Client:
                     raise
                 retries -= 1
                 await self._initialize()
-                result = await self.session.request(method, {**params, **extra}, **kwargs)
+                result = await self.session.request(method, call, **kwargs)
             kind = result.get("resultType", "complete")  # absent: an older server; complete
             if kind == "complete":
                 return result, round_number > 0

@@ -40,6 +40,7 @@ from ..protocol._headers import request_headers
 from ..protocol._jsonrpc import Message, Notification, Request, error_response
 from ..transports._base import ClientTransport, Outgoing
 from ..transports._session import resolve
+from ._options import _default_client_info
 
 __all__ = ["ClientSession", "RequestTimeout", "ProgressCallback"]
 
@@ -79,7 +80,7 @@ class ClientSession:
         self.connection = ClientConnection(timeout=timeout, max_timeout=max_timeout)
         self.version: str | None = None
         self.modern = True
-        self.client_info: dict[str, Any] = {"name": "modelctx", "version": "0.1.0"}
+        self.client_info: dict[str, Any] = _default_client_info()
         self.capabilities: dict[str, Any] = {}
         self.log_level: str | None = None
         self.on_notification: Callable[[Notification], None] | None = None

@@ -71,12 +71,11 @@ class Inbound:
 class Outbound:
     """A request this side sent and whose response it awaits."""
 
-    __slots__ = ("id", "method", "message", "deadline", "limit", "budget", "token", "handle")
+    __slots__ = ("id", "message", "deadline", "limit", "budget", "token", "handle")
 
     def __init__(
         self,
         request_id: RequestId,
-        method: str,
         message: dict[str, Any],
         deadline: float,
         limit: float,
@@ -84,7 +83,6 @@ class Outbound:
         token: RequestId | None,
     ) -> None:
         self.id = request_id
-        self.method = method
         self.message = message
         #: When the request times out; progress moves it back, never past ``limit``.
         self.deadline = deadline
@@ -204,9 +202,7 @@ class _Requests:
         if request_id in self.pending:
             raise InvalidRequest(f"request id {request_id!r} is already waiting for its response")
         limit = now + (max_timeout if max_timeout is not None else timeout)
-        outbound = Outbound(
-            request_id, message["method"], message, min(now + timeout, limit), limit, timeout, token
-        )
+        outbound = Outbound(request_id, message, min(now + timeout, limit), limit, timeout, token)
         self.pending[request_id] = outbound
         if token is not None:
             self._by_token[token] = outbound

@@ -33,9 +33,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import uuid
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, NoReturn, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, overload
 
 import msgspec
 
@@ -43,6 +42,7 @@ from ..errors import InvalidParams, MissingRequiredClientCapability
 from ..protocol import _meta
 from ..protocol._jsonrpc import Request
 from ..protocol._versions import Feature, features
+from ..transports._seam import ResponseStream, Send
 from ._elicit_form import FormSchema
 
 if TYPE_CHECKING:
@@ -60,18 +60,6 @@ __all__ = [
     "ListRoots",
     "Sample",
 ]
-
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-
-
-class ResponseStream(Protocol):
-    """The transport's hold on a request's response stream, where it can be closed
-    early (handshake-era Streamable HTTP only)."""
-
-    async def close(self, retry_ms: int) -> None:
-        """End the response now; keep the request's later messages for the client to
-        fetch after ``retry_ms``."""
-
 
 class InputRequired(BaseException):
     """Unwinds a modern handler that needs input; the dispatcher answers input_required.

@@ -15,19 +15,15 @@ from typing import Any
 
 from ..errors import ConnectionClosed
 from ..protocol._connection import (
-    Answer,
-    Cancel,
     Event,
-    Ignore,
     Inbound,
-    Notify,
     Reject,
     Serve,
     ServerConnection,
 )
-from ..protocol._jsonrpc import Message
+from ..protocol._jsonrpc import Notification
 from ._seam import Peer, ServerApp
-from ._session import HandshakeSession, Send, fail, settle
+from ._session import HandshakeSession, Send, act, fail
 
 __all__ = ["DuplexServer"]
 
@@ -53,9 +49,6 @@ class DuplexServer:
         """Take in one frame (a line of stdio); a malformed one is answered, never raised."""
         self._act(self.connection.receive_data(data))
 
-    def receive(self, message: Message) -> None:
-        self._act(self.connection.receive(message))
-
     def _act(self, event: Event) -> None:
         if isinstance(event, Serve):
             inbound = event.inbound
@@ -63,17 +56,13 @@ class DuplexServer:
             inbound.handle = task
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
-        elif isinstance(event, Notify):
-            self._app.notify(event.notification, self.peer)
-        elif isinstance(event, Cancel):
-            if event.inbound.handle is not None:
-                event.inbound.handle.cancel()
-        elif isinstance(event, Answer):
-            settle(event)
         elif isinstance(event, Reject):
             self._spawn(self._send(event.response))
-        elif isinstance(event, Ignore):
-            log.debug("ignored: %s", event.why)
+        else:
+            act(event, self._notify)
+
+    def _notify(self, notification: Notification) -> None:
+        self._app.notify(notification, self.peer)
 
     def _spawn(self, work: Awaitable[None]) -> None:
         task = self._loop.create_task(_await(work))

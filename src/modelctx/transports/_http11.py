@@ -112,7 +112,6 @@ class _Connection(asyncio.Protocol):
     def _reset(self) -> None:
         self.status = 0
         self.raw_headers: list[tuple[bytes, bytes]] = []
-        self.reason = b""
         self.headers_done = False
         self.complete = False
         self.chunks: list[bytes] = []
@@ -177,9 +176,6 @@ class _Connection(asyncio.Protocol):
     def on_message_begin(self) -> None:
         if self.complete:  # a second response to one request: the connection is confused
             self._fail(RemoteProtocolError, "the server sent more than one response")
-
-    def on_status(self, reason: bytes) -> None:
-        self.reason = reason
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self.raw_headers.append((name, value))

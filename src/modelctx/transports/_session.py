@@ -11,15 +11,18 @@ their responses by id and keeps their deadlines. Modern requests never touch a s
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..errors import ConnectionClosed, RequestTimeout, error_from_wire
-from ..protocol._connection import Answer, Outbound, ServerConnection
-from ..protocol._jsonrpc import Response
+from ..protocol._connection import Answer, Cancel, Event, Ignore, Notify, Outbound, ServerConnection
+from ..protocol._jsonrpc import Notification, Response
 
-__all__ = ["HandshakeSession", "Send", "fail", "resolve", "settle"]
+__all__ = ["HandshakeSession", "Send", "act", "fail", "resolve", "settle"]
+
+log = logging.getLogger("modelctx.server")
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -108,6 +111,21 @@ class HandshakeSession:
         self.outbound = None
         self.listener = None
         self._waiting.clear()
+
+
+def act(event: Event, notify: Callable[[Notification], None]) -> None:
+    """Do what a connection's event asks of any transport: cancel a running request,
+    pass a notification up (``notify``), settle one of our requests. Serving a request
+    and answering a rejected frame are the transport's own (they need its I/O)."""
+    if isinstance(event, Cancel):
+        if event.inbound.handle is not None:
+            event.inbound.handle.cancel()
+    elif isinstance(event, Notify):
+        notify(event.notification)
+    elif isinstance(event, Answer):
+        settle(event)
+    elif isinstance(event, Ignore):
+        log.debug("ignored: %s", event.why)
 
 
 def settle(event: Answer) -> None:

@@ -68,7 +68,7 @@ from ..errors import (
     UnsupportedProtocolVersion,
 )
 from ..protocol import _meta
-from ..protocol._connection import Answer, Cancel, Ignore, Notify, Reject, Serve
+from ..protocol._connection import Reject, Serve
 from ..protocol._framing import SSE_KEEPALIVE, sse_event
 from ..protocol._headers import check_headers, header_paths
 from ..protocol._jsonrpc import Message, Notification, Request, decode, encode, error_response
@@ -93,7 +93,7 @@ from ._asgi import (
     wait_or_keepalive,
 )
 from ._seam import Peer, ServerApp
-from ._session import HandshakeSession, settle
+from ._session import HandshakeSession, act
 from ._sse_resume import KeptStream, kept_after, resume
 from ._tuning import settle_heap
 
@@ -320,21 +320,13 @@ class HttpApp:
             else:  # nothing to cancel or answer outside a session (2026-07-28 is stateless)
                 log.debug("ignored %r outside a handshake session", message)
             return
-        event = session.connection.receive(message)
-        if isinstance(event, Cancel):
-            if event.inbound.handle is not None:
-                event.inbound.handle.cancel()
-        elif isinstance(event, Notify):
-            self.server.notify(event.notification, self._peer(session, principal))
-        elif isinstance(event, Answer):
-            settle(event)
-        elif isinstance(event, Ignore):
-            log.debug("ignored: %s", event.why)
+        peer = self._peer(session, principal)
+        act(session.connection.receive(message), lambda note: self.server.notify(note, peer))
 
     def _too_large(self) -> str:
         return f"Request body too large: the limit is {self.max_body} bytes"
 
-    def _era(self, message: Any, headers: dict[str, str], principal: Any = None) -> Any:
+    def _era(self, message: Any, headers: dict[str, str], principal: Any) -> Any:
         """The handshake session the message belongs to, or None for modern/initialize.
 
         A message is modern when its ``_meta`` names a version or its
@@ -473,7 +465,11 @@ class HttpApp:
                     session.connection.cancel(inbound)
                 response = session.connection.finish(inbound, response)
         if stopping:
-            await self._stopped(request, stream, send)
+            # 503: send it again (elsewhere, or once the server is back).
+            await self._cut_short(
+                request, stream, send, 503,
+                "Server shutting down: the request was stopped; send it again", [(b"retry-after", b"1")],
+            )
             return
         if guard.requested:
             guard.settle()
@@ -483,7 +479,10 @@ class HttpApp:
             if session is not None and session.closed:
                 # The session ended under the request (DELETE, shutdown): the client
                 # still gets a JSON-RPC answer, never a bare 202.
-                await self._session_ended(request, stream, send)
+                await self._cut_short(
+                    request, stream, send, 404,
+                    "Session ended while the request ran; send initialize again and retry",
+                )
                 return
             # Cancelled by notifications/cancelled on a handshake session; a handler that
             # swallowed its CancelledError still must not answer (cancellation.mdx).
@@ -507,36 +506,29 @@ class HttpApp:
             status = status_for(error.get("code"), checked=True)
         await send_json(send, status, response, extra)
 
-    async def _stopped(self, request: Request, stream: _Reply, send: ASGISend) -> None:
-        """Answer a request cut short by the server stopping: 503 and a JSON-RPC error
-        that says to send it again (elsewhere, or once the server is back)."""
-        error = error_response(
-            request.id, InternalError("Server shutting down: the request was stopped; send it again")
-        )
+    async def _cut_short(
+        self,
+        request: Request,
+        stream: _Reply,
+        send: ASGISend,
+        status: int,
+        text: str,
+        extra: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
+        """Answer a request whose run was cut short (the server stopping, its session
+        ending) with a JSON-RPC error, on the SSE stream if it started, else ``status``."""
+        error = error_response(request.id, InternalError(text))
         try:
             if stream.started:
                 await stream.finish(error)
             else:
-                await send_json(send, 503, error, [(b"retry-after", b"1")])
-        except OSError:
-            pass  # the connection went first
-
-    async def _session_ended(self, request: Request, stream: _Reply, send: ASGISend) -> None:
-        error = error_response(
-            request.id,
-            InternalError("Session ended while the request ran; send initialize again and retry"),
-        )
-        try:
-            if stream.started:
-                await stream.finish(error)
-            else:
-                await send_json(send, 404, error)
+                await send_json(send, status, error, extra)
         except OSError:
             pass  # the connection went first
 
     # -- GET and DELETE (handshake era only) -------------------------------------------------
     async def _get(
-        self, headers: dict[str, str], receive: Receive, send: ASGISend, principal: Any = None
+        self, headers: dict[str, str], receive: Receive, send: ASGISend, principal: Any
     ) -> None:
         accept = headers.get("accept", "")
         session_id = headers.get("mcp-session-id")
@@ -585,7 +577,7 @@ class HttpApp:
         except OSError:
             pass
 
-    async def _delete(self, headers: dict[str, str], send: ASGISend, principal: Any = None) -> None:
+    async def _delete(self, headers: dict[str, str], send: ASGISend, principal: Any) -> None:
         session_id = headers.get("mcp-session-id")
         if session_id is None:
             await send_plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])

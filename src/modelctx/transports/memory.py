@@ -12,7 +12,7 @@ import contextlib
 from typing import Any
 
 from ..errors import ConnectionClosed
-from ..protocol._jsonrpc import decode, encode
+from ..protocol._jsonrpc import decode, encode, notification
 from ._base import ClientTransport, Outgoing, TransportEvents
 from ._duplex import DuplexServer
 from ._seam import ServerApp
@@ -54,8 +54,7 @@ class MemoryTransport(ClientTransport):
             params: dict[str, Any] = {"requestId": request_id}
             if reason:
                 params["reason"] = reason
-            note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
-            self._served.receive_data(encode(note))
+            self._served.receive_data(encode(notification("notifications/cancelled", params)))
 
     async def close(self) -> None:
         if self._closed:

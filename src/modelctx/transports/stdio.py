@@ -148,17 +148,16 @@ async def _read(reader: asyncio.StreamReader, served: DuplexServer, writer: _Wri
             if tail.strip():
                 served.receive_data(tail)
             return
+        too_long: LineTooLong | None = None
         try:
             complete = lines.feed(chunk)
-        except LineTooLong as exc:  # a line too long to hold: answer it and go on
-            for line in exc.lines:
-                if line.strip():
-                    served.receive_data(line)
-            await writer.send(error_response(None, InvalidRequest(f"Invalid Request: {exc}")))
-            continue
+        except LineTooLong as exc:  # the lines before it are served; it is answered
+            complete, too_long = exc.lines, exc
         for line in complete:
             if line.strip():
                 served.receive_data(line)
+        if too_long is not None:
+            await writer.send(error_response(None, InvalidRequest(f"Invalid Request: {too_long}")))
 
 
 async def serve_stdio_async(
