@@ -56,6 +56,11 @@ class LifespanHolds:
         self._up = False
 
     @property
+    def configured(self) -> bool:
+        """Was the server given a lifespan at all?"""
+        return self._lifespan is not None
+
+    @property
     def running(self) -> bool:
         """Has the lifespan finished starting, and not begun stopping?"""
         return self._up

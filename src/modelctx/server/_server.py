@@ -173,7 +173,6 @@ class Server:
         self._completions = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lifespan = LifespanHolds(self, lifespan)
-        self._has_lifespan = lifespan is not None
         self.extensions = _checked_extensions(extensions)
         self.dispatcher = Dispatcher(self)
 
@@ -195,8 +194,8 @@ class Server:
         function that returns at once (no I/O, no sleep, no long computation), since
         while it runs no other request of this server makes progress.
         """
-        _check_options("tool", options, _TOOL_OPTIONS)
         if fn is None:
+            _check_options("tool", options, _TOOL_OPTIONS)  # at once, not when applied
             return lambda f: self.tool(f, **options)
         self.add_tool(fn, **options)
         return fn
@@ -477,7 +476,7 @@ class Server:
 
         Raises ``RuntimeError`` when the server has a lifespan that is not running.
         """
-        if self._has_lifespan and not self._lifespan.running:
+        if self._lifespan.configured and not self._lifespan.running:
             raise RuntimeError(
                 f"server {self.name!r} has a lifespan but it is not running: serve it with "
                 "server.run(), `modelctx serve` or Client(server), or hold "

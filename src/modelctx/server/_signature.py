@@ -344,12 +344,11 @@ def strip_annotated(tp: Any) -> Any:
     return tp
 
 
-_strip = strip_annotated
 
 
 def _is_context(tp: Any, context_type: type) -> bool:
     """``Context``, ``Context | None`` or ``Optional[Context]``."""
-    tp = _strip(tp)
+    tp = strip_annotated(tp)
     if isinstance(tp, type) and issubclass(tp, context_type):
         return True
     args = [a for a in get_args(tp) if a is not type(None)]
@@ -402,7 +401,7 @@ def _content_kind(tp: Any) -> str | None:
     """None: data; "text": str-like; "blocks": names a content class."""
     from ._content import Audio, EmbeddedResource, Image, ResourceLink, Text, ToolResult
 
-    tp = _strip(tp)
+    tp = strip_annotated(tp)
     if tp is _MISSING or tp is None or tp is type(None) or tp is Any:
         return "text"
     if tp is str:
