@@ -112,6 +112,7 @@ class _Connection(asyncio.Protocol):
     def _reset(self) -> None:
         self.status = 0
         self.raw_headers: list[tuple[bytes, bytes]] = []
+        self.headers: dict[str, str] = {}
         self.headers_done = False
         self.complete = False
         self.chunks: list[bytes] = []
@@ -186,11 +187,15 @@ class _Connection(asyncio.Protocol):
             self._informational = True
             self.raw_headers = []
             return
-        framed = False  # by Content-Length or chunked coding; else the body ends at close
-        for name, value in self.raw_headers:
-            lower = name.lower()
-            if lower == b"content-length" or (lower == b"transfer-encoding" and b"chunked" in value.lower()):
-                framed = True
+        # Lower-case names, repeated fields joined with ", ", read once for all.
+        headers: dict[str, str] = {}
+        for raw_name, raw_value in self.raw_headers:
+            name = raw_name.decode("latin-1").lower()
+            value = raw_value.decode("latin-1")
+            headers[name] = f"{headers[name]}, {value}" if name in headers else value
+        self.headers = headers
+        # Framed by Content-Length or chunked coding; else the body ends at close.
+        framed = "content-length" in headers or "chunked" in headers.get("transfer-encoding", "").lower()
         self.until_close = status not in (204, 304) and not framed
         self.status = status
         self.headers_done = True
@@ -330,13 +335,8 @@ class Response:
         self._timeout = timeout
         self._released = False
         self.status_code = conn.status
-        headers: dict[str, str] = {}
-        for raw_name, raw_value in conn.raw_headers:
-            name = raw_name.decode("latin-1").lower()
-            value = raw_value.decode("latin-1")
-            headers[name] = f"{headers[name]}, {value}" if name in headers else value
-        self.headers = headers
-        self._decoder = _decoder(headers.get("content-encoding"))
+        self.headers = conn.headers
+        self._decoder = _decoder(conn.headers.get("content-encoding"))
 
     @property
     def is_success(self) -> bool:
