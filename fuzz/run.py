@@ -60,11 +60,11 @@ def seeds(corpus: Path) -> None:
     (corpus / "template").write_bytes(b"\x10x://{a}/{+b}{?q}x://one/two?q=3")
 
 
-def run(target: str, runs: int, workdir: Path, findings: Path) -> int:
+def run(target: str, runs: int, seed: int, workdir: Path, findings: Path) -> int:
     corpus = workdir / target
     seeds(corpus)
     argv = [
-        sys.executable, str(HERE / "run_one.py"), target, f"-runs={runs}", "-max_len=4096",
+        sys.executable, str(HERE / "run_one.py"), target, f"-runs={runs}", f"-seed={seed}", "-max_len=4096",
         "-timeout=10", "-rss_limit_mb=2048", f"-artifact_prefix={findings}/{target}-", str(corpus),
     ]
     started = time.monotonic()
@@ -83,6 +83,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, help="inputs a target (default: RUNS)")
     parser.add_argument("--only", action="append", help="a target by name (repeatable)")
+    # A fixed seed makes the CI run the same every time (a finding reproduces); pass
+    # another to explore other inputs.
+    parser.add_argument("--seed", type=int, default=1, help="libFuzzer's seed (default 1)")
     args = parser.parse_args()
     targets = args.only or list(RUNS)
     findings = HERE / "findings"
@@ -90,7 +93,7 @@ def main() -> None:
     total = 0
     with tempfile.TemporaryDirectory(prefix="modelctx-fuzz-") as workdir:
         for target in targets:
-            total += run(target, args.runs or RUNS[target], Path(workdir), findings)
+            total += run(target, args.runs or RUNS[target], args.seed, Path(workdir), findings)
     print(f"{'all targets':<18} {total:>10,} inputs, no crash and no hang")
 
 

@@ -79,6 +79,7 @@ class UriTemplate:
     def __init__(self, template: str) -> None:
         self.template = template
         self._parts = _parse(template)
+        _refuse_runs(template, self._parts)
         names = [v.name for part in self._parts if isinstance(part, _Expression) for v in part.variables]
         self.variables: list[str] = list(dict.fromkeys(names))  # a name may appear twice
         self._regex, self._groups = _compile(self._parts)
@@ -171,6 +172,29 @@ def _parse_var(template: str, spec: str, at: int) -> _Var:
             "'.' inside, or %-encoded characters",
         )
     return _Var(name, prefix, explode)
+
+
+# Expressions with no leading character of their own: read back from a URI, nothing
+# marks where one value ends and the next begins.
+_UNMARKED = ("", "+")
+
+
+def _refuse_runs(template: str, parts: list[str | _Expression]) -> None:
+    """Refuse three or more unmarked expressions in a row (``{a}{b}{c}``).
+
+    Such a template has no one reading of a URI, and trying them all costs the regex
+    time that grows as the URI's length to the power of the run (a 200-character URI
+    took minutes); two in a row (RFC 6570's own ``{+path}{var}``) stay allowed.
+    """
+    run = 0
+    for part in parts:
+        run = run + 1 if isinstance(part, _Expression) and part.operator in _UNMARKED else 0
+        if run == 3:
+            raise RegistrationError(
+                f"URI template {template!r} has three or more expressions in a row with "
+                "nothing between them, so a URI cannot say where one value ends: put a "
+                "literal (such as '/') between them"
+            )
 
 
 def _error(template: str, what: str) -> RegistrationError:
