@@ -77,6 +77,17 @@ def test_stdio_the_error_keeps_the_id_when_it_could_be_read(stdio_server):
     assert error_of(response)["code"] == -32600
 
 
+@pytest.mark.parametrize(
+    "line, named",
+    [(b"null", "got null"), (b"42", "got a number"), (b"true", "got a boolean"), (b'"x"', "got a string")],
+)
+def test_stdio_a_message_that_is_no_object_is_named_by_its_json_type(stdio_server, line, named):
+    # The peer wrote JSON, so the error speaks JSON ("null"), not Python ("NoneType").
+    stdio_server.send_raw(line)
+
+    assert error_of(stdio_server.recv())["message"].endswith(named)
+
+
 # -- unknown methods and wrong params -------------------------------------------------------
 def test_stdio_an_unknown_method_is_method_not_found(stdio_server):
     response = stdio_server.call(request(1, "tools/frobnicate"))

@@ -105,13 +105,27 @@ def decode(data: bytes | str) -> Message:
     return from_object(obj)
 
 
+def json_type(value: Any) -> str:
+    """The JSON name of a decoded value's type, for errors a peer reads (``null``, not
+    ``NoneType``)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
+
+
 def from_object(obj: Any) -> Message:
     """Check the shape of an already-decoded JSON value."""
     if not isinstance(obj, dict):
         if isinstance(obj, list):
             raise InvalidRequest("Invalid Request: JSON-RPC batches are not supported by MCP")
         raise InvalidRequest(
-            f"Invalid Request: a message must be a JSON object, got {type(obj).__name__}"
+            f"Invalid Request: a message must be a JSON object, got {json_type(obj)}"
         )
     msg_id = obj.get("id")
     has_id = "id" in obj
