@@ -24,7 +24,7 @@ HERE = Path(__file__).parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
-# Inputs a target in the CI run: 1,420,000 in all, about four minutes on 2 cores. The
+# Inputs a target in the CI run: 1,480,000 in all, about four minutes on 2 cores. The
 # HTTP app runs an event loop per input, so it gets fewer.
 RUNS = {
     "jsonrpc_decode": 300_000,
@@ -36,6 +36,7 @@ RUNS = {
     "uri_template": 150_000,
     "request_state": 150_000,
     "http_app": 30_000,
+    "client_replies": 60_000,
 }
 DONE = re.compile(r"^Done (\d+) runs in (\d+) second", re.MULTILINE)
 
@@ -58,6 +59,19 @@ def seeds(corpus: Path) -> None:
     (corpus / "request").write_bytes(json.dumps(request).encode())
     (corpus / "sse").write_bytes(b"\x05event: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\r\n\r\n")
     (corpus / "template").write_bytes(b"\x10x://{a}/{+b}{?q}x://one/two?q=3")
+    # Server replies, a line a request, for client_replies (discover, tools/list, tools/call...).
+    replies = [
+        {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}, "serverInfo": {"name": "s", "version": "1"}},
+        {"tools": [{"name": "t", "inputSchema": {"type": "object", "properties": {"a": {"type": "integer", "x-mcp-header": "A"}}},
+                    "outputSchema": {"type": "object", "required": ["z"]}}], "nextCursor": "c"},
+        {"resultType": "input_required", "requestState": "s", "inputRequests": {"q": {"method": "elicitation/create", "params": {
+            "mode": "form", "message": "m", "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}}}},
+        {"content": [{"type": "text", "text": "x"}], "structuredContent": {"z": 1}, "isError": False},
+        {"contents": [{"uri": "x://a", "text": "t"}, {"uri": "x://a", "blob": "AA=="}], "ttlMs": 5, "cacheScope": "public"},
+        {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}]},
+        {"completion": {"values": ["a"], "total": 1, "hasMore": False}},
+    ]
+    (corpus / "replies").write_bytes(b"\n".join(json.dumps(r).encode() for r in replies))
 
 
 def run(target: str, runs: int, seed: int, workdir: Path, findings: Path) -> int:

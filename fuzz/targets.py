@@ -9,20 +9,22 @@ input to a ``crash-*`` file, which becomes a regression test.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from typing import Any
 
 import atheris
 
 with atheris.instrument_imports():
-    from modelctx import Server, ToolError
-    from modelctx.errors import HeaderMismatch, InvalidParams, ProtocolError, RegistrationError
+    from modelctx import Client, ClientHandlers, Server, ToolError
+    from modelctx.errors import HeaderMismatch, InvalidParams, MCPError, ProtocolError, RegistrationError
     from modelctx.protocol._connection import ClientConnection, ServerConnection
     from modelctx.protocol._framing import LineBuffer, LineTooLong, SSEParser, response_id
     from modelctx.protocol._headers import check_headers, decode_value
     from modelctx.protocol._jsonrpc import decode
     from modelctx.protocol._request_state import StateSealer
     from modelctx.server._uri_template import UriTemplate
+    from modelctx.transports._base import ClientTransport, Outgoing, TransportEvents
     from modelctx.transports.http import HttpApp
 
 
@@ -179,6 +181,70 @@ def http_app(data: bytes) -> None:
         raise AssertionError(f"answered {status} to {method!r} {headers!r} {body[:200]!r}")
 
 
+class _ScriptedServer(ClientTransport):
+    """A server that answers the client's n-th request with the n-th line of the input as
+    its ``result`` (a line starting with ``!`` is sent as a whole message instead: an
+    error, a notification, a request of the server's), so the client's handling of
+    whatever a server replies is what gets fuzzed."""
+
+    def __init__(self, lines: list[bytes]) -> None:
+        self.lines = lines
+        self.events: TransportEvents | None = None
+
+    async def connect(self, events: TransportEvents) -> None:
+        self.events = events
+
+    async def send(self, outgoing: Outgoing) -> None:
+        request_id = outgoing.request_id
+        if request_id is None or self.events is None:
+            return
+        line = self.lines.pop(0) if self.lines else b"{}"
+        frame = line[1:] if line.startswith(b"!") else b'{"jsonrpc":"2.0","id":%s,"result":%s}' % (
+            json.dumps(request_id).encode(), line,
+        )
+        try:
+            message = decode(frame)
+        except ProtocolError as exc:
+            self.events.request_failed(request_id, exc)
+            return
+        self.events.message(message)
+        if line.startswith(b"!"):  # the request itself still needs an answer
+            self.events.request_failed(request_id, ProtocolError("no answer"))
+
+    async def cancel(self, request_id: str | int, reason: str | None = None) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+
+async def _client_calls(lines: list[bytes]) -> None:
+    async def elicit(params: Any) -> dict[str, Any]:
+        return {"action": "accept", "content": {"name": "x"}}
+
+    client = Client(
+        _ScriptedServer(lines), mode="2026-07-28", timeout=1.0,
+        handlers=ClientHandlers(elicitation=elicit),
+    )
+    await client.connect()
+    calls = (
+        client.discover, client.list_tools, lambda: client.call_tool("t", {"a": 1}),
+        client.list_resources, client.list_resource_templates, lambda: client.read_resource("x://a"),
+        client.list_prompts, lambda: client.get_prompt("p", {"a": "b"}), client.tools,
+        lambda: client.complete({"type": "ref/prompt", "name": "p"}, "a", "b"),
+    )
+    for call in calls:
+        try:
+            await call()
+        except MCPError:
+            pass  # what a bad reply may give: MalformedResponse, the server's error...
+    await client.close()
+
+
+def client_replies(data: bytes) -> None:
+    _LOOP.run_until_complete(asyncio.wait_for(_client_calls(data.split(b"\n")), 10))
+
+
 TARGETS: dict[str, Callable[[bytes], None]] = {
     "jsonrpc_decode": jsonrpc_decode,
     "server_connection": server_connection,
@@ -189,4 +255,5 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "uri_template": uri_template,
     "request_state": request_state,
     "http_app": http_app,
+    "client_replies": client_replies,
 }
