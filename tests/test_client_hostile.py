@@ -11,14 +11,16 @@ import asyncio
 import contextlib
 import json
 import sys
+import tracemalloc
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from modelctx.client import Client
-from modelctx.errors import ParseError
+from modelctx.client import Client, ClientHandlers
+from modelctx.client._session import MAX_SERVER_REQUESTS
+from modelctx.errors import MalformedResponse, ParseError
 from modelctx.transports.http_client import HttpClientTransport
 
 HOSTILE = Path(__file__).parent / "servers" / "hostile_server.py"
@@ -216,5 +218,72 @@ def test_http_sse_lines_may_end_in_cr_crlf_or_lf(newline):
     async def main() -> None:
         async with http_client(by_tool({"stream": stream})) as client:
             assert text_of(await client.call_tool("stream")) == "ended"
+
+    run(main())
+
+
+# -- floods: what a server can make the client hold (SECURITY.md, Limits) ---------------------
+
+
+def test_a_listener_that_does_not_keep_up_loses_the_oldest_events_not_memory():
+    # The server answers subscriptions/listen with 200,000 notifications while the
+    # application reads only the first: the client keeps the newest MAX_UNREAD_EVENTS.
+    async def main() -> None:
+        async with stdio_client() as client:
+            tracemalloc.start()
+            try:
+                events = client.listen(tools=True)
+                assert (await anext(events)).kind == "tools"
+                # The server reads the call after writing the whole flood: its answer
+                # means the client has read all of it.
+                assert text_of(await client.call_tool("echo", {"text": "after"})) == "after"
+                held, _peak = tracemalloc.get_traced_memory()
+            finally:
+                tracemalloc.stop()
+            await events.aclose()
+            # Unbounded, 200,000 Notification objects hold well over 100 MB.
+            assert held < 20 * 1024 * 1024, f"{held / 1e6:.1f} MB held after the flood"
+
+    run(main())
+
+
+def test_a_round_asking_for_thousands_of_inputs_is_refused_without_asking_the_user():
+    asked = []
+
+    async def roots() -> list[str]:
+        asked.append(1)
+        return []
+
+    async def main() -> None:
+        client = Client(
+            [sys.executable, str(HOSTILE)], mode="2026-07-28", timeout=DEADLINE,
+            handlers=ClientHandlers(roots=roots),
+        )
+        async with client:
+            with pytest.raises(MalformedResponse, match="10000 inputs in one round"):
+                await client.call_tool("many_inputs")
+            assert text_of(await client.call_tool("echo", {"text": "after"})) == "after"
+        assert asked == []
+
+    run(main())
+
+
+def test_a_flood_of_server_requests_is_refused_past_the_bound_at_once():
+    # Handshake era: the server asks 1,000 questions of a user who answers none; the
+    # client holds MAX_SERVER_REQUESTS of them and refuses the rest at once.
+    never = asyncio.Event()
+
+    async def elicit(question: Any) -> dict[str, Any]:
+        await never.wait()
+        return {"action": "cancel"}
+
+    async def main() -> None:
+        client = Client(
+            [sys.executable, str(HOSTILE)], mode="handshake", timeout=DEADLINE,
+            handlers=ClientHandlers(elicitation=elicit),
+        )
+        async with client:
+            result = await client.call_tool("ask_flood")
+        assert text_of(result) == f"refused={1000 - MAX_SERVER_REQUESTS}"
 
     run(main())

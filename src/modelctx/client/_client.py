@@ -29,6 +29,7 @@ import logging
 import shlex
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
 
 import msgspec
@@ -61,7 +62,7 @@ from ..transports._base import ClientTransport
 from ..transports._seam import ServerApp
 from ._cache import ResultCache
 from ._options import ClientHandlers, ClientOptions, Elicitation
-from ._session import ClientSession, ProgressCallback
+from ._session import ClientSession, EventQueue, ProgressCallback
 
 if TYPE_CHECKING:
     from ..protocol.types import v2026_07_28 as wire
@@ -219,7 +220,7 @@ class Client:
         self._tools: dict[str, dict[str, Any]] = {}
         self._param_paths: dict[str, dict[str, tuple[str, ...]]] = {}
         self._tools_listed = False  # tools/list fetched since the last tools list_changed
-        self._listeners: set[asyncio.Queue[SubscriptionEvent | BaseException]] = set()
+        self._listeners: set[EventQueue] = set()
         self._connected = False
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -245,7 +246,7 @@ class Client:
     async def close(self) -> None:
         """End the connection: a subprocess gets stdin closed, then SIGTERM, then SIGKILL."""
         for queue in list(self._listeners):
-            queue.put_nowait(ConnectionClosed(f"{self.transport.name}: the client was closed"))
+            queue.offer(ConnectionClosed(f"{self.transport.name}: the client was closed"))
         await self.session.aclose()
         await self.transport.close()
 
@@ -388,7 +389,7 @@ class Client:
             event = ResourceUpdated(uri)
         if event is not None and not self.session.modern:
             for queue in self._listeners:
-                queue.put_nowait(event)
+                queue.offer(event)
         if self.handlers.notification is not None:
             self.handlers.notification(note)
 
@@ -503,6 +504,13 @@ class Client:
         )
 
     async def _answer_all(self, requests: dict[str, Any]) -> dict[str, Any]:
+        if len(requests) > MAX_INPUT_REQUESTS:
+            # Each input request may be a dialog for the user: a server asking for
+            # thousands at once is broken or hostile, and none of them is shown.
+            raise MalformedResponse(
+                f"{self.transport.name} asked for {len(requests)} inputs in one round; this "
+                f"client answers at most {MAX_INPUT_REQUESTS} a round"
+            )
         keys = list(requests)
 
         async def one(key: str) -> dict[str, Any]:
@@ -701,7 +709,7 @@ class Client:
             async for event in self._listen_modern(tools, prompts, resources, list(resource_uris), reconnect):
                 yield event
             return
-        queue: asyncio.Queue[SubscriptionEvent | BaseException] = asyncio.Queue()
+        queue = EventQueue()
         self._listeners.add(queue)
         try:
             for uri in resource_uris:
@@ -748,7 +756,7 @@ class Client:
                     timeout=24 * 3600.0,
                 )
             )
-            stream.add_done_callback(queue.put_nowait)  # the queue hears when the stream ends
+            stream.add_done_callback(partial(_stream_ended, queue))
             ended_gracefully = False
             try:
                 while True:
@@ -786,6 +794,14 @@ class Client:
                 return
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, 30.0)
+
+
+def _stream_ended(queue: EventQueue, stream: asyncio.Future[Any]) -> None:
+    """The listen queue hears when its stream ends; the stream's error counts as read
+    even if the application never reads that far (no "exception never retrieved")."""
+    if not stream.cancelled():
+        stream.exception()
+    queue.offer(stream)
 
 
 def _cursor(cursor: str | None) -> dict[str, Any]:
@@ -837,6 +853,9 @@ _CACHEABLE_RESULTS = frozenset(
 )
 
 _ResultT = TypeVar("_ResultT", bound=msgspec.Struct)
+
+#: Input requests (elicitation, sampling, roots) one input_required round may hold.
+MAX_INPUT_REQUESTS = 64
 
 
 def _convert(result: dict[str, Any], cls: type[_ResultT]) -> _ResultT:

@@ -25,7 +25,7 @@ import math
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..errors import ConnectionClosed, MCPError, MethodNotFound, ProtocolError, RequestTimeout
+from ..errors import ConnectionClosed, InternalError, MCPError, MethodNotFound, ProtocolError, RequestTimeout
 from ..protocol import _meta
 from ..protocol._connection import (
     Answer,
@@ -68,6 +68,34 @@ class _Waiter:
         self.progress = progress
 
 
+# What a hostile or runaway server can make this client hold (SECURITY.md, Limits).
+#: Notifications a listen stream keeps unread before the oldest are dropped.
+MAX_UNREAD_EVENTS = 1024
+#: Handshake-era server-to-client requests answered at once; beyond it, an error at once.
+MAX_SERVER_REQUESTS = 64
+
+
+class EventQueue(asyncio.Queue[Any]):
+    """The notifications of one listener, at most ``MAX_UNREAD_EVENTS`` unread.
+
+    ``offer`` drops the oldest unread one when full: a server that sends faster than
+    the application reads costs events, never memory; the newest (the stream's end
+    among them) always gets in.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(MAX_UNREAD_EVENTS)
+        self.dropped = 0
+
+    def offer(self, item: Any) -> None:
+        if self.full():
+            self.get_nowait()
+            self.dropped += 1
+            if self.dropped % 1000 == 1:  # the first, then now and then: not a log flood
+                log.warning("a listener fell %d events behind; %d dropped so far", self.maxsize, self.dropped)
+        self.put_nowait(item)
+
+
 class ClientSession:
     def __init__(
         self,
@@ -87,9 +115,10 @@ class ClientSession:
         self.on_server_request: Callable[[Request], Awaitable[dict[str, Any]]] | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = math.inf
-        self._subscriptions: dict[str | int, asyncio.Queue[Any]] = {}
+        self._subscriptions: dict[str | int, EventQueue] = {}
         self._closed: BaseException | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._answering = 0  # handshake-era server requests being answered
 
     @property
     def timeout(self) -> float:
@@ -112,9 +141,12 @@ class ClientSession:
         elif isinstance(event, Notify):
             self._notification(event.notification)
         elif isinstance(event, Serve):
-            task = asyncio.get_running_loop().create_task(self._answer(event.inbound.request))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            request = event.inbound.request
+            if self._answering >= MAX_SERVER_REQUESTS:
+                self._spawn(self._refuse, request)
+                return
+            self._answering += 1
+            self._spawn(self._answer, request)
         elif isinstance(event, Ignore):
             log.debug("%s: %s", self.transport.name, event.why)
 
@@ -133,7 +165,7 @@ class ClientSession:
             self._timer.cancel()
             self._timer = None
         for queue in self._subscriptions.values():
-            queue.put_nowait(exc)
+            queue.offer(exc)
 
     # -- deadlines: one timer for the earliest ----------------------------------------------
     def _arm(self, deadline: float) -> None:
@@ -166,7 +198,7 @@ class ClientSession:
             sub_id = params.get("requestId")
         queue = self._subscriptions.get(sub_id) if isinstance(sub_id, (str, int)) else None
         if queue is not None:
-            queue.put_nowait(note)
+            queue.offer(note)
         if self.on_notification is not None:
             try:
                 self.on_notification(note)
@@ -177,15 +209,29 @@ class ClientSession:
         try:
             result = fn(*args)
         except Exception:
-            log.exception("progress callback failed")
+            log.exception("callback %r failed", fn)
             return
         if asyncio.iscoroutine(result):
             task = asyncio.get_running_loop().create_task(result)
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
+    async def _refuse(self, request: Request) -> None:
+        """Answer a server request past ``MAX_SERVER_REQUESTS`` with an error, at once."""
+        error = InternalError(
+            f"Client busy: {MAX_SERVER_REQUESTS} requests of this server are already waiting "
+            "for an answer; send this one again once they are answered"
+        )
+        await self._send_answer(error_response(request.id, error))
+
     async def _answer(self, request: Request) -> None:
         """Answer a handshake-era server-to-client request."""
+        try:
+            await self._send_answer(await self._answer_of(request))
+        finally:
+            self._answering -= 1
+
+    async def _answer_of(self, request: Request) -> dict[str, Any]:
         try:
             if self.on_server_request is None:
                 raise MethodNotFound(f"Method not found: {request.method}")
@@ -196,14 +242,17 @@ class ClientSession:
         except Exception as exc:
             log.exception("handler for %s failed", request.method)
             response = error_response(request.id, ProtocolError(f"Client handler failed: {type(exc).__name__}"))
+        return response
+
+    async def _send_answer(self, response: dict[str, Any]) -> None:
         try:
             await self.transport.send(Outgoing(response, self._handshake_headers(), handshake=True))
         except MCPError:
             pass
 
     # -- requests -------------------------------------------------------------------------
-    def subscribe_queue(self, request_id: str | int) -> asyncio.Queue[Any]:
-        queue: asyncio.Queue[Any] = asyncio.Queue()
+    def subscribe_queue(self, request_id: str | int) -> EventQueue:
+        queue = EventQueue()
         self._subscriptions[request_id] = queue
         return queue
 
