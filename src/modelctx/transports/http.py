@@ -871,18 +871,53 @@ def _graceful_uvicorn() -> type[Any]:
 # 16 KiB; its httptools path buffers a header line whole with no bound, so a client
 # that sends one endless header would grow the server's memory until it dies.
 MAX_REQUEST_HEAD = 1024 * 1024
+# Seconds a request head may take to arrive whole, from its first byte (the first
+# request of a connection: from the connection). uvicorn has no such deadline: its
+# keep-alive timeout (5 s) runs only between a response and the next request's first
+# byte, and not at all on a new connection, so a peer sending a header byte a second,
+# or nothing, would hold a connection for ever.
+HEADER_TIMEOUT = 10.0
 
 
-def _bounded_httptools() -> type[Any]:
+def _refusal(status: bytes, message: str) -> bytes:
+    """A whole HTTP/1.1 response refusing a request before the app saw it: ``status``
+    (the status line's code and reason), a JSON-RPC -32600 error, ``connection: close``."""
+    body = encode(error_response(None, InvalidRequest(message)))
+    return (
+        b"HTTP/1.1 %s\r\ncontent-type: application/json\r\nconnection: close\r\n"
+        b"content-length: %d\r\n\r\n%s" % (status, len(body), body)
+    )
+
+
+def _bounded_httptools(header_timeout: float = HEADER_TIMEOUT) -> type[Any]:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
     class BoundedHead(HttpToolsProtocol):
         """uvicorn's httptools protocol, answering 431 to a request head past
         ``MAX_REQUEST_HEAD`` bytes (counted after each feed, so a body that shares a
-        read with its headers is never counted)."""
+        read with its headers is never counted), and 408 to one not whole within
+        ``header_timeout`` seconds; either closes the connection.
+
+        The deadline costs a clock read per request: one timer per connection, armed
+        when a head begins and no timer is, re-armed for the head open when it fires.
+        """
 
         head_bytes = 0
         in_head = True
+        head_open = True  # a head has begun (or the connection opened) and is not whole
+        head_started = 0.0
+        head_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self.head_started = self.loop.time()  # a peer that never sends a byte
+            self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self.head_timer is not None:
+                self.head_timer.cancel()
+                self.head_timer = None
+            super().connection_lost(exc)
 
         def data_received(self, data: bytes) -> None:
             super().data_received(data)
@@ -890,28 +925,39 @@ def _bounded_httptools() -> type[Any]:
                 return
             self.head_bytes += len(data)
             if self.head_bytes > MAX_REQUEST_HEAD and not self.transport.is_closing():
-                body = encode(
-                    error_response(
-                        None,
-                        InvalidRequest(
-                            f"Request headers too large: the limit is {MAX_REQUEST_HEAD} bytes"
-                        ),
-                    )
-                )
-                self.transport.write(
-                    b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
-                    b"content-type: application/json\r\nconnection: close\r\n"
-                    b"content-length: %d\r\n\r\n%s" % (len(body), body)
-                )
+                limit = f"Request headers too large: the limit is {MAX_REQUEST_HEAD} bytes"
+                self.transport.write(_refusal(b"431 Request Header Fields Too Large", limit))
                 self.transport.close()
 
+        def on_message_begin(self) -> None:
+            if not self.head_open:  # the first head keeps the connection's start
+                self.head_open = True
+                self.head_started = self.loop.time()
+            if self.head_timer is None:
+                self._arm()
+            super().on_message_begin()
+
         def on_headers_complete(self) -> None:
-            self.in_head = False
+            self.in_head = self.head_open = False
             super().on_headers_complete()
 
         def on_message_complete(self) -> None:
             super().on_message_complete()
             self.in_head, self.head_bytes = True, 0
+
+        def _arm(self) -> None:
+            self.head_timer = self.loop.call_at(self.head_started + header_timeout, self._head_due)
+
+        def _head_due(self) -> None:
+            self.head_timer = None
+            if not self.head_open or self.transport.is_closing():
+                return
+            if self.loop.time() < self.head_started + header_timeout:
+                self._arm()  # a later head than the one this timer was armed for
+                return
+            late = f"The request headers did not arrive within {header_timeout:g} seconds"
+            self.transport.write(_refusal(b"408 Request Timeout", late))
+            self.transport.close()
 
     return BoundedHead
 
@@ -927,12 +973,18 @@ def serve_http(
 ) -> None:
     """Serve ``server`` on Streamable HTTP with uvicorn (httptools, uvloop when present).
 
+    ``header_timeout``: seconds a request head may take to arrive whole (default
+    ``HEADER_TIMEOUT``, 10; past it 408 and the connection closed); other ``options``
+    go to ``HttpApp``. Without httptools (uvicorn's h11 path) the head is bounded at
+    16 KiB by h11 but has no deadline.
+
     The socket is bound first: an address in use ends the process with one line saying
     so and what to do (``SystemExit``, status 1); ``ready_message``, if given, goes to
     stderr once the server is ready (its lifespan started, its socket listening).
     """
     import uvicorn
 
+    header_timeout = float(options.pop("header_timeout", HEADER_TIMEOUT))
     listening = _listen(host, port)
 
     options.setdefault("tune_gc", True)  # we own this process: tune its collector
@@ -951,7 +1003,7 @@ def serve_http(
     try:
         import httptools  # noqa: F401
 
-        config["http"] = _bounded_httptools()
+        config["http"] = _bounded_httptools(header_timeout)
     except ImportError:
         pass
     try:
