@@ -463,6 +463,13 @@ async def completion_complete(call: Call) -> dict[str, Any]:
 
 # -- subscriptions (basic/patterns/subscriptions.mdx) -------------------------------------
 async def subscriptions_listen(call: Call) -> dict[str, Any]:
+    """A listen stream: acknowledged, then the events its filter asks for, until the
+    client cancels it or the server ends it with this request's result.
+
+    Streams open at once are bounded (``ServerConfig.max_listens_per_principal``, 64,
+    and ``max_listens``, 10,000, see ``_bus.ListenSlots``): past either, an
+    ``InternalError`` naming the limit, before anything is subscribed or sent.
+    """
     wanted = call.params.get("notifications")
     if not isinstance(wanted, dict):
         raise InvalidParams("Invalid params: subscriptions/listen needs notifications (an object)")
