@@ -196,6 +196,19 @@ def test_a_request_past_the_sessions_in_flight_cap_is_refused_with_429_and_not_r
     assert alive(client, server, other, None)
 
 
+def test_a_second_get_stream_of_a_session_is_refused_with_409(start, client):
+    server = start()
+    session = open_session(client, server, None)
+    stream_headers = {**in_session(session, None), "accept": "text/event-stream"}
+    with client.stream("GET", server.url, headers=stream_headers) as first:
+        assert first.status_code == 200
+
+        second = client.get(server.url, headers=stream_headers)
+
+    assert second.status_code == 409
+    assert second.json()["error"]["message"].startswith("Conflict: this session's GET stream is already open")
+
+
 # -- listen streams ---------------------------------------------------------------------------
 class Listening:
     """An open ``subscriptions/listen`` stream (2026-07-28), acknowledged."""

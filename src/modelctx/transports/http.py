@@ -580,7 +580,13 @@ class HttpApp:
             await resume(session, kept, after, receive, send)
             return
         if session.http_stream_open:
-            await send_plain(send, 409, b"A stream is already open for this session")
+            # One GET stream per session (streamable-http.mdx); 409 Conflict, as the
+            # official SDKs answer a second one.
+            await _refuse(
+                send, 409,
+                "Conflict: this session's GET stream is already open; only one is allowed "
+                "per session (close it before opening another)",
+            )
             return
         queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(1024)
 
