@@ -9,7 +9,13 @@ RSS after 10,000 and after 30,000 (when reached), and checks the rules: no 5xx, 
 session in use survives the flood, and ending it answers the running call with a
 JSON-RPC error. Exit status 1 if a rule is broken. Bounded: it stops after ``--total``.
 
+With ``--principals N`` the flood is authenticated, spread over N principals in turn
+(``Authorization: Bearer flood<k>``), each held to ``--per-principal`` sessions (the
+server's ``max_sessions_per_principal``; by default the cap, so the anonymous flood
+meets the table's cap alone); the session in use then belongs to another principal.
+
     .venv/bin/python bench/initialize_flood.py --cap 1000 --total 30000
+    .venv/bin/python bench/initialize_flood.py --cap 1000 --total 30000 --principals 20 --per-principal 40
 """
 
 from __future__ import annotations
@@ -51,7 +57,8 @@ def rss_mb(pid: int) -> float:
 
 
 class Flood:
-    def __init__(self, port: int, pid: int, total: int) -> None:
+    def __init__(self, port: int, pid: int, total: int, principals: int = 0) -> None:
+        self.principals = principals
         self.port = port
         self.pid = pid
         self.total = total
@@ -75,12 +82,15 @@ class Flood:
         reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
         head = (
             f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\nContent-Type: application/json\r\n"
-            f"Accept: application/json, text/event-stream\r\nContent-Length: {len(INITIALIZE)}\r\n\r\n"
+            f"Accept: application/json, text/event-stream\r\nContent-Length: {len(INITIALIZE)}\r\n"
         ).encode()
+        heads = [head + b"\r\n"]
+        if self.principals:
+            heads = [head + b"Authorization: Bearer flood%d\r\n\r\n" % k for k in range(self.principals)]
         try:
             while self.sent < self.total:
                 self.sent += 1
-                writer.write(head + INITIALIZE)
+                writer.write(heads[self.sent % len(heads)] + INITIALIZE)
                 status_line = await asyncio.wait_for(reader.readline(), 15)
                 length = 0
                 while (line := await asyncio.wait_for(reader.readline(), 15)) not in (b"\r\n", b""):
@@ -112,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cap", type=int, default=1_000, help="max_sessions of the server (default 1000)")
     parser.add_argument("--total", type=int, default=30_000, help="initialize requests to send (default 30000)")
     parser.add_argument("--connections", type=int, default=8, help="concurrent connections (default 8)")
+    parser.add_argument("--principals", type=int, default=0, help="principals the flood comes from (default 0: anonymous)")
+    parser.add_argument("--per-principal", type=int, default=None, help="max_sessions_per_principal (default: the cap)")
     args = parser.parse_args(argv)
 
     port = free_port()
@@ -119,7 +131,10 @@ def main(argv: list[str] | None = None) -> int:
     log = tempfile.TemporaryFile()
     # This checkout's modelctx, whichever one the venv installed.
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")]))}
-    command = [sys.executable, str(SERVER), str(port), str(args.cap)]
+    per_principal = args.per_principal if args.per_principal is not None else args.cap
+    command = [sys.executable, str(SERVER), str(port), str(args.cap), str(per_principal)]
+    # The session in use: anonymous like an anonymous flood, else another principal's.
+    owner = {"authorization": "Bearer alice"} if args.principals else {}
     server = subprocess.Popen(command, stdout=log, stderr=log, env=env)
     broken: list[str] = []
     try:
@@ -133,30 +148,31 @@ def main(argv: list[str] | None = None) -> int:
                     raise SystemExit("the server did not start") from None
                 time.sleep(0.1)
         http = httpx.Client(timeout=30)
-        opened = http.post(url, content=INITIALIZE, headers={"content-type": "application/json", "accept": "application/json"})
+        opened = http.post(url, content=INITIALIZE, headers={"content-type": "application/json", "accept": "application/json", **owner})
         busy = opened.headers["mcp-session-id"]
         running: dict[str, Any] = {}
 
         def sleepy() -> None:
             message = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "sleepy", "arguments": {"seconds": 600}}}
             with httpx.Client(timeout=60) as own:
-                running["response"] = own.post(url, json=message, headers=session_headers(busy))
+                running["response"] = own.post(url, json=message, headers={**session_headers(busy), **owner})
 
         thread = threading.Thread(target=sleepy, daemon=True)
         thread.start()
         time.sleep(0.5)  # let the call reach its handler (a bench, not a test)
 
-        flood = Flood(port, server.pid, args.total)
+        flood = Flood(port, server.pid, args.total, args.principals)
         asyncio.run(flood.run(args.connections))
 
         alive = http.post(
             url, json={"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "x"}}},
-            headers=session_headers(busy),
+            headers={**session_headers(busy), **owner},
         )
-        http.delete(url, headers=session_headers(busy))
+        http.delete(url, headers={**session_headers(busy), **owner})
         thread.join(30)
         ended = running.get("response")
-        print(f"cap {args.cap}, {args.total} initializes over {args.connections} connections")
+        who = f"{args.principals} principals of {per_principal} sessions each" if args.principals else "anonymous"
+        print(f"cap {args.cap}, {args.total} initializes over {args.connections} connections, {who}")
         print("statuses:", dict(sorted(flood.statuses.items())))
         print("initialize/s per 5,000:", ", ".join(f"{rate:,.0f}" for rate in flood.blocks))
         for count, rss in flood.rss.items():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import queue
+import socket
 import subprocess
 import sys
 import threading
@@ -160,3 +161,57 @@ def post_until_up(url: str, message: dict[str, Any]) -> dict[str, Any]:
 def test_a_bad_port_is_a_usage_error():
     result = run("serve", str(SAMPLE_SERVER), "--http", "--port", "0")
     assert result.returncode == 2 and "0 is not a port number (1-65535)" in result.stderr
+
+
+def test_serve_http_takes_its_limits_from_the_command_line():
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    process = subprocess.Popen(
+        modelctx_command(
+            "serve", str(SAMPLE_SERVER), "--http", "--port", str(port),
+            "--max-body", "300", "--max-sessions", "1", "--header-timeout", "1", "--body-timeout", "1",
+        ),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        post_until_up(url, request(1, "server/discover"))
+        headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+        with httpx.Client(timeout=DEADLINE) as http:
+            too_large = http.post(url, content=b" " * 301, headers=headers)
+            legacy = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
+            initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": legacy}
+            first = http.post(url, json=initialize, headers=headers).headers["mcp-session-id"]
+            http.post(url, json=initialize, headers=headers)  # the cap is 1: the idle first goes
+            ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+            evicted = http.post(
+                url, json=ping, headers={**headers, "mcp-session-id": first, "mcp-protocol-version": "2025-11-25"}
+            )
+        with socket.create_connection(("127.0.0.1", port)) as silent:
+            silent.settimeout(DEADLINE)
+            cut = read_until_closed(silent)  # the headers never come
+        with socket.create_connection(("127.0.0.1", port)) as slow:
+            slow.settimeout(DEADLINE)
+            slow.sendall(b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 100\r\n\r\n{")
+            late = read_until_closed(slow)  # the body never comes
+    finally:
+        process.terminate()
+        process.wait(timeout=DEADLINE)
+
+    assert too_large.status_code == 413 and "the limit is 300 bytes" in too_large.text
+    assert evicted.status_code == 404
+    assert cut.startswith(b"HTTP/1.1 408 ") and b"within 1 seconds" in cut
+    assert late.startswith(b"HTTP/1.1 408 ") and b"did not arrive within 1 seconds" in late
+
+
+def read_until_closed(sock: socket.socket) -> bytes:
+    chunks = []
+    while chunk := sock.recv(65536):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_a_limit_of_zero_is_a_usage_error():
+    result = run("serve", str(SAMPLE_SERVER), "--http", "--max-sessions", "0")
+    assert result.returncode == 2 and "0 must be above zero" in result.stderr

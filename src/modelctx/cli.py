@@ -191,7 +191,48 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         help="a Host header value allowed besides loopback ones (repeatable; for proxies)",
     )
+    # The limits an operator may have to tune (SECURITY.md lists them all).
+    limits = serve.add_argument_group("HTTP limits")
+    limits.add_argument(
+        "--max-sessions",
+        type=_positive(int),
+        default=10_000,
+        help="handshake-era sessions held at once; idle ones are evicted first (default 10000)",
+    )
+    limits.add_argument(
+        "--max-body",
+        type=_positive(int),
+        default=4 * 1024 * 1024,
+        help="bytes of a POST body, else 413 (default 4194304, 4 MiB)",
+    )
+    limits.add_argument(
+        "--body-timeout",
+        type=_positive(float),
+        default=30.0,
+        help="seconds for a whole POST body to arrive, else 408 (default 30)",
+    )
+    limits.add_argument(
+        "--header-timeout",
+        type=_positive(float),
+        default=10.0,
+        help="seconds for a request's headers to arrive, else 408 (default 10)",
+    )
     return parser
+
+
+def _positive(kind: type[int] | type[float]) -> Any:
+    """An argparse type: a number of ``kind`` above zero."""
+
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{text} must be above zero")
+        return value
+
+    return parse
 
 
 def _port(text: str) -> int:
@@ -223,6 +264,10 @@ def main(argv: list[str] | None = None) -> None:
                 path=args.path,
                 allowed_origins=args.allow_origin,
                 allowed_hosts=args.allow_host,
+                max_sessions=args.max_sessions,
+                max_body=args.max_body,
+                body_timeout=args.body_timeout,
+                header_timeout=args.header_timeout,
             )
         else:
             server.run("stdio")

@@ -1,7 +1,8 @@
 """The sample server on Streamable HTTP with an ``authenticate`` hook and a session cap.
 
-Run as ``python auth_http_server.py PORT MAX_SESSIONS`` by ``tests/test_http_sessions.py``
-and ``bench/initialize_flood.py``. The hook reads ``Authorization: Bearer <name>`` from
+Run as ``python auth_http_server.py PORT MAX_SESSIONS [PER_PRINCIPAL]`` by
+``tests/test_http_sessions.py``, ``tests/test_limits.py`` and ``bench/initialize_flood.py``
+(PER_PRINCIPAL: ``max_sessions_per_principal``, default the app's). The hook reads ``Authorization: Bearer <name>`` from
 the scope headers; the principal is a new ``Principal`` with that name as its ``subject``
 on every request. No header is the anonymous principal (None), so unauthenticated floods
 can be tried too.
@@ -44,6 +45,7 @@ if __name__ == "__main__":
         server,
         port=int(sys.argv[1]),
         max_sessions=int(sys.argv[2]),
+        **({"max_sessions_per_principal": int(sys.argv[3])} if len(sys.argv) > 3 else {}),
         authenticate=bearer,
         ready_message="ready",
     )

@@ -12,9 +12,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
-__all__ = ["Event", "Subscription", "SubscriptionBus", "LocalBus"]
+__all__ = ["Event", "Subscription", "SubscriptionBus", "LocalBus", "ListenSlots"]
 
 
 @dataclass(frozen=True)
@@ -79,3 +79,49 @@ class LocalBus:
 
     def subscribe(self) -> _LocalSubscription:
         return _LocalSubscription(self, self._size)
+
+
+class ListenSlots:
+    """Counts the ``subscriptions/listen`` streams open at once on one server.
+
+    Each stream holds a bus subscription (a queue of up to 256 events) and a
+    connection for as long as the client keeps it, so their number is bounded:
+    ``per_principal`` streams for each authenticated principal (by key, see
+    ``transports._session.principal_key``; None is the unauthenticated caller, which
+    only the total bounds) and ``total`` for the whole server.
+    """
+
+    __slots__ = ("per_principal", "total", "_open", "_by_principal")
+
+    def __init__(self, per_principal: int, total: int) -> None:
+        self.per_principal = per_principal
+        self.total = total
+        self._open = 0
+        self._by_principal: dict[Any, int] = {}
+
+    @property
+    def open(self) -> int:
+        return self._open
+
+    def take(self, key: Any) -> str | None:
+        """Count one more stream of principal ``key``; or, at a limit, count nothing
+        and return what was reached, for the error that refuses the stream."""
+        if self._open >= self.total:
+            return f"the server has {self.total} listen streams open, its limit"
+        held = self._by_principal.get(key, 0) if key is not None else 0
+        if key is not None and held >= self.per_principal:
+            return f"this principal has {self.per_principal} listen streams open, its limit"
+        self._open += 1
+        if key is not None:
+            self._by_principal[key] = held + 1
+        return None
+
+    def give_back(self, key: Any) -> None:
+        """The stream ``take`` counted for ``key`` has ended."""
+        self._open -= 1
+        if key is not None:
+            held = self._by_principal[key] - 1
+            if held:
+                self._by_principal[key] = held
+            else:
+                del self._by_principal[key]

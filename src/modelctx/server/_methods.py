@@ -18,7 +18,7 @@ import msgspec
 from ..errors import InternalError, InvalidParams, ProtocolError, ResourceNotFound, ToolError
 from ..protocol import _meta
 from ..protocol._versions import Feature
-from ..transports._session import HandshakeSession
+from ..transports._session import HandshakeSession, principal_key
 from ._bus import Event
 from ._content import (
     EmbeddedResource,
@@ -463,6 +463,13 @@ async def completion_complete(call: Call) -> dict[str, Any]:
 
 # -- subscriptions (basic/patterns/subscriptions.mdx) -------------------------------------
 async def subscriptions_listen(call: Call) -> dict[str, Any]:
+    """A listen stream: acknowledged, then the events its filter asks for, until the
+    client cancels it or the server ends it with this request's result.
+
+    Streams open at once are bounded (``ServerConfig.max_listens_per_principal``, 64,
+    and ``max_listens``, 10,000, see ``_bus.ListenSlots``): past either, an
+    ``InternalError`` naming the limit, before anything is subscribed or sent.
+    """
     wanted = call.params.get("notifications")
     if not isinstance(wanted, dict):
         raise InvalidParams("Invalid params: subscriptions/listen needs notifications (an object)")
@@ -480,7 +487,18 @@ async def subscriptions_listen(call: Call) -> dict[str, Any]:
     if isinstance(uris, list) and "resources" in caps:
         agreed["resourceSubscriptions"] = [u for u in uris if isinstance(u, str)]
     sub_meta = {_meta.SUBSCRIPTION_ID: call.id}
-    subscription = server.bus.subscribe()  # registered before the ack: nothing is missed
+    owner = principal_key(call.principal)
+    reached = server.listens.take(owner)
+    if reached is not None:  # refused before any work: nothing subscribed, nothing sent
+        raise InternalError(
+            f"Too many listen streams: {reached}; close one (cancel its subscriptions/listen "
+            "request) before opening another"
+        )
+    try:
+        subscription = server.bus.subscribe()  # registered before the ack: nothing is missed
+    except BaseException:
+        server.listens.give_back(owner)
+        raise
     try:
         await call.send(
             {
@@ -498,6 +516,7 @@ async def subscriptions_listen(call: Call) -> dict[str, Any]:
                 break
     finally:
         subscription.close()
+        server.listens.give_back(owner)
     # A graceful end: the listen request's own result (subscriptions.mdx, Ending).
     return {"_meta": dict(sub_meta)}
 

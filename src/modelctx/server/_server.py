@@ -37,7 +37,7 @@ from ..protocol._request_state import StateSealer
 from ..protocol._versions import SUPPORTED_VERSIONS
 from ..transports._seam import Peer, ResponseStream, Send
 from ..transports._session import HandshakeSession
-from ._bus import Event, LocalBus, SubscriptionBus
+from ._bus import Event, ListenSlots, LocalBus, SubscriptionBus
 from ._context import Context
 from ._dispatch import Dispatcher, Middleware
 from ._lifespan import Lifespan, LifespanHolds, StartupError
@@ -112,7 +112,10 @@ class ServerConfig:
     ``*/list`` page (``None``: one page). ``request_state_secret``: the key that seals
     ``requestState``; replicas serving the same clients must share it.
     ``client_request_timeout``: how long a handshake-era server-to-client request
-    (elicitation, sampling, roots) may wait for its answer.
+    (elicitation, sampling, roots) may wait for its answer. ``max_listens_per_principal``
+    and ``max_listens``: ``subscriptions/listen`` streams open at once for one
+    authenticated principal and for the whole server (past either, the listen request
+    is refused with a JSON-RPC error naming the limit).
     """
 
     page_size: int | None = None
@@ -122,6 +125,8 @@ class ServerConfig:
     request_state_secret: bytes | str | None = None
     request_state_ttl: float = 600.0
     client_request_timeout: float = 300.0
+    max_listens_per_principal: int = 64
+    max_listens: int = 10_000
     middleware: list[Any] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -166,6 +171,7 @@ class Server:
                 info[key] = value
         self.info = info
         self.bus: SubscriptionBus = bus or LocalBus()
+        self.listens = ListenSlots(self.config.max_listens_per_principal, self.config.max_listens)
         self._registry = Registry()
         self._registry.on_change = self._on_change
         self._sealer = StateSealer(self.config.request_state_secret, self.config.request_state_ttl)

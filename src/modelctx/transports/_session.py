@@ -13,14 +13,24 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from ..errors import ConnectionClosed, RequestTimeout, error_from_wire
 from ..protocol._connection import Answer, Cancel, Event, Ignore, Notify, Outbound, ServerConnection
 from ..protocol._jsonrpc import Notification, Response
 
-__all__ = ["HandshakeSession", "Send", "act", "fail", "resolve", "settle"]
+__all__ = [
+    "HandshakeSession",
+    "SessionTable",
+    "Send",
+    "act",
+    "fail",
+    "principal_key",
+    "resolve",
+    "settle",
+]
 
 log = logging.getLogger("modelctx.server")
 
@@ -62,6 +72,14 @@ class HandshakeSession:
 
     def touch(self) -> None:
         self.last_seen = time.monotonic()
+
+    def in_use(self) -> bool:
+        """A request running, an HTTP GET stream open, or a resumable stream still running."""
+        return bool(
+            self.connection.inflight
+            or self.http_stream_open
+            or any(not kept.done for kept in self.streams.values())
+        )
 
     async def request(self, method: str, params: dict[str, Any], send: Send, timeout: float) -> Any:
         """Send a server-to-client request on ``send`` and wait for its result.
@@ -111,6 +129,127 @@ class HandshakeSession:
         self.outbound = None
         self.listener = None
         self._waiting.clear()
+
+
+def principal_key(principal: Any) -> Any:
+    """What principals are compared and counted by: their ``subject`` when they have one
+    (as ``requestState`` binds them), so a hook may return a new object on each request.
+    An unhashable key (a dict of claims) is counted by its ``repr``."""
+    key = getattr(principal, "subject", principal)
+    try:
+        hash(key)
+    except TypeError:
+        return repr(key)
+    return key
+
+
+# Sessions in use skipped, at most, to find an idle one to evict (SessionTable).
+EVICTION_TRIES = 32
+
+
+class SessionTable:
+    """The handshake-era sessions of one HTTP app, by id, in use order.
+
+    ``max_sessions`` bounds the whole table; ``per_principal`` (None: no quota) bounds
+    what one principal holds. Before ``initialize`` runs, ``admit`` makes room: at the
+    principal's quota it evicts that principal's own least recently used idle session,
+    at the table's cap the least recently used idle one of anybody; a session in use
+    is never evicted. Each table is an ``OrderedDict`` kept in use order (``find`` moves
+    a session to the end), so the candidates are at the front: admission looks at no
+    more than ``EVICTION_TRIES`` sessions in use before it gives up and refuses.
+    Another principal's sessions count only against the table's cap, so a principal
+    flooding initialize evicts its own sessions first and never refuses anyone else's
+    while the table has room.
+    """
+
+    __slots__ = ("max_sessions", "per_principal", "idle_seconds", "_all", "_owned")
+
+    FULL = "full"  # admit(): every session of the table is in use
+    QUOTA = "quota"  # admit(): every session of this principal is in use
+
+    def __init__(self, max_sessions: int, per_principal: int | None, idle_seconds: float) -> None:
+        self.max_sessions = max_sessions
+        self.per_principal = per_principal
+        self.idle_seconds = idle_seconds
+        self._all: OrderedDict[str, HandshakeSession] = OrderedDict()
+        # Per principal key, only while it holds a session (an empty one is deleted, so
+        # a flood of distinct principals leaves nothing behind).
+        self._owned: dict[Any, OrderedDict[str, HandshakeSession]] = {}
+
+    def __len__(self) -> int:
+        return len(self._all)
+
+    def __iter__(self) -> Iterator[HandshakeSession]:
+        return iter(list(self._all.values()))
+
+    def owned_by(self, principal: Any) -> int:
+        """How many sessions ``principal`` holds."""
+        return len(self._owned.get(principal_key(principal), ()))
+
+    def find(self, session_id: str, principal: Any) -> HandshakeSession | None:
+        """The live session ``session_id`` of ``principal``, now the most recently used;
+        None when unknown, another principal's, closed or expired (an expired one not
+        in use is dropped)."""
+        session = self._all.get(session_id)
+        if session is None or principal_key(session.principal) != principal_key(principal):
+            return None
+        if session.closed or time.monotonic() - session.last_seen > self.idle_seconds:
+            if not session.in_use():
+                self.drop(session)
+            return None
+        self._all.move_to_end(session_id)
+        if self.per_principal is not None:
+            self._owned[principal_key(principal)].move_to_end(session_id)
+        return session
+
+    def admit(self, principal: Any) -> str | None:
+        """Make room for one more session of ``principal``: None when there is room,
+        else ``QUOTA`` or ``FULL`` (nothing evicted is in use)."""
+        if self.per_principal is not None:
+            own = self._owned.get(principal_key(principal))
+            if own is not None and not self._evict(own, self.per_principal):
+                return self.QUOTA
+        return None if self._evict(self._all, self.max_sessions) else self.FULL
+
+    def add(self, session: HandshakeSession) -> None:
+        """Index a session ``initialize`` opened. Admission was checked before it ran;
+        initializes that ran side by side since may go past a bound by their number,
+        never evict a session in use."""
+        self.admit(session.principal)
+        self._all[session.id] = session
+        if self.per_principal is not None:
+            key = principal_key(session.principal)
+            self._owned.setdefault(key, OrderedDict())[session.id] = session
+
+    def drop(self, session: HandshakeSession) -> None:
+        """Remove and close ``session`` (DELETE, expiry, eviction)."""
+        if self._all.pop(session.id, None) is not None and self.per_principal is not None:
+            key = principal_key(session.principal)
+            own = self._owned.get(key)
+            if own is not None:
+                own.pop(session.id, None)
+                if not own:
+                    del self._owned[key]
+        session.close()
+
+    def close_all(self) -> None:
+        for session in self._all.values():
+            session.close()
+        self._all.clear()
+        self._owned.clear()
+
+    def _evict(self, table: OrderedDict[str, HandshakeSession], limit: int) -> bool:
+        """Evict from ``table`` (in use order) idle sessions until it holds fewer than
+        ``limit``; False when ``EVICTION_TRIES`` sessions in use came first."""
+        tries = EVICTION_TRIES
+        while len(table) >= limit and tries:
+            oldest = next(iter(table.values()))
+            if oldest.closed or not oldest.in_use():
+                self.drop(oldest)
+            else:  # in use: to the back, so the next look starts past it
+                table.move_to_end(oldest.id)
+                tries -= 1
+        return len(table) < limit
 
 
 def act(event: Event, notify: Callable[[Notification], None]) -> None:

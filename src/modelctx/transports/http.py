@@ -48,8 +48,6 @@ import errno
 import logging
 import socket
 import sys
-import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
@@ -93,7 +91,7 @@ from ._asgi import (
     wait_or_keepalive,
 )
 from ._seam import Peer, ServerApp
-from ._session import HandshakeSession, act
+from ._session import HandshakeSession, SessionTable, act
 from ._sse_resume import KeptStream, kept_after, resume
 from ._tuning import settle_heap
 
@@ -116,6 +114,24 @@ class HttpApp:
     ``max_sessions`` for handshake-era sessions; ``tune_gc`` to freeze the start-up heap
     (``serve_http`` sets it; see ``_tuning``); ``authenticate``, an async hook
     ``(scope) -> principal`` that raises ``PermissionError`` to answer 401.
+
+    Limits of handshake-era sessions (each refusal is a JSON-RPC error that says what
+    to do, before any work starts):
+
+    - ``max_sessions`` (10,000): the whole table. At the cap ``initialize`` evicts the
+      least recently used idle session; with every one in use it gets 503 and
+      ``Retry-After`` (the server is overloaded for everyone).
+    - ``max_sessions_per_principal`` (100; only with ``authenticate``): what one
+      principal may hold. At its quota ``initialize`` evicts that principal's own least
+      recently used idle session; with all of them in use it gets 429 Too Many Requests
+      and ``Retry-After`` (RFC 6585 4: this client, not the server, is over its share).
+      So one principal's flood never evicts or refuses another's sessions while the
+      table has room. 100 is far above what an honest user holds (a session per open
+      client window or agent) and lets 100 principals hold their whole quota in the
+      default table; the anonymous principal (a hook returning None) is one principal.
+    - ``max_requests_per_session`` (256): requests of one session running at once;
+      past it the request gets 429, ``Retry-After`` and a JSON-RPC error, and does
+      not run. The GET stream is one per session (a second one: 409 Conflict).
     """
 
     def __init__(
@@ -129,6 +145,8 @@ class HttpApp:
         body_timeout: float = 30.0,
         session_idle_seconds: float = 900.0,
         max_sessions: int = 10_000,
+        max_sessions_per_principal: int = 100,
+        max_requests_per_session: int = 256,
         authenticate: Callable[[Scope], Awaitable[Any]] | None = None,
         tune_gc: bool = False,
     ) -> None:
@@ -143,8 +161,13 @@ class HttpApp:
         self._hosts_passed: set[str | None] = set()  # exact Host values the guard allowed
         self.session_idle_seconds = session_idle_seconds
         self.max_sessions = max_sessions
+        self.max_sessions_per_principal = max_sessions_per_principal
+        self.max_requests_per_session = max_requests_per_session
         self.authenticate = authenticate
-        self._sessions: OrderedDict[str, HandshakeSession] = OrderedDict()
+        # Without an authenticate hook every caller is the same anonymous principal:
+        # no quota, the table's cap alone.
+        quota = max_sessions_per_principal if authenticate is not None else None
+        self._sessions = SessionTable(max_sessions, quota, session_idle_seconds)
         self._running: contextlib.AsyncExitStack | None = None
         self._header_paths: dict[str, tuple[dict[str, Any], dict[str, tuple[str, ...]]]] = {}
 
@@ -179,9 +202,7 @@ class HttpApp:
     def close(self) -> None:
         """End every listen stream and handshake session (server shutdown)."""
         self.server.close_subscriptions()
-        for session in self._sessions.values():
-            session.close()
-        self._sessions.clear()
+        self._sessions.close_all()
 
     async def _http(self, scope: Scope, receive: Receive, send: ASGISend) -> None:
         path = scope["path"].rstrip("/") or "/"
@@ -299,8 +320,9 @@ class HttpApp:
                 ),
             )
             return
-        except _SessionsFull:
-            await send_json(send, 503, error_response(_id_of(message), self._full()), [(b"retry-after", b"1")])
+        except _SessionsFull as full:
+            status, error = self._full(full.reason)
+            await send_json(send, status, error_response(_id_of(message), error), [(b"retry-after", b"1")])
             return
         if type(message) is Request:
             await self._request(message, session, receive, send, principal)
@@ -310,7 +332,7 @@ class HttpApp:
 
     def _peer(self, session: HandshakeSession | None, principal: Any) -> Peer:
         # Each HTTP session has a connection of its own: the peer lends none.
-        return Peer(None, session, principal, on_open=self._sessions_add)
+        return Peer(None, session, principal, on_open=self._sessions.add)
 
     def _one_way(self, message: Message, session: HandshakeSession | None, principal: Any) -> None:
         """A notification or a response: acted on, answered 202 with no body."""
@@ -346,8 +368,9 @@ class HttpApp:
                 self._check_modern(message, params, meta, version, header_version, headers)
             return None
         if type(message) is Request and message.method == "initialize":
-            if not self._make_room():
-                raise _SessionsFull
+            refused = self._sessions.admit(principal)
+            if refused is not None:
+                raise _SessionsFull(refused)
             return None
         session_id = headers.get("mcp-session-id")
         if session_id is None:
@@ -358,7 +381,7 @@ class HttpApp:
                     "and the MCP-Protocol-Version header; older clients send initialize first"
                 )
             return None
-        session = self._session(session_id, principal)
+        session = self._sessions.find(session_id, principal)
         if session is None:
             raise _UnknownSession
         return session
@@ -427,6 +450,9 @@ class HttpApp:
         peer = self._peer(session, principal)
         inbound = None
         if session is not None:
+            if len(session.connection.inflight) >= self.max_requests_per_session:
+                await self._too_many_requests(request, send)
+                return
             event = session.connection.receive(request)
             if isinstance(event, Reject):
                 await send_json(send, status_for(event.error.code, checked=False), event.response)
@@ -506,6 +532,15 @@ class HttpApp:
             status = status_for(error.get("code"), checked=True)
         await send_json(send, status, response, extra)
 
+    async def _too_many_requests(self, request: Request, send: ASGISend) -> None:
+        """Refuse a request past the session's ``max_requests_per_session``: 429 (RFC 6585
+        4) and a JSON-RPC error; it never ran, so sending it again later is safe."""
+        error = InternalError(
+            f"Too many requests in flight: this session already runs {self.max_requests_per_session}; "
+            "wait for some to finish (or cancel them), then send this one again"
+        )
+        await send_json(send, 429, error_response(request.id, error), [(b"retry-after", b"1")])
+
     async def _cut_short(
         self,
         request: Request,
@@ -536,7 +571,7 @@ class HttpApp:
             # 2026-07-28 has no GET stream: 405 (streamable-http.mdx, Backward Compatibility).
             await send_plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
             return
-        session = self._session(session_id, principal)
+        session = self._sessions.find(session_id, principal)
         if session is None:
             await send_plain(send, 404, b"Session not found")
             return
@@ -545,7 +580,13 @@ class HttpApp:
             await resume(session, kept, after, receive, send)
             return
         if session.http_stream_open:
-            await send_plain(send, 409, b"A stream is already open for this session")
+            # One GET stream per session (streamable-http.mdx); 409 Conflict, as the
+            # official SDKs answer a second one.
+            await _refuse(
+                send, 409,
+                "Conflict: this session's GET stream is already open; only one is allowed "
+                "per session (close it before opening another)",
+            )
             return
         queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(1024)
 
@@ -582,70 +623,31 @@ class HttpApp:
         if session_id is None:
             await send_plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
             return
-        session = self._session(session_id, principal)
+        session = self._sessions.find(session_id, principal)
         if session is None:
             await send_plain(send, 404, b"Session not found")
             return
-        del self._sessions[session_id]
-        session.close()
+        self._sessions.drop(session)
         await send_empty(send, 200)
 
     # -- sessions ----------------------------------------------------------------------------
-    def _expired(self, session: HandshakeSession) -> bool:
-        return time.monotonic() - session.last_seen > self.session_idle_seconds
+    # The table, its eviction and its quotas: _session.SessionTable. A session id is a
+    # handle bound to the user who opened it (security best practices, session
+    # hijacking): another principal's session is not found, and a 404 rather than a 403
+    # does not confirm that the id is live.
 
-    def _session(self, session_id: str, principal: Any) -> HandshakeSession | None:
-        """The live session ``session_id`` of ``principal``, now the most recently used.
-
-        Another principal's session is None, as if it did not exist: a session id is a
-        handle bound to the user who opened it (security best practices, session
-        hijacking), and a 404 rather than a 403 does not confirm that the id is live.
-        Principals compare by their ``subject`` attribute when they have one (as
-        ``requestState`` does), so a hook may return a new object on each request.
-        """
-        session = self._sessions.get(session_id)
-        if session is None or _principal_key(session.principal) != _principal_key(principal):
-            return None
-        if session.closed or self._expired(session):
-            if not _busy(session):
-                del self._sessions[session_id]
-                session.close()
-            return None
-        self._sessions.move_to_end(session_id)
-        return session
-
-    def _make_room(self) -> bool:
-        """Evict idle sessions, least recently used first, until one more fits.
-
-        O(1) per call: the table is kept in use order (``_session`` moves a session to
-        the end), so the candidates are at the front. A session that is busy (a request
-        running, a GET stream or a resumable stream open) is in use: it moves to the
-        end and is never evicted. After ``_EVICTION_TRIES`` busy ones in a row we give
-        up, and False refuses the new session rather than cut off one in use.
-        """
-        sessions = self._sessions
-        tries = _EVICTION_TRIES
-        while len(sessions) >= self.max_sessions and tries:
-            session_id, oldest = next(iter(sessions.items()))
-            if oldest.closed or not _busy(oldest):
-                del sessions[session_id]
-                oldest.close()
-            else:
-                sessions.move_to_end(session_id)
-                tries -= 1
-        return len(sessions) < self.max_sessions
-
-    def _sessions_add(self, session: HandshakeSession) -> None:
-        # Admission was checked before the initialize ran (_era); initializes that ran
-        # side by side since may go past the cap by their number, never evict a busy one.
-        self._make_room()
-        self._sessions[session.id] = session
-
-    def _full(self) -> InternalError:
-        # The transport page names no status for this; 503 with Retry-After is HTTP's
-        # "overloaded for now, come back" (RFC 9110 15.6.4), and the JSON-RPC error says
-        # the same to a client that reads only the body.
-        return InternalError(
+    def _full(self, reason: str) -> tuple[int, InternalError]:
+        # The transport page names no status for this. The principal's quota: 429 (RFC
+        # 6585 4, this client sent too many); the whole table: 503 with Retry-After,
+        # HTTP's "overloaded for now, come back" (RFC 9110 15.6.4). The JSON-RPC error
+        # says the same to a client that reads only the body.
+        if reason == SessionTable.QUOTA:
+            return 429, InternalError(
+                f"Too many sessions: all {self.max_sessions_per_principal} sessions of this "
+                "principal are in use; end one (DELETE) or wait for its requests to finish, "
+                "then send initialize again; or use the 2026-07-28 protocol (no session)"
+            )
+        return 503, InternalError(
             f"Server busy: all {self.max_sessions} sessions are in use; "
             "send initialize again later, or use the 2026-07-28 protocol (no session)"
         )
@@ -660,24 +662,8 @@ class _UnknownSession(Exception):
 
 
 class _SessionsFull(Exception):
-    pass
-
-
-# Busy sessions skipped, at most, to find an idle one to evict (see HttpApp._make_room).
-_EVICTION_TRIES = 32
-
-
-def _principal_key(principal: Any) -> Any:
-    return getattr(principal, "subject", principal)
-
-
-def _busy(session: HandshakeSession) -> bool:
-    """In use: a request running, a GET stream open, a resumable stream still running."""
-    return bool(
-        session.connection.inflight
-        or session.http_stream_open
-        or any(not kept.done for kept in session.streams.values())
-    )
+    def __init__(self, reason: str) -> None:
+        self.reason = reason  # SessionTable.QUOTA or .FULL
 
 
 class _CancelGuard:
@@ -891,18 +877,53 @@ def _graceful_uvicorn() -> type[Any]:
 # 16 KiB; its httptools path buffers a header line whole with no bound, so a client
 # that sends one endless header would grow the server's memory until it dies.
 MAX_REQUEST_HEAD = 1024 * 1024
+# Seconds a request head may take to arrive whole, from its first byte (the first
+# request of a connection: from the connection). uvicorn has no such deadline: its
+# keep-alive timeout (5 s) runs only between a response and the next request's first
+# byte, and not at all on a new connection, so a peer sending a header byte a second,
+# or nothing, would hold a connection for ever.
+HEADER_TIMEOUT = 10.0
 
 
-def _bounded_httptools() -> type[Any]:
+def _refusal(status: bytes, message: str) -> bytes:
+    """A whole HTTP/1.1 response refusing a request before the app saw it: ``status``
+    (the status line's code and reason), a JSON-RPC -32600 error, ``connection: close``."""
+    body = encode(error_response(None, InvalidRequest(message)))
+    return (
+        b"HTTP/1.1 %s\r\ncontent-type: application/json\r\nconnection: close\r\n"
+        b"content-length: %d\r\n\r\n%s" % (status, len(body), body)
+    )
+
+
+def _bounded_httptools(header_timeout: float = HEADER_TIMEOUT) -> type[Any]:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
     class BoundedHead(HttpToolsProtocol):
         """uvicorn's httptools protocol, answering 431 to a request head past
         ``MAX_REQUEST_HEAD`` bytes (counted after each feed, so a body that shares a
-        read with its headers is never counted)."""
+        read with its headers is never counted), and 408 to one not whole within
+        ``header_timeout`` seconds; either closes the connection.
+
+        The deadline costs a clock read per request: one timer per connection, armed
+        when a head begins and no timer is, re-armed for the head open when it fires.
+        """
 
         head_bytes = 0
         in_head = True
+        head_open = True  # a head has begun (or the connection opened) and is not whole
+        head_started = 0.0
+        head_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self.head_started = self.loop.time()  # a peer that never sends a byte
+            self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self.head_timer is not None:
+                self.head_timer.cancel()
+                self.head_timer = None
+            super().connection_lost(exc)
 
         def data_received(self, data: bytes) -> None:
             super().data_received(data)
@@ -910,28 +931,39 @@ def _bounded_httptools() -> type[Any]:
                 return
             self.head_bytes += len(data)
             if self.head_bytes > MAX_REQUEST_HEAD and not self.transport.is_closing():
-                body = encode(
-                    error_response(
-                        None,
-                        InvalidRequest(
-                            f"Request headers too large: the limit is {MAX_REQUEST_HEAD} bytes"
-                        ),
-                    )
-                )
-                self.transport.write(
-                    b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
-                    b"content-type: application/json\r\nconnection: close\r\n"
-                    b"content-length: %d\r\n\r\n%s" % (len(body), body)
-                )
+                limit = f"Request headers too large: the limit is {MAX_REQUEST_HEAD} bytes"
+                self.transport.write(_refusal(b"431 Request Header Fields Too Large", limit))
                 self.transport.close()
 
+        def on_message_begin(self) -> None:
+            if not self.head_open:  # the first head keeps the connection's start
+                self.head_open = True
+                self.head_started = self.loop.time()
+            if self.head_timer is None:
+                self._arm()
+            super().on_message_begin()
+
         def on_headers_complete(self) -> None:
-            self.in_head = False
+            self.in_head = self.head_open = False
             super().on_headers_complete()
 
         def on_message_complete(self) -> None:
             super().on_message_complete()
             self.in_head, self.head_bytes = True, 0
+
+        def _arm(self) -> None:
+            self.head_timer = self.loop.call_at(self.head_started + header_timeout, self._head_due)
+
+        def _head_due(self) -> None:
+            self.head_timer = None
+            if not self.head_open or self.transport.is_closing():
+                return
+            if self.loop.time() < self.head_started + header_timeout:
+                self._arm()  # a later head than the one this timer was armed for
+                return
+            late = f"The request headers did not arrive within {header_timeout:g} seconds"
+            self.transport.write(_refusal(b"408 Request Timeout", late))
+            self.transport.close()
 
     return BoundedHead
 
@@ -947,12 +979,18 @@ def serve_http(
 ) -> None:
     """Serve ``server`` on Streamable HTTP with uvicorn (httptools, uvloop when present).
 
+    ``header_timeout``: seconds a request head may take to arrive whole (default
+    ``HEADER_TIMEOUT``, 10; past it 408 and the connection closed); other ``options``
+    go to ``HttpApp``. Without httptools (uvicorn's h11 path) the head is bounded at
+    16 KiB by h11 but has no deadline.
+
     The socket is bound first: an address in use ends the process with one line saying
     so and what to do (``SystemExit``, status 1); ``ready_message``, if given, goes to
     stderr once the server is ready (its lifespan started, its socket listening).
     """
     import uvicorn
 
+    header_timeout = float(options.pop("header_timeout", HEADER_TIMEOUT))
     listening = _listen(host, port)
 
     options.setdefault("tune_gc", True)  # we own this process: tune its collector
@@ -971,7 +1009,7 @@ def serve_http(
     try:
         import httptools  # noqa: F401
 
-        config["http"] = _bounded_httptools()
+        config["http"] = _bounded_httptools(header_timeout)
     except ImportError:
         pass
     try:
