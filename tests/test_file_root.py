@@ -68,10 +68,16 @@ def test_every_way_out_of_the_root_is_refused(tree, path):
         root.resolve(path)
 
 
-@pytest.mark.parametrize(("path", "text"), [
-    ("top.txt", "top"), ("a/b/note.txt", "inside"), ("a/link/note.txt", "inside"), ("to_top", "top"),
-    ("./a//b/./note.txt", "inside"),
-])
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        ("top.txt", "top"),
+        ("a/b/note.txt", "inside"),
+        ("a/link/note.txt", "inside"),
+        ("to_top", "top"),
+        ("./a//b/./note.txt", "inside"),
+    ],
+)
 def test_paths_inside_the_root_are_read_symlinks_that_stay_inside_included(tree, path, text):
     assert FileRoot(tree).read_text(path) == text
 
@@ -82,9 +88,14 @@ def test_resolve_gives_the_real_path_under_the_root(tree):
     assert root.resolve("not/yet/there") == tree.resolve() / "not" / "yet" / "there"
 
 
-@pytest.mark.parametrize(("path", "why"), [
-    ("missing.txt", "no such file"), ("a", "not a regular file"), ("", "not a regular file"),
-])
+@pytest.mark.parametrize(
+    ("path", "why"),
+    [
+        ("missing.txt", "no such file"),
+        ("a", "not a regular file"),
+        ("", "not a regular file"),
+    ],
+)
 def test_what_is_not_a_regular_file_is_refused(tree, path, why):
     with pytest.raises(PathRefused, match=why):
         FileRoot(tree).read_bytes(path)
@@ -187,7 +198,11 @@ def test_a_resource_template_over_a_file_root_answers_an_escape_with_invalid_par
         async with Client(server, mode="2026-07-28", timeout=10) as client:
             found = await client.read_resource("file:///docs/a/b/note.txt")
             assert found.contents[0]["text"] == "inside"
-            for uri in ("file:///docs/../outside/secret", "file:///docs/link/secret", "file:///docs/%2e%2e/outside/secret"):
+            for uri in (
+                "file:///docs/../outside/secret",
+                "file:///docs/link/secret",
+                "file:///docs/%2e%2e/outside/secret",
+            ):
                 with pytest.raises(InvalidParams) as refused:
                     await client.read_resource(uri)
                 assert refused.value.remote and refused.value.code == -32602

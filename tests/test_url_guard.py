@@ -80,7 +80,9 @@ class Served:
         self.connections += 1
         try:
             head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
-            length = next((int(line[15:]) for line in head.lower().split("\r\n") if line.startswith("content-length: ")), 0)
+            length = next(
+                (int(line[15:]) for line in head.lower().split("\r\n") if line.startswith("content-length: ")), 0
+            )
             status, headers, body = self.answer(head.split(" ")[1], await reader.readexactly(length))
             fields = "".join(f"{k}: {v}\r\n" for k, v in {**headers, "content-length": str(len(body))}.items())
             writer.write(f"HTTP/1.1 {status} X\r\n{fields}connection: close\r\n\r\n".encode() + body)
@@ -184,7 +186,9 @@ def test_a_redirect_to_a_private_link_local_or_reserved_address_is_never_dialled
     run(main())
 
 
-@pytest.mark.parametrize("spelling", ["http://localhost:{port}/meta", "http://2130706433:{port}/meta", "http://[::1]:{port}/meta"])
+@pytest.mark.parametrize(
+    "spelling", ["http://localhost:{port}/meta", "http://2130706433:{port}/meta", "http://[::1]:{port}/meta"]
+)
 def test_a_redirect_to_loopback_is_followed_when_the_policy_allows_loopback(spelling):
     async def main() -> None:
         async with serving(document) as target:
@@ -333,9 +337,14 @@ async def call_through(url: str, **options: Any) -> str:
         return str(result.content[0].text)
 
 
-@pytest.mark.parametrize(("location", "address"), [e for e in ELSEWHERE if e[0].startswith("http://")] + [
-    ("https://10.0.0.1/mcp", "10.0.0.1"), ("https://169.254.169.254/mcp", "169.254.169.254"),
-])
+@pytest.mark.parametrize(
+    ("location", "address"),
+    [e for e in ELSEWHERE if e[0].startswith("http://")]
+    + [
+        ("https://10.0.0.1/mcp", "10.0.0.1"),
+        ("https://169.254.169.254/mcp", "169.254.169.254"),
+    ],
+)
 def test_the_transport_refuses_a_redirect_out_of_its_urls_zone_before_connecting(location, address):
     """The user chose a loopback URL; a redirect the server chose to a private or
     link-local address fails the request, and that address is never dialled."""

@@ -34,7 +34,18 @@ from dataclasses import dataclass, field
 from ..errors import UrlRefused as _PublicUrlRefused
 from ._http11 import ConnectError, ConnectTimeout, HttpError
 
-__all__ = ["NO_TRUST", "Trust", "UrlPolicy", "UrlRefused", "Zone", "admit", "check_scheme", "resolve", "trust_of", "zone_of"]
+__all__ = [
+    "NO_TRUST",
+    "Trust",
+    "UrlPolicy",
+    "UrlRefused",
+    "Zone",
+    "admit",
+    "check_scheme",
+    "resolve",
+    "trust_of",
+    "zone_of",
+]
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
