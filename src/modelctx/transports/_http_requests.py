@@ -60,12 +60,12 @@ class _Target:
         parts = urllib.parse.urlsplit(url)
         scheme = parts.scheme.lower()
         if scheme not in _DEFAULT_PORTS or not parts.hostname:
-            raise LocalProtocolError(f"not an http:// or https:// URL with a host: {_hide_password(url)!r}")
+            raise LocalProtocolError(f"not an http:// or https:// URL with a host: {hide_password(url)!r}")
         try:
             port = parts.port or _DEFAULT_PORTS[scheme]
             host = parts.hostname if parts.hostname.isascii() else parts.hostname.encode("idna").decode("ascii")
         except (ValueError, UnicodeError) as exc:  # a port that is not a number, a host IDNA refuses
-            raise LocalProtocolError(f"{_hide_password(url)!r}: {exc}") from None
+            raise LocalProtocolError(f"{hide_password(url)!r}: {exc}") from None
         self.url = url
         self.scheme = scheme
         self.host = host
@@ -146,10 +146,10 @@ class Http11Client:
             response.release()
             next_url = urllib.parse.urljoin(url, location)
             if self.url_policy is not None:
-                check_scheme(_hide_password(next_url))
+                check_scheme(hide_password(next_url))
             method, body, merged = _redirected(response.status_code, method, body, merged, target, self._target(next_url))
             url = next_url
-        raise TooManyRedirects(f"more than {_MAX_REDIRECTS} redirects, the last to {_hide_password(url)}")
+        raise TooManyRedirects(f"more than {_MAX_REDIRECTS} redirects, the last to {hide_password(url)}")
 
     def close(self) -> None:
         """Close idle connections; those in use close when their responses are released."""
@@ -179,7 +179,7 @@ class Http11Client:
         key = (target.origin, trust)
         pool = self._checked.get(key)
         if pool is None:
-            shown = _hide_password(target.url)
+            shown = hide_password(target.url)
             addresses = await admit(shown, target.scheme, target.host, target.port, policy, trust)
             pool = self._checked.get(key) or self._new_pool(target, addresses)
             self._checked[key] = pool
@@ -202,7 +202,7 @@ class Http11Client:
             pool = Http11Pool(target.host, target.port, tls=tls, max_idle=self.max_idle, addresses=addresses)
         elif target.scheme == "https":
             raise ConnectError(
-                f"the environment sends {target.url} through the proxy {_hide_password(proxy)}, and "
+                f"the environment sends {target.url} through the proxy {hide_password(proxy)}, and "
                 "modelctx's HTTP client cannot tunnel HTTPS through a proxy: add the host to NO_PROXY"
             )
         else:
@@ -255,7 +255,7 @@ def _redirected(
 def _proxy_pool(proxy: str, max_idle: int) -> Http11Pool:
     parts = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
     if parts.scheme != "http" or not parts.hostname:
-        raise ConnectError(f"the proxy {_hide_password(proxy)} in the environment is not an http:// proxy")
+        raise ConnectError(f"the proxy {hide_password(proxy)} in the environment is not an http:// proxy")
     auth = _basic(parts.username, parts.password) if parts.username is not None else None
     return Http11Pool(parts.hostname, parts.port or 80, tls=None, max_idle=max_idle, proxy=True, proxy_auth=auth)
 
@@ -266,7 +266,7 @@ def _basic(username: str, password: str | None) -> str:
     return "Basic " + base64.b64encode(pair.encode()).decode("ascii")
 
 
-def _hide_password(url: str) -> str:
+def hide_password(url: str) -> str:
     parts = urllib.parse.urlsplit(url)
     if parts.password is None:
         return url

@@ -53,7 +53,7 @@ from ..protocol._jsonrpc import Message, decode, encode, from_object
 from ..protocol._jsonrpc import Response as JsonRpcResponse
 from ._base import ClientTransport, Outgoing, TransportEvents
 from ._http11 import HttpError, Response
-from ._http_requests import Http11Client
+from ._http_requests import Http11Client, hide_password
 from ._url_guard import UrlPolicy
 
 __all__ = ["HttpClientTransport", "HttpStatusError", "SessionExpired"]
@@ -123,7 +123,7 @@ class HttpClientTransport(ClientTransport):
     ) -> None:
         self.url = url
         self._url_policy = url_policy
-        self.name = f"HTTP server {url}"
+        self.name = f"HTTP server {hide_password(url)}"  # in every error and log line
         # Lower-case names, so ours (and the session's) replace a user's, never duplicate.
         self._headers = {k.lower(): v for k, v in (headers or {}).items()}
         self._auth = auth
