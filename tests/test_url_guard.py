@@ -16,6 +16,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import shutil
+import ssl
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -382,3 +385,35 @@ def test_the_transport_follows_any_redirect_without_a_policy():
 def test_a_policy_refuses_a_string_for_allowed_hosts():
     with pytest.raises(TypeError, match="tuple of host names"):
         UrlPolicy(allowed_hosts="auth.internal")  # type: ignore[arg-type]
+
+
+def test_tls_to_a_pinned_address_still_checks_the_certificate_for_the_host_name(tmp_path, monkeypatch):
+    """The connection goes to the checked address, and TLS still names the URL's host:
+    a certificate for ``localhost`` only is accepted at https://localhost."""
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
+         "-addext", "subjectAltName=DNS:localhost", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=DEADLINE,
+    )  # fmt: skip
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls.load_cert_chain(cert, key)
+
+    async def main() -> None:
+        served = Served(document)
+        server = await asyncio.start_server(served.handle, "127.0.0.1", 0, ssl=tls)
+        port = server.sockets[0].getsockname()[1]
+        try:
+            with watching() as seen:
+                url = f"https://localhost:{port}/meta"
+                assert await fetch_json(url, UrlPolicy(allow_loopback=True), timeout=DEADLINE) == {"resource": "/meta"}
+            assert dialled(seen)[-1] == "127.0.0.1"  # by address ("::1" first, where localhost has it)
+            with pytest.raises(ConnectionClosed, match="TLS"):  # the same server, named by its address
+                await fetch_json(f"https://127.0.0.1:{port}/meta", UrlPolicy(allow_loopback=True), timeout=DEADLINE)
+        finally:
+            server.close()
+
+    run(main())
