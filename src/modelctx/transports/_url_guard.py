@@ -19,7 +19,8 @@ Theory of operation. A URL is admitted in three steps, before any connection:
 The connection then goes to the addresses that were checked, never to the name again
 (DNS rebinding: a second lookup could answer differently); ``Host`` and TLS SNI still
 carry the URL's host. Through an HTTP proxy the proxy resolves the name itself: the
-check is then made on our lookup, and an egress proxy is where to enforce it.
+check is then made on our lookup (a name this machine cannot resolve is refused), and
+an egress proxy is where to enforce it; ``url_policy=None`` leaves it all to the proxy.
 """
 
 from __future__ import annotations
@@ -203,8 +204,12 @@ def check_scheme(shown_url: str) -> None:
 
 
 async def trust_of(scheme: str, host: str, port: int, timeout: float) -> Trust:
-    """What a URL the user chose vouches for: the zones its host resolves to."""
-    addresses = await resolve(host, port, timeout)
+    """What a URL the user chose vouches for: the zones its host resolves to (none,
+    when this machine cannot resolve it: a host only a proxy knows vouches for nothing)."""
+    try:
+        addresses = await resolve(host, port, timeout)
+    except HttpError:
+        addresses = ()
     return Trust(frozenset(zone_of(ipaddress.ip_address(a)) for a in addresses), scheme == "http")
 
 
