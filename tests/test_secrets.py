@@ -162,25 +162,28 @@ class Records(logging.Handler):
 
 @pytest.fixture
 def logs() -> Any:
+    """Every record at DEBUG, wherever an earlier test's logging setup left these loggers
+    (uvicorn's own config stops ``uvicorn`` and ``uvicorn.access`` from propagating)."""
     records = Records()
     stderr = logging.StreamHandler()  # what a default setup would print
     stderr.setLevel(logging.DEBUG)
     root = logging.getLogger()
-    saved = (
-        root.level,
-        {name: logging.getLogger(name).level for name in ("modelctx", "uvicorn", "uvicorn.error", "uvicorn.access")},
-    )
+    names = ("modelctx", "uvicorn", "uvicorn.error", "uvicorn.access")
+    saved = [(root, root.level, root.propagate, root.disabled)]
+    saved += [(logger, logger.level, logger.propagate, logger.disabled) for logger in map(logging.getLogger, names)]
     root.addHandler(records)
     root.addHandler(stderr)
-    root.setLevel(logging.DEBUG)
-    for name in saved[1]:
-        logging.getLogger(name).setLevel(logging.DEBUG)
+    for logger, *_ in saved:
+        logger.setLevel(logging.DEBUG)
+        logger.propagate = True
+        logger.disabled = False
     yield records
     root.removeHandler(records)
     root.removeHandler(stderr)
-    root.setLevel(saved[0])
-    for name, level in saved[1].items():
-        logging.getLogger(name).setLevel(level)
+    for logger, level, propagate, disabled in saved:
+        logger.setLevel(level)
+        logger.propagate = propagate
+        logger.disabled = disabled
 
 
 def bearer(token: str = TOKEN) -> dict[str, str]:
