@@ -26,7 +26,7 @@ def test_client_names():
             "Client", "ClientHandlers", "ClientOptions", "ClientSession", "ClientTransport",
             "Elicitation", "InputRoundsExceeded", "ListChanged", "OutputSchemaViolation", "Outgoing",
             "RequestTimeout", "ResourceUpdated", "ResultCache", "SubscriptionEvent", "Target",
-            "TransportEvents",
+            "TransportEvents", "UrlPolicy", "UrlRefused", "fetch_json",
         ]
     )
 
@@ -45,6 +45,7 @@ def test_errors_found_on_this_side_are_local_errors_with_no_json_rpc_code():
     local = (
         errors.ConnectionClosed, errors.SessionExpired, errors.HttpStatusError, errors.RequestTimeout,
         errors.MalformedResponse, errors.InputRoundsExceeded, errors.OutputSchemaViolation,
+        errors.UrlRefused,
     )
     for cls in local:
         assert issubclass(cls, errors.LocalError), cls

@@ -9,7 +9,8 @@
     │   ├── MethodNotFound        -32601  unknown method, or a capability not served
     │   ├── InvalidParams         -32602  params of the wrong shape, unknown tool/prompt,
     │   │   │                             resource not found, bad cursor, bad requestState
-    │   │   └── ResourceNotFound  -32602  with data.uri
+    │   │   ├── ResourceNotFound  -32602  with data.uri
+    │   │   └── PathRefused       -32602  a path a ``FileRoot`` will not serve (data.path)
     │   ├── InternalError         -32603  the server failed; the text is generic on purpose
     │   ├── HeaderMismatch        -32020  HTTP headers missing, malformed or unlike the body
     │   ├── MissingRequiredClientCapability  -32021  data.requiredCapabilities
@@ -26,7 +27,9 @@
         ├── MalformedResponse     the peer's reply breaks the spec (unknown ``resultType``,
         │                         a result missing what its type requires, ...)
         ├── InputRoundsExceeded   the server kept asking for input past the client's limit
-        └── OutputSchemaViolation a tool's ``structuredContent`` breaks its ``outputSchema``
+        ├── OutputSchemaViolation a tool's ``structuredContent`` breaks its ``outputSchema``
+        └── UrlRefused            the SSRF guard refused a URL (scheme, or an address in a
+                                  zone the ``UrlPolicy`` does not admit); nothing was sent
 
 A ``LocalError`` never carries a JSON-RPC code, so it cannot be mistaken for an error the
 peer sent; catch it to handle everything that went wrong on this side of the wire. A
@@ -45,6 +48,7 @@ __all__ = [  # noqa: RUF022 - in the order of the tree above
     "MethodNotFound",
     "InvalidParams",
     "ResourceNotFound",
+    "PathRefused",
     "InternalError",
     "HeaderMismatch",
     "MissingRequiredClientCapability",
@@ -59,6 +63,7 @@ __all__ = [  # noqa: RUF022 - in the order of the tree above
     "MalformedResponse",
     "InputRoundsExceeded",
     "OutputSchemaViolation",
+    "UrlRefused",
     "error_from_wire",
 ]
 
@@ -127,6 +132,17 @@ class InvalidParams(ProtocolError):
 class ResourceNotFound(InvalidParams):
     def __init__(self, uri: str) -> None:
         super().__init__(f"Resource not found: {uri}", {"uri": uri})
+
+
+class PathRefused(InvalidParams):
+    """A path a ``FileRoot`` will not serve: absolute, leaving the root (``..`` or a
+    symlink), with a NUL byte, missing, or not a regular file.
+
+    The message names the path as the client gave it, never the root's place on disk.
+    """
+
+    def __init__(self, path: str, why: str) -> None:
+        super().__init__(f"Cannot read {path!r}: {why}", {"path": path})
 
 
 class InternalError(ProtocolError):
@@ -224,6 +240,12 @@ class InputRoundsExceeded(LocalError):
 
 class OutputSchemaViolation(LocalError):
     """A tool's ``structuredContent`` does not match the ``outputSchema`` it declared."""
+
+
+class UrlRefused(LocalError):
+    """The SSRF guard refused a URL before connecting to it (``modelctx.client.UrlPolicy``):
+    a scheme other than ``https``, or a host that resolves to a loopback, private,
+    link-local or otherwise non-public address the policy does not admit."""
 
 
 _BY_CODE: dict[int, type[ProtocolError]] = {

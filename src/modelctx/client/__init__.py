@@ -4,10 +4,12 @@
 its methods return the typed results of ``modelctx.protocol.types.v2026_07_28``.
 """
 
-from ..errors import InputRoundsExceeded, OutputSchemaViolation, RequestTimeout
+from ..errors import InputRoundsExceeded, OutputSchemaViolation, RequestTimeout, UrlRefused
 from ..transports._base import ClientTransport, Outgoing, TransportEvents
+from ..transports._url_guard import UrlPolicy
 from ._cache import ResultCache
 from ._client import Client, ListChanged, ResourceUpdated, SubscriptionEvent, Target
+from ._fetch import fetch_json
 from ._options import ClientHandlers, ClientOptions, Elicitation
 from ._session import ClientSession
 
@@ -28,4 +30,7 @@ __all__ = [
     "SubscriptionEvent",
     "Target",
     "TransportEvents",
+    "UrlPolicy",
+    "UrlRefused",
+    "fetch_json",
 ]

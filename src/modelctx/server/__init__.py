@@ -11,6 +11,7 @@ from ._context import (
     ListRoots,
     Sample,
 )
+from ._files import FileRoot
 from ._registry import CacheHint
 from ._server import Server, ServerConfig, StartupError
 
@@ -23,6 +24,7 @@ __all__ = [
     "ElicitUrl",
     "EmbeddedResource",
     "Event",
+    "FileRoot",
     "Image",
     "InputRequest",
     "ListRoots",

@@ -450,7 +450,9 @@ class Http11Pool:
     tool call or an open stream never makes another request wait); at most
     ``max_idle`` are kept between exchanges. ``proxy``: the connections go to an HTTP
     proxy (requests name whole URLs); ``extra`` is header lines for every request
-    (``Proxy-Authorization``, when the proxy URL had credentials).
+    (``Proxy-Authorization``, when the proxy URL had credentials). ``addresses``: the
+    IP addresses to connect to, tried in turn, instead of looking ``host`` up again
+    (the SSRF guard checked these; TLS still names ``host``).
     """
 
     def __init__(
@@ -462,9 +464,11 @@ class Http11Pool:
         max_idle: int = 32,
         proxy: bool = False,
         proxy_auth: str | None = None,
+        addresses: tuple[str, ...] = (),
     ) -> None:
         self.host = host
         self.port = port
+        self.addresses = addresses
         self.tls = tls
         self.max_idle = max_idle
         self.proxy = proxy
@@ -510,14 +514,7 @@ class Http11Pool:
         if self._closed:
             raise ConnectError("the connection pool is closed")
         try:
-            connecting = loop.create_connection(
-                lambda: _Connection(loop),
-                self.host,
-                self.port,
-                ssl=self.tls,
-                server_hostname=self.host if self.tls is not None else None,
-            )
-            _, conn = await asyncio.wait_for(connecting, timeout)
+            _, conn = await asyncio.wait_for(self._connect(loop), timeout)
         except TimeoutError:
             raise ConnectTimeout(f"no connection to {self.host}:{self.port} within {timeout:g}s") from None
         except ssl.SSLError as exc:
@@ -525,6 +522,21 @@ class Http11Pool:
         except OSError as exc:
             raise ConnectError(f"All connection attempts to {self.host}:{self.port} failed: {exc}") from exc
         return conn
+
+    async def _connect(self, loop: asyncio.AbstractEventLoop) -> tuple[asyncio.BaseTransport, _Connection]:
+        """A connection to ``host``, or to the first of ``addresses`` that answers."""
+        server_hostname = self.host if self.tls is not None else None
+        for address in self.addresses[:-1]:
+            try:
+                return await loop.create_connection(
+                    lambda: _Connection(loop), address, self.port, ssl=self.tls, server_hostname=server_hostname
+                )
+            except OSError:  # the next address may answer; the last one's error is raised
+                continue
+        last = self.addresses[-1] if self.addresses else self.host
+        return await loop.create_connection(
+            lambda: _Connection(loop), last, self.port, ssl=self.tls, server_hostname=server_hostname
+        )
 
     def keep(self, conn: _Connection) -> None:
         if self._closed or len(self._idle) >= self.max_idle:

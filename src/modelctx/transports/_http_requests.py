@@ -6,8 +6,13 @@ the pools of ``_http11`` it adds what a URL asks for:
 * ``https://`` with the system's certificate store (``ssl.create_default_context``,
   which honours ``SSL_CERT_FILE``); credentials in the URL as ``Basic`` auth;
 * redirects followed as browsers and httpx follow them (307 and 308 repeat the
-  request; 301, 302 and 303 turn a POST into a GET; ``Authorization`` is not carried
-  to another origin), at most 20 in a row;
+  request; 301, 302 and 303 turn a POST into a GET; ``Authorization`` and ``Cookie``
+  are not carried to another origin), at most 20 in a row;
+* with a ``UrlPolicy``, the SSRF guard (``_url_guard``) on every URL the server chose:
+  each redirect target (unless it is the first URL's own origin) is resolved, checked
+  and connected to at the checked addresses. A redirect may lead back into the zones
+  of the first URL (the user chose it: a loopback URL may redirect to loopback) and
+  elsewhere only where the policy admits. ``check_first`` checks the first URL too;
 * ``http://`` through a proxy named in the environment (``HTTP_PROXY``, ``ALL_PROXY``,
   minus ``NO_PROXY``); an ``https://`` URL the environment sends through a proxy is
   refused with an error that says so (no CONNECT tunnelling).
@@ -29,6 +34,7 @@ from ._http11 import (
     Response,
     TooManyRedirects,
 )
+from ._url_guard import NO_TRUST, Trust, UrlPolicy, admit, check_scheme, trust_of
 
 __all__ = ["Http11Client"]
 
@@ -37,6 +43,7 @@ _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # what h11 refuses in a header value
 _NO_BODY = frozenset({"GET", "HEAD", "DELETE", "OPTIONS"})
+_CREDENTIALS = frozenset({"authorization", "cookie"})  # never carried to another origin
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _PATH_SAFE = "/%:@!$&'()*+,;=-._~"  # RFC 3986 pchar and "/": left as they are
 
@@ -53,12 +60,12 @@ class _Target:
         parts = urllib.parse.urlsplit(url)
         scheme = parts.scheme.lower()
         if scheme not in _DEFAULT_PORTS or not parts.hostname:
-            raise LocalProtocolError(f"not an http:// or https:// URL with a host: {_hide_password(url)!r}")
+            raise LocalProtocolError(f"not an http:// or https:// URL with a host: {hide_password(url)!r}")
         try:
             port = parts.port or _DEFAULT_PORTS[scheme]
             host = parts.hostname if parts.hostname.isascii() else parts.hostname.encode("idna").decode("ascii")
         except (ValueError, UnicodeError) as exc:  # a port that is not a number, a host IDNA refuses
-            raise LocalProtocolError(f"{_hide_password(url)!r}: {exc}") from None
+            raise LocalProtocolError(f"{hide_password(url)!r}: {exc}") from None
         self.url = url
         self.scheme = scheme
         self.host = host
@@ -78,12 +85,23 @@ class Http11Client:
 
     ``default_headers`` go on every request unless the request names them too. There
     is no cap on connections in use; at most ``max_idle`` per origin stay open idle.
+    ``url_policy``: the SSRF guard on redirects (None: every redirect is followed).
     """
 
-    def __init__(self, *, max_idle: int = 32, default_headers: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        max_idle: int = 32,
+        default_headers: Mapping[str, str] | None = None,
+        url_policy: UrlPolicy | None = None,
+    ) -> None:
         self.max_idle = max_idle
         self.default_headers = {k.lower(): v for k, v in (default_headers or {}).items()}
+        self.url_policy = url_policy
         self._pools: dict[tuple[str, str, int], Http11Pool] = {}
+        # Pools to checked addresses, by origin and by what the first URL vouched for.
+        self._checked: dict[tuple[tuple[str, str, int], Trust], Http11Pool] = {}
+        self._trust: dict[tuple[str, str, int], Trust] = {}
         self._targets: dict[str, _Target] = {}
         self._names: set[str] = set()  # header names already checked to be tokens
         self._proxies = {k: v for k, v in urllib.request.getproxies().items() if k in ("http", "https", "all")}
@@ -100,16 +118,24 @@ class Http11Client:
         connect_timeout: float | None,
         read_timeout: float | None,
         write_timeout: float | None,
+        check_first: bool = False,
     ) -> Response:
         """Send a request, following redirects; the response once its headers are in.
 
-        ``headers`` have lower-case names. The caller must ``release()`` the response."""
+        ``headers`` have lower-case names. The caller must ``release()`` the response.
+        With a ``url_policy``, redirect targets are checked (``check_first``: ``url``
+        too) and ``UrlRefused`` raised before connecting to one the policy refuses."""
         merged = {**self.default_headers, **headers}
+        first = self._target(url)
         for _ in range(_MAX_REDIRECTS + 1):
             target = self._target(url)
             if target.basic_auth is not None and "authorization" not in merged:
                 merged["authorization"] = target.basic_auth
-            pool = self._route(target)
+            if self.url_policy is None or (target.origin == first.origin and not check_first):
+                pool = self._route(target)
+            else:
+                trust = NO_TRUST if check_first else await self._trust_in(first)
+                pool = await self._checked_route(target, self.url_policy, trust)
             data = self._serialize(method, target, pool, merged, body)
             response = await pool.request(
                 data, connect_timeout=connect_timeout, read_timeout=read_timeout, write_timeout=write_timeout
@@ -119,15 +145,18 @@ class Http11Client:
                 return response
             response.release()
             next_url = urllib.parse.urljoin(url, location)
+            if self.url_policy is not None:
+                check_scheme(hide_password(next_url))
             method, body, merged = _redirected(response.status_code, method, body, merged, target, self._target(next_url))
             url = next_url
-        raise TooManyRedirects(f"more than {_MAX_REDIRECTS} redirects, the last to {url}")
+        raise TooManyRedirects(f"more than {_MAX_REDIRECTS} redirects, the last to {hide_password(url)}")
 
     def close(self) -> None:
         """Close idle connections; those in use close when their responses are released."""
         self._closed = True
         pools, self._pools = self._pools, {}
-        for pool in pools.values():
+        checked, self._checked = self._checked, {}
+        for pool in (*pools.values(), *checked.values()):
             pool.close()
 
     def _target(self, url: str) -> _Target:
@@ -141,22 +170,43 @@ class Http11Client:
     def _route(self, target: _Target) -> Http11Pool:
         """The pool of connections to send a request for ``target`` through."""
         pool = self._pools.get(target.origin)
-        if pool is not None:
-            return pool
+        if pool is None:
+            pool = self._pools[target.origin] = self._new_pool(target, ())
+        return pool
+
+    async def _checked_route(self, target: _Target, policy: UrlPolicy, trust: Trust) -> Http11Pool:
+        """The pool for a URL the server chose: its addresses checked once, then pinned."""
+        key = (target.origin, trust)
+        pool = self._checked.get(key)
+        if pool is None:
+            shown = hide_password(target.url)
+            addresses = await admit(shown, target.scheme, target.host, target.port, policy, trust)
+            pool = self._checked.get(key) or self._new_pool(target, addresses)
+            self._checked[key] = pool
+        return pool
+
+    async def _trust_in(self, first: _Target) -> Trust:
+        trust = self._trust.get(first.origin)
+        if trust is None:
+            assert self.url_policy is not None
+            timeout = self.url_policy.resolve_timeout
+            trust = self._trust[first.origin] = await trust_of(first.scheme, first.host, first.port, timeout)
+        return trust
+
+    def _new_pool(self, target: _Target, addresses: tuple[str, ...]) -> Http11Pool:
         if self._closed:
             raise ConnectError("the HTTP client is closed")
         tls = self._tls_context() if target.scheme == "https" else None
         proxy = self._proxy_for(target)
         if proxy is None:
-            pool = Http11Pool(target.host, target.port, tls=tls, max_idle=self.max_idle)
+            pool = Http11Pool(target.host, target.port, tls=tls, max_idle=self.max_idle, addresses=addresses)
         elif target.scheme == "https":
             raise ConnectError(
-                f"the environment sends {target.url} through the proxy {_hide_password(proxy)}, and "
+                f"the environment sends {target.url} through the proxy {hide_password(proxy)}, and "
                 "modelctx's HTTP client cannot tunnel HTTPS through a proxy: add the host to NO_PROXY"
             )
         else:
             pool = _proxy_pool(proxy, self.max_idle)
-        self._pools[target.origin] = pool
         return pool
 
     def _proxy_for(self, target: _Target) -> str | None:
@@ -197,15 +247,15 @@ def _redirected(
     if status == 303 and method != "HEAD" or status in (301, 302) and method == "POST":
         method, body = "GET", b""
         headers = {k: v for k, v in headers.items() if k not in ("content-type", "content-length")}
-    if target.origin != source.origin and "authorization" in headers:
-        headers = {k: v for k, v in headers.items() if k != "authorization"}
+    if target.origin != source.origin and not _CREDENTIALS.isdisjoint(headers):
+        headers = {k: v for k, v in headers.items() if k not in _CREDENTIALS}
     return method, body, headers
 
 
 def _proxy_pool(proxy: str, max_idle: int) -> Http11Pool:
     parts = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
     if parts.scheme != "http" or not parts.hostname:
-        raise ConnectError(f"the proxy {_hide_password(proxy)} in the environment is not an http:// proxy")
+        raise ConnectError(f"the proxy {hide_password(proxy)} in the environment is not an http:// proxy")
     auth = _basic(parts.username, parts.password) if parts.username is not None else None
     return Http11Pool(parts.hostname, parts.port or 80, tls=None, max_idle=max_idle, proxy=True, proxy_auth=auth)
 
@@ -216,7 +266,7 @@ def _basic(username: str, password: str | None) -> str:
     return "Basic " + base64.b64encode(pair.encode()).decode("ascii")
 
 
-def _hide_password(url: str) -> str:
+def hide_password(url: str) -> str:
     parts = urllib.parse.urlsplit(url)
     if parts.password is None:
         return url

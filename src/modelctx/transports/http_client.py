@@ -53,7 +53,8 @@ from ..protocol._jsonrpc import Message, decode, encode, from_object
 from ..protocol._jsonrpc import Response as JsonRpcResponse
 from ._base import ClientTransport, Outgoing, TransportEvents
 from ._http11 import HttpError, Response
-from ._http_requests import Http11Client
+from ._http_requests import Http11Client, hide_password
+from ._url_guard import UrlPolicy
 
 __all__ = ["HttpClientTransport", "HttpStatusError", "SessionExpired"]
 
@@ -101,6 +102,10 @@ class HttpClientTransport(ClientTransport):
     a reply or reading a stream (our servers send keep-alives every 15 s).
     ``max_message`` bounds the bytes of one JSON reply or one SSE event: a larger one
     fails its request with ``ParseError`` and is never buffered whole.
+    ``url_policy`` is the SSRF guard on redirects (``modelctx.client.UrlPolicy``): a
+    redirect may lead back into the zones of ``url``'s own addresses (a loopback URL to
+    loopback) and elsewhere only where the policy admits; a refused one fails its
+    request before anything connects there. ``None`` follows every redirect.
     """
 
     kind = "http"
@@ -114,9 +119,11 @@ class HttpClientTransport(ClientTransport):
         connect_timeout: float = 10.0,
         sse_read_timeout: float = 300.0,
         max_message: int = _MAX_MESSAGE,
+        url_policy: UrlPolicy | None = UrlPolicy(),  # noqa: B008 - frozen, shared safely
     ) -> None:
         self.url = url
-        self.name = f"HTTP server {url}"
+        self._url_policy = url_policy
+        self.name = f"HTTP server {hide_password(url)}"  # in every error and log line
         # Lower-case names, so ours (and the session's) replace a user's, never duplicate.
         self._headers = {k.lower(): v for k, v in (headers or {}).items()}
         self._auth = auth
@@ -140,7 +147,7 @@ class HttpClientTransport(ClientTransport):
         self._events = events
         if self._http is None:
             defaults = {"user-agent": _USER_AGENT, "accept-encoding": "gzip, deflate"}
-            self._http = Http11Client(max_idle=_KEEP_ALIVE, default_headers=defaults)
+            self._http = Http11Client(max_idle=_KEEP_ALIVE, default_headers=defaults, url_policy=self._url_policy)
 
     async def send(self, outgoing: Outgoing) -> None:
         if self._closed or self._events is None or self._http is None:

@@ -1,0 +1,93 @@
+"""``fetch_json``: a JSON document from a URL a server named, behind the SSRF guard.
+
+For what the client fetches on its own on a server's word: the Protected Resource
+Metadata a ``WWW-Authenticate`` header points to, the authorization servers that
+document lists, their metadata (security_best_practices.mdx, "Server-Side Request
+Forgery"). Every URL, the first and each redirect, passes the ``UrlPolicy`` before
+anything connects to it (``transports/_url_guard.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import msgspec
+
+from ..errors import ConnectionClosed, HttpStatusError, MalformedResponse, RequestTimeout, UrlRefused
+from ..transports._http11 import HttpError, Response
+from ..transports._http_requests import Http11Client
+from ..transports._url_guard import UrlPolicy, check_scheme
+
+__all__ = ["fetch_json"]
+
+_EXCERPT = 200
+
+
+async def fetch_json(
+    url: str,
+    policy: UrlPolicy | None = None,
+    *,
+    timeout: float = 10.0,
+    max_bytes: int = 1024 * 1024,
+    headers: dict[str, str] | None = None,
+) -> Any:
+    """GET ``url`` and return its JSON body, decoded.
+
+    ``policy`` (default ``UrlPolicy()``: https to public addresses only) is applied to
+    ``url`` and to every redirect before connecting; ``timeout`` bounds the whole fetch,
+    redirects included; a body over ``max_bytes`` is refused without being read whole.
+
+    Raises ``UrlRefused`` (the policy refused a URL: nothing was sent to it),
+    ``RequestTimeout``, ``ConnectionClosed`` (the network failed), ``HttpStatusError``
+    (a status other than 2xx) or ``MalformedResponse`` (not JSON, or too large).
+    """
+    policy = policy if policy is not None else UrlPolicy()
+    check_scheme(url)
+    request_headers = {"accept": "application/json", "user-agent": "modelctx"}
+    request_headers.update({k.lower(): v for k, v in (headers or {}).items()})
+    http = Http11Client(max_idle=0, url_policy=policy)
+    try:
+        return await asyncio.wait_for(_fetch(http, url, request_headers, timeout, max_bytes), timeout)
+    except TimeoutError:
+        raise RequestTimeout(f"GET {url} took longer than {timeout:g}s") from None
+    except UrlRefused:
+        raise
+    except HttpError as exc:
+        raise ConnectionClosed(f"GET {url} failed: {type(exc).__name__}: {exc}") from exc
+    finally:
+        http.close()
+
+
+async def _fetch(http: Http11Client, url: str, headers: dict[str, str], timeout: float, max_bytes: int) -> Any:
+    response = await http.request(
+        "GET", url, headers, connect_timeout=timeout, read_timeout=timeout, write_timeout=timeout, check_first=True
+    )
+    try:
+        body = await _read(response, max_bytes + 1)
+        if not response.is_success:
+            excerpt = body[:_EXCERPT].decode("utf-8", "replace")
+            raise HttpStatusError(url, "GET", response.status_code, excerpt, response.headers)
+        media_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if media_type != "application/json" and not media_type.endswith("+json"):
+            raise MalformedResponse(f"GET {url}: the reply is {media_type or 'untyped'}, not application/json")
+        if len(body) > max_bytes:
+            raise MalformedResponse(f"GET {url}: the reply is larger than {max_bytes} bytes")
+        try:
+            return msgspec.json.decode(body)
+        except msgspec.DecodeError as exc:
+            raise MalformedResponse(f"GET {url}: the reply is not JSON: {exc}") from None
+    finally:
+        response.release()
+
+
+async def _read(response: Response, limit: int) -> bytes:
+    """The body, or its first ``limit`` bytes (a huge body is never buffered whole)."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size >= limit:
+            break
+    return b"".join(chunks)
