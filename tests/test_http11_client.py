@@ -97,15 +97,18 @@ def no_proxy_env(monkeypatch):
 # -- redirects ---------------------------------------------------------------------------------
 
 
-def test_a_redirect_to_another_origin_does_not_carry_the_authorization_header(no_proxy_env):
+def test_a_redirect_to_another_origin_does_not_carry_the_authorization_header_or_the_session(no_proxy_env):
     async def main() -> None:
         async with serving(Recorder()) as target, serving(Recorder(location="")) as first:
             first.location = target.url
-            assert await echo_through(first.url, headers={"Authorization": "Bearer secret"}) == "echoed"
+            sent = {"Authorization": "Bearer secret", "Mcp-Session-Id": "s-123", "X-Trace": "t"}
+            assert await echo_through(first.url, headers=sent) == "echoed"
             assert first.seen[0][1]["authorization"] == "Bearer secret"
+            assert first.seen[0][1]["mcp-session-id"] == "s-123"
             line, fields = target.seen[0]
             assert line == "POST /mcp HTTP/1.1"  # 307: the same method and body
-            assert "authorization" not in fields
+            assert "authorization" not in fields and "mcp-session-id" not in fields
+            assert fields["x-trace"] == "t"
 
     run(main())
 

@@ -43,7 +43,9 @@ _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # what h11 refuses in a header value
 _NO_BODY = frozenset({"GET", "HEAD", "DELETE", "OPTIONS"})
-_CREDENTIALS = frozenset({"authorization", "cookie"})  # never carried to another origin
+# Never carried to another origin: what names the user (Authorization, Cookie) and what
+# names their handshake-era session (a session id is a bearer of that session's state).
+_CREDENTIALS = frozenset({"authorization", "cookie", "mcp-session-id"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _PATH_SAFE = "/%:@!$&'()*+,;=-._~"  # RFC 3986 pchar and "/": left as they are
 
