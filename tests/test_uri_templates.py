@@ -10,14 +10,19 @@ RFC itself leaves ambiguous.
 
 from __future__ import annotations
 
+import re
+import string
 from typing import Any
 
 import pytest
 from conftest import async_test
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from modelctx import RegistrationError, Server
 from modelctx.client import Client
-from modelctx.server._uri_template import UriTemplate
+from modelctx.server._uri_reach import Cost, Opt, Step, match_steps
+from modelctx.server._uri_template import _OPERATORS, UriTemplate, _Expression
 
 VARIABLES = {
     "count": ["one", "two", "three"],
@@ -270,3 +275,163 @@ def test_three_expressions_in_a_row_with_nothing_between_them_are_refused():
         UriTemplate("x://{a}{b}{+c}")
     assert UriTemplate("up{+path}{var}/here").expand({"path": "/foo/bar", "var": "value"}) == "up/foo/barvalue/here"
     assert UriTemplate("x://{a}/{b}{c}").match("x://one/twothree") is not None
+
+
+# -- matching in linear time ----------------------------------------------------------------
+# The regex this module matched with until the linear matcher replaced it, kept here as
+# the oracle the matcher must agree with: a frozen copy of the old behaviour, so it
+# cannot drift along with the code it checks, and no backtracking regex is left in the
+# server for anything to call.
+_OLD_VALUE = {"": r"[^/?#;,]", ".": r"[^/?#;,.]", "/": r"[^/?#;,]"}
+
+
+def _old_regex(template: UriTemplate) -> re.Pattern[str]:
+    pattern: list[str] = []
+    groups = 0
+    for part in template._parts:
+        if isinstance(part, str):
+            pattern.append(re.escape(part))
+            continue
+        group = f"g{groups}"
+        op = part.operator
+        if op in ("?", "&"):
+            pattern.append(f"(?:{re.escape(op)}(?P<{group}>[^#]*))?")
+        elif op == ";":
+            pattern.append(f"(?P<{group}>(?:;[^;/?#]*)*)")
+        else:
+            pattern.append(_old_positional(part, group))
+        groups += 1 if op in ("?", "&", ";") else len(part.variables)  # as the readers were named
+    return re.compile("".join(pattern), re.DOTALL)
+
+
+def _old_positional(expression: _Expression, group: str) -> str:
+    op = expression.operator
+    spec = _OPERATORS[op]
+    single = len(expression.variables) == 1
+    out: list[str] = []
+    for index, var in enumerate(expression.variables):
+        if op in ("+", "#"):
+            char = r"." if single else r"[^,]"
+        elif single or (var.explode and op == ""):
+            char = r"[^/?#;]" if op != "." else r"[^/?#;.]"
+        else:
+            char = _OLD_VALUE[op]
+        if var.explode and op in (".", "/"):
+            body = f"{char}*(?:{re.escape(spec.sep)}{char}*)*"
+        else:
+            body = f"{char}+?" if op in ("", "+") and index == 0 else f"{char}*?"
+        lead = spec.first if index == 0 else spec.sep
+        piece = f"{re.escape(lead)}(?P<{group}_{index}>{body})"
+        out.append(piece if op in ("", "+") and index == 0 else f"(?:{piece})?")
+    return "".join(out)
+
+
+def _old_texts(template: UriTemplate, uri: str) -> dict[str, str] | None:
+    """What each group of the old regex read; a ``;`` group that read nothing left out
+    (the new matcher records a skipped ``{;x}`` as absent, the reader reads both alike)."""
+    found = _old_regex(template).fullmatch(uri)
+    if found is None:
+        return None
+    return {
+        group: text
+        for group, text in found.groupdict().items()
+        if text is not None and not (text == "" and "_" not in group)
+    }
+
+
+def _new_texts(template: UriTemplate, uri: str) -> dict[str, str] | None:
+    spans = match_steps(template._steps, uri)
+    if spans is None:
+        return None
+    return {group: uri[start:end] for group, (start, end) in spans.items() if uri[start:end] or "_" in group}
+
+
+URI_CHARS = "ab/.,;?&=#%+"
+literals = st.text(alphabet="x/.,;?&=#", max_size=3)
+variables = st.tuples(st.sampled_from("abc"), st.sampled_from(["", "*", ":1", ":2"]))
+expressions = st.builds(
+    lambda op, names: "{" + op + ",".join(name + modifier for name, modifier in names) + "}",
+    st.sampled_from(list(_OPERATORS)),
+    st.lists(variables, min_size=1, max_size=2),
+)
+templates = st.lists(st.one_of(literals, expressions), min_size=1, max_size=4).map("".join)
+values = st.dictionaries(
+    st.sampled_from("abc"),
+    st.one_of(st.none(), st.text(alphabet=URI_CHARS + " ", max_size=4), st.lists(st.text(alphabet="ab.,/", max_size=3), max_size=3)),
+)
+mutations = st.lists(st.tuples(st.integers(0, 40), st.sampled_from(["insert", "delete", "replace"]), st.sampled_from(URI_CHARS)), max_size=3)
+EQUIVALENCE = settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+
+def _mutate(uri: str, changes: list[tuple[int, str, str]]) -> str:
+    for at, how, char in changes:
+        at = at % (len(uri) + 1)
+        if how == "insert":
+            uri = uri[:at] + char + uri[at:]
+        elif at < len(uri):
+            uri = uri[:at] + (char if how == "replace" else "") + uri[at + 1 :]
+    return uri
+
+
+def _template(text: str) -> UriTemplate | None:
+    try:
+        return UriTemplate(text)
+    except RegistrationError:
+        return None
+
+
+@EQUIVALENCE
+@given(templates, values, mutations, st.text(alphabet=URI_CHARS, max_size=12))
+def test_the_linear_matcher_reads_every_uri_as_the_old_regex_did(text, given_values, changes, noise):
+    template = _template(text)
+    if template is None:
+        return  # three unmarked expressions in a row: refused, nothing to match
+    expanded = template.expand(given_values)
+    for uri in (expanded, _mutate(expanded, changes), noise, expanded + noise[:2]):
+        if len(uri) > 24:
+            continue  # the old regex may take exponential time on longer ones
+        old_texts = _old_texts(template, uri)
+        assert _new_texts(template, uri) == old_texts, uri
+        old = None if old_texts is None else template._read(old_texts)
+        assert template.match(uri) == old, uri
+
+
+def _steps_in(steps: tuple[Step, ...]) -> int:
+    return sum(1 + (_steps_in(step.steps) if isinstance(step, Opt) else 0) for step in steps)
+
+
+HOSTILE = [
+    # Two runs of two unmarked values around an optional query: O(n^4) for the regex
+    # (a 4 KB URI: seconds; the linear pre-check let it through).
+    ("x://{a}{b}{?q}{c}{d}", "x://" + "a" * 33_000 + "?" + "a" * 33_000 + "/" + "a" * 33_000 + "/!"),
+    ("x://{a}{b}{?q}{c}{d}", "x://" + "a" * 33_000 + "?" + "a" * 33_000 + "/" + "a" * 33_000 + "/!b"),
+    # Values that may hold the literal between them: O(n^3).
+    ("x://{a}.{b}.{c}/x", "x://" + "." * 100_000 + "/"),
+    ("x://{a}.{b}.{c}/x", "x://" + "a." * 50_000 + "/x"),
+    ("logs://{service}.{day}.{level}/entries", "logs://" + "." * 100_000 + "/entrie"),
+    ("x://{a}/{b}{c}", "x://" + "a/" * 50_000),
+    ("x://{+a}{b}{#f}", "x://" + "a/#" * 33_000),
+    ("x://{/p*}{;m}{?q*}", "x://" + "/a;m=1" * 16_000 + "?q=1" * 1000),
+]
+
+
+@pytest.mark.timeout(5)
+@pytest.mark.parametrize(("text", "uri"), HOSTILE, ids=[f"{text}-{n}" for n, (text, _) in enumerate(HOSTILE)])
+def test_a_100_kb_uri_is_matched_in_time_linear_in_its_length(text, uri):
+    """A peer chooses the URI of ``resources/read``: whatever it is, matching scans each
+    position of it a bounded number of times per step of the template."""
+    template = UriTemplate(text)
+    found = template.match(uri)
+    assert found is None or isinstance(found, dict)
+    cost = Cost()
+    match_steps(template._steps, uri, cost)
+    assert cost.positions <= 3 * (len(uri) + 1) * _steps_in(template._steps)
+
+
+def test_the_hostile_uri_that_held_the_old_regex_reads_back_as_it_would_have():
+    # On a short one the old regex answers; the linear matcher gives the same answer.
+    template = UriTemplate("x://{a}{b}{?q}{c}{d}")
+    uri = "x://aaa?q=aa/aa/!b"
+    assert template.match(uri) == template._read(_old_texts(template, uri) or {}) == {
+        "a": "a", "b": "aa", "q": "aa/aa/", "c": "!", "d": "b",
+    }
