@@ -17,6 +17,10 @@ Matching is the inverse of expansion, as far as a URI can be read back:
 - Values come back percent-decoded as ``str``; an exploded variable (``{/x*}``,
   ``{?x*}``...) comes back as a ``list[str]``. An exploded associative array cannot
   be told apart from a list in a URI, so matching reads it as a list.
+- Where a URI has several readings, the first is taken: values of ``{x}``/``{+x}``
+  (and the other positional operators) as short as will do, an exploded path or
+  label and the query as long as will do, an optional part taken when it can be.
+  Matching takes time linear in the URI (``_uri_reach``): a peer chooses it.
 """
 
 from __future__ import annotations
@@ -187,9 +191,11 @@ _UNMARKED = ("", "+")
 def _refuse_runs(template: str, parts: list[str | _Expression]) -> None:
     """Refuse three or more unmarked expressions in a row (``{a}{b}{c}``).
 
-    Such a template has no one reading of a URI, and trying them all costs the regex
-    time that grows as the URI's length to the power of the run (a 200-character URI
-    took minutes); two in a row (RFC 6570's own ``{+path}{var}``) stay allowed.
+    Such a template has no one reading of a URI: matching would read each value but
+    the last as one character (``abcdef``: a=a, b=b, c=cdef), which no author means,
+    so registration says so and how to fix it. Matching no longer needs the rule (it
+    is linear in the URI whatever the template, ``_uri_reach``); two in a row stay
+    allowed, as RFC 6570's own ``{+path}{var}`` writes them.
     """
     run = 0
     for part in parts:
