@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from modelctx import RegistrationError, Server
 from modelctx.client import Client
-from modelctx.server._uri_reach import Cost, Opt, Step, match_steps
+from modelctx.server._uri_reach import POSITIONS_PER_STEP, Cost, count_steps, match_steps
 from modelctx.server._uri_template import _OPERATORS, UriTemplate, _compile, _Expression, _parse
 
 VARIABLES = {
@@ -177,18 +177,18 @@ RFC_EXAMPLES = [
 
 
 @pytest.mark.parametrize(("template", "uri", "variables"), RFC_EXAMPLES)
-def test_rfc6570_examples_expand_as_the_rfc_says(template, uri, variables):
+def test_rfc6570_examples_expand_as_the_rfc_says(template: str, uri: str, variables: object) -> None:
     assert UriTemplate(template).expand(VARIABLES) == uri
 
 
 @pytest.mark.parametrize(
     ("template", "uri", "variables"), [row for row in RFC_EXAMPLES if row[2] is not EXPAND_ONLY]
 )
-def test_rfc6570_examples_match_back_to_their_variables(template, uri, variables):
+def test_rfc6570_examples_match_back_to_their_variables(template: str, uri: str, variables: object) -> None:
     assert UriTemplate(template).match(uri) == variables
 
 
-def test_query_and_continuation_in_one_template_match():
+def test_query_and_continuation_in_one_template_match() -> None:
     # Used to crash with re.error (the same regex group twice).
     template = UriTemplate("search://items{?q}{&page,size}")
     assert template.match("search://items?q=lamp&page=2&size=10") == {"q": "lamp", "page": "2", "size": "10"}
@@ -196,20 +196,20 @@ def test_query_and_continuation_in_one_template_match():
     assert template.match("search://items") == {}
 
 
-def test_path_parameters_match():
+def test_path_parameters_match() -> None:
     template = UriTemplate("maps://tile{;x,y}")
     assert template.match("maps://tile;x=3;y=4") == {"x": "3", "y": "4"}
     assert template.match("maps://tile;z=1") is None  # not a parameter of this template
 
 
-def test_a_prefix_limits_the_length_read_back():
+def test_a_prefix_limits_the_length_read_back() -> None:
     template = UriTemplate("codes://{code:3}")
     assert template.match("codes://abc") == {"code": "abc"}
     assert template.match("codes://abcd") is None
     assert template.match("codes://%C3%A9tu") == {"code": "étu"}  # a %XX triplet is one character
 
 
-def test_simple_variables_stay_within_one_segment():
+def test_simple_variables_stay_within_one_segment() -> None:
     template = UriTemplate("notes://{id}/body")
     assert template.match("notes://7/body") == {"id": "7"}
     assert template.match("notes://7/8/body") is None
@@ -230,7 +230,7 @@ def test_simple_variables_stay_within_one_segment():
         ("notes://{a b}", "'a b' (at position 8) is not a variable name"),
     ],
 )
-def test_malformed_templates_are_refused_at_registration(template, message):
+def test_malformed_templates_are_refused_at_registration(template: str, message: str) -> None:
     server = Server("templates")
     with pytest.raises(RegistrationError) as caught:
 
@@ -243,7 +243,7 @@ def test_malformed_templates_are_refused_at_registration(template, message):
 
 
 @run
-async def test_a_template_with_every_operator_serves_reads():
+async def test_a_template_with_every_operator_serves_reads() -> None:
     server = Server("templates")
 
     @server.resource("files://{+root}{/segments*}{;rev}{?fields}{&limit}{#anchor}")
@@ -264,10 +264,11 @@ def text_of(result: Any) -> str:
     """The text of a resources/read result's first contents (a dict or a typed result)."""
     contents = result["contents"] if isinstance(result, dict) else result.contents
     first = contents[0]
-    return first["text"] if isinstance(first, dict) else first.text
+    text: str = first["text"] if isinstance(first, dict) else first.text
+    return text
 
 
-def test_three_expressions_in_a_row_with_nothing_between_them_are_refused():
+def test_three_expressions_in_a_row_with_nothing_between_them_are_refused() -> None:
     """No one reading of a URI exists for ``{a}{b}{c}`` (each value but the last would
     read as one character): registration tells the author. Two stay allowed."""
     with pytest.raises(RegistrationError, match="three or more expressions in a row"):
@@ -381,7 +382,9 @@ def _template(text: str) -> UriTemplate | None:
 
 @EQUIVALENCE
 @given(templates, values, mutations, st.text(alphabet=URI_CHARS, max_size=12))
-def test_the_linear_matcher_reads_every_uri_as_the_old_regex_did(text, given_values, changes, noise):
+def test_the_linear_matcher_reads_every_uri_as_the_old_regex_did(
+    text: str, given_values: dict[str, Any], changes: list[tuple[int, str, str]], noise: str
+) -> None:
     template = _template(text)
     if template is None:
         return  # three unmarked expressions in a row: refused, nothing to match
@@ -393,10 +396,6 @@ def test_the_linear_matcher_reads_every_uri_as_the_old_regex_did(text, given_val
         assert _new_texts(template, uri) == old_texts, uri
         old = None if old_texts is None else template._read(old_texts)
         assert template.match(uri) == old, uri
-
-
-def _steps_in(steps: tuple[Step, ...]) -> int:
-    return sum(1 + (_steps_in(step.steps) if isinstance(step, Opt) else 0) for step in steps)
 
 
 HOSTILE = [
@@ -416,7 +415,7 @@ HOSTILE = [
 
 @pytest.mark.timeout(5)
 @pytest.mark.parametrize(("text", "uri"), HOSTILE, ids=[f"{text}-{n}" for n, (text, _) in enumerate(HOSTILE)])
-def test_a_100_kb_uri_is_matched_in_time_linear_in_its_length(text, uri):
+def test_a_100_kb_uri_is_matched_in_time_linear_in_its_length(text: str, uri: str) -> None:
     """A peer chooses the URI of ``resources/read``: whatever it is, matching scans each
     position of it a bounded number of times per step of the template."""
     template = UriTemplate(text)
@@ -424,11 +423,11 @@ def test_a_100_kb_uri_is_matched_in_time_linear_in_its_length(text, uri):
     assert found is None or isinstance(found, dict)
     cost = Cost()
     match_steps(template._steps, uri, cost)
-    assert cost.positions <= 3 * (len(uri) + 1) * _steps_in(template._steps)
+    assert cost.positions <= POSITIONS_PER_STEP * (len(uri) + 1) * count_steps(template._steps)
 
 
 @pytest.mark.timeout(5)
-def test_matching_stays_linear_without_the_rule_against_three_unmarked_expressions():
+def test_matching_stays_linear_without_the_rule_against_three_unmarked_expressions() -> None:
     # Registration refuses {a}{b}{c}{+d} for its ambiguity, not for time: its steps,
     # built past the rule, match a 100 KB URI in the same bound (the regex took
     # minutes on 200 characters: fuzz/regressions/uri_template-three-unmarked-*).
@@ -436,10 +435,10 @@ def test_matching_stays_linear_without_the_rule_against_three_unmarked_expressio
     uri = "x://" + "ab" * 50_000 + "/"
     cost = Cost()
     assert match_steps(steps, uri, cost) is None
-    assert cost.positions <= 3 * (len(uri) + 1) * _steps_in(steps)
+    assert cost.positions <= POSITIONS_PER_STEP * (len(uri) + 1) * count_steps(steps)
 
 
-def test_the_hostile_uri_that_held_the_old_regex_reads_back_as_it_would_have():
+def test_the_hostile_uri_that_held_the_old_regex_reads_back_as_it_would_have() -> None:
     # On a short one the old regex answers; the linear matcher gives the same answer.
     template = UriTemplate("x://{a}{b}{?q}{c}{d}")
     uri = "x://aaa?q=aa/aa/!b"

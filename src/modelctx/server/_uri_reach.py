@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-__all__ = ["Cost", "Lit", "Opt", "Run", "Step", "match_steps"]
+__all__ = ["POSITIONS_PER_STEP", "Cost", "Lit", "Opt", "Run", "Step", "count_steps", "match_steps"]
 
 
 @dataclass(frozen=True)
@@ -58,9 +58,19 @@ Spans = dict[str, tuple[int, int]]
 
 @dataclass
 class Cost:
-    """Positions of the URI the matcher scanned, in Python or in C: the bound tests check."""
+    """Positions of the URI the matcher scanned, in Python or in C.
+
+    ``match_steps`` keeps ``positions <= POSITIONS_PER_STEP * (len(uri) + 1) *
+    count_steps(steps)``: a pass over the URI per step back (a run's stretches add
+    at most one position each beyond their length, and there are fewer than the
+    URI's positions), a literal's occurrences, an optional's union, a run's own
+    stretch on the way forward.
+    """
 
     positions: int = 0
+
+
+POSITIONS_PER_STEP = 4
 
 
 @dataclass
@@ -70,6 +80,11 @@ class _Plan:
 
     reach: list[bytearray]
     inner: dict[int, _Plan] = field(default_factory=dict)  # an Opt's index: its steps' plan
+
+
+def count_steps(steps: tuple[Step, ...]) -> int:
+    """How many steps ``steps`` has, counting those inside each ``Opt``."""
+    return sum(1 + (count_steps(step.steps) if isinstance(step, Opt) else 0) for step in steps)
 
 
 def match_steps(steps: tuple[Step, ...], uri: str, cost: Cost | None = None) -> Spans | None:
@@ -95,12 +110,14 @@ def _backward(steps: tuple[Step, ...], uri: str, after: bytearray, cost: Cost) -
         if then.find(1) < 0:
             reach[index] = then  # nothing reachable after: nothing before either
         elif isinstance(step, Lit):
+            cost.positions += len(then)  # the literal's occurrences
             reach[index] = _literal_back(step.text, uri, then)
         elif isinstance(step, Run):
             reach[index] = _run_back(step, uri, then, cost)
         else:
             inner = _backward(step.steps, uri, then, cost)
             plan.inner[index] = inner
+            cost.positions += len(then)  # the union
             reach[index] = _either(inner.reach[0], then)
     return plan
 
