@@ -61,9 +61,10 @@ class Cost:
     """Positions of the URI the matcher scanned, in Python or in C.
 
     ``match_steps`` keeps ``positions <= POSITIONS_PER_STEP * (len(uri) + 1) *
-    count_steps(steps)``: a pass over the URI per step back (a run's stretches add
-    at most one position each beyond their length, and there are fewer than the
-    URI's positions), a literal's occurrences, an optional's union, a run's own
+    count_steps(steps)``: per step, a pass over the URI on the way back and what the
+    step itself scans: a literal, its text at each place it is written; an optional,
+    the union of its two ways; a run, its stretches (each at most one position beyond
+    its length, and fewer than the URI's positions) on the way back, and its own
     stretch on the way forward.
     """
 
@@ -83,8 +84,13 @@ class _Plan:
 
 
 def count_steps(steps: tuple[Step, ...]) -> int:
-    """How many steps ``steps`` has, counting those inside each ``Opt``."""
-    return sum(1 + (count_steps(step.steps) if isinstance(step, Opt) else 0) for step in steps)
+    """How many steps ``steps`` has, counting those inside each ``Opt``, and a literal
+    of k characters as k (it is compared at each place it is written, and those may
+    overlap)."""
+    return sum(
+        count_steps(step.steps) + 1 if isinstance(step, Opt) else max(1, len(step.text)) if isinstance(step, Lit) else 1
+        for step in steps
+    )
 
 
 def match_steps(steps: tuple[Step, ...], uri: str, cost: Cost | None = None) -> Spans | None:
@@ -110,24 +116,25 @@ def _backward(steps: tuple[Step, ...], uri: str, after: bytearray, cost: Cost) -
         if then.find(1) < 0:
             reach[index] = then  # nothing reachable after: nothing before either
         elif isinstance(step, Lit):
-            cost.positions += len(then)  # the literal's occurrences
-            reach[index] = _literal_back(step.text, uri, then)
+            reach[index] = _literal_back(step.text, uri, then, cost)
         elif isinstance(step, Run):
             reach[index] = _run_back(step, uri, then, cost)
         else:
             inner = _backward(step.steps, uri, then, cost)
             plan.inner[index] = inner
-            cost.positions += len(then)  # the union
+            cost.positions += len(then)  # the union of the two ways
             reach[index] = _either(inner.reach[0], then)
     return plan
 
 
-def _literal_back(text: str, uri: str, then: bytearray) -> bytearray:
+def _literal_back(text: str, uri: str, then: bytearray, cost: Cost) -> bytearray:
     if not text:
         return then
     out = bytearray(len(then))
+    cost.positions += len(then)  # the search
     at = uri.find(text)
-    while at >= 0:  # each place the literal is written
+    while at >= 0:  # each place the literal is written (they may overlap)
+        cost.positions += len(text)
         if then[at + len(text)]:
             out[at] = 1
         at = uri.find(text, at + 1)
