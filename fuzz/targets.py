@@ -23,7 +23,8 @@ with atheris.instrument_imports():
     from modelctx.protocol._headers import check_headers, decode_value
     from modelctx.protocol._jsonrpc import decode
     from modelctx.protocol._request_state import StateSealer
-    from modelctx.server._uri_template import UriTemplate
+    from modelctx.server._uri_reach import POSITIONS_PER_STEP, Cost, count_steps, match_steps
+    from modelctx.server._uri_template import UriTemplate, _compile, _parse
     from modelctx.transports._base import ClientTransport, Outgoing, TransportEvents
     from modelctx.transports.http import HttpApp
 
@@ -108,7 +109,20 @@ def uri_template(data: bytes) -> None:
         template = UriTemplate(text)
     except RegistrationError:
         template = UriTemplate("x://{a}.{b}/{+c}{?q,r}{#f}")
-    template.match(uri)
+    found = template.match(uri)
+    if found is not None and not isinstance(found, dict):
+        raise AssertionError(f"match gave {found!r}")
+    for hostile in ("x://{a}{b}{?q}{c}{d}", text):
+        # Matching stays linear for any template that parses, even one registration
+        # refuses ({a}{b}{c}): a finding here is a matcher that rescans the URI.
+        try:
+            steps, _ = _compile(_parse(hostile))
+        except RegistrationError:
+            continue
+        cost = Cost()
+        match_steps(steps, uri, cost)
+        if cost.positions > POSITIONS_PER_STEP * (len(uri) + 1) * count_steps(steps):
+            raise AssertionError(f"{cost.positions} positions scanned matching {uri!r} to {hostile!r}")
 
 
 _SEALER = StateSealer(b"fuzz" * 8)

@@ -106,8 +106,9 @@ def test_http_headers_of_64_kib_are_still_served(http):
     assert response.json()["result"]["content"][0]["text"] == "padded"
 
 
-# A template whose values may hold the literal between them ("." is allowed in a
-# value): a backtracking regex needs O(n^3) steps to reject a URI of n characters.
+# Templates a backtracking regex reads slowly: values that may hold the literal between
+# them ("." is allowed in a value) cost it O(n^3) steps to reject a URI of n characters,
+# two runs of two unmarked values around an optional query O(n^4).
 DOTTED_SERVER = textwrap.dedent(
     """
     from modelctx import Server
@@ -117,6 +118,10 @@ DOTTED_SERVER = textwrap.dedent(
     @server.resource("logs://{service}.{day}.{level}/entries", mime_type="text/plain")
     def entries(service: str, day: str, level: str) -> str:
         return f"{service} {day} {level}"
+
+    @server.resource("pairs://{a}{b}{?q}{c}{d}", mime_type="text/plain")
+    def pairs(a: str, b: str, c: str, d: str, q: str = "") -> str:
+        return f"{a} {b} {q} {c} {d}"
 
     server.run()
     """
@@ -132,6 +137,12 @@ def test_a_100_kb_uri_against_an_ambiguous_template_is_answered_and_the_server_g
     assert refused["error"]["code"] == INVALID_PARAMS  # Resource not found
     found = server.call(request(2, "resources/read", {"uri": "logs://api.2026-12-01.warn/entries"}))
     assert found["result"]["contents"][0]["text"] == "api 2026-12-01 warn"
+    # 200 characters of this one took the regex 9 s; 100 KB are answered at once.
+    hostile = "pairs://" + "a" * 33_000 + "?" + "a" * 33_000 + "/" + "a" * 33_000 + "/!"
+    refused = server.call(request(3, "resources/read", {"uri": hostile}))
+    assert refused["error"]["code"] == INVALID_PARAMS  # Resource not found
+    found = server.call(request(4, "resources/read", {"uri": "pairs://xy?q=1/zw"}))
+    assert found["result"]["contents"][0]["text"] == "x y 1/ z w"
 
 
 def _resident_mb(pid: int) -> int:

@@ -10,14 +10,18 @@ RFC itself leaves ambiguous.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 from conftest import async_test
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from modelctx import RegistrationError, Server
 from modelctx.client import Client
-from modelctx.server._uri_template import UriTemplate
+from modelctx.server._uri_reach import POSITIONS_PER_STEP, Cost, count_steps, match_steps
+from modelctx.server._uri_template import _OPERATORS, UriTemplate, _compile, _Expression, _parse
 
 VARIABLES = {
     "count": ["one", "two", "three"],
@@ -173,18 +177,18 @@ RFC_EXAMPLES = [
 
 
 @pytest.mark.parametrize(("template", "uri", "variables"), RFC_EXAMPLES)
-def test_rfc6570_examples_expand_as_the_rfc_says(template, uri, variables):
+def test_rfc6570_examples_expand_as_the_rfc_says(template: str, uri: str, variables: object) -> None:
     assert UriTemplate(template).expand(VARIABLES) == uri
 
 
 @pytest.mark.parametrize(
     ("template", "uri", "variables"), [row for row in RFC_EXAMPLES if row[2] is not EXPAND_ONLY]
 )
-def test_rfc6570_examples_match_back_to_their_variables(template, uri, variables):
+def test_rfc6570_examples_match_back_to_their_variables(template: str, uri: str, variables: object) -> None:
     assert UriTemplate(template).match(uri) == variables
 
 
-def test_query_and_continuation_in_one_template_match():
+def test_query_and_continuation_in_one_template_match() -> None:
     # Used to crash with re.error (the same regex group twice).
     template = UriTemplate("search://items{?q}{&page,size}")
     assert template.match("search://items?q=lamp&page=2&size=10") == {"q": "lamp", "page": "2", "size": "10"}
@@ -192,20 +196,20 @@ def test_query_and_continuation_in_one_template_match():
     assert template.match("search://items") == {}
 
 
-def test_path_parameters_match():
+def test_path_parameters_match() -> None:
     template = UriTemplate("maps://tile{;x,y}")
     assert template.match("maps://tile;x=3;y=4") == {"x": "3", "y": "4"}
     assert template.match("maps://tile;z=1") is None  # not a parameter of this template
 
 
-def test_a_prefix_limits_the_length_read_back():
+def test_a_prefix_limits_the_length_read_back() -> None:
     template = UriTemplate("codes://{code:3}")
     assert template.match("codes://abc") == {"code": "abc"}
     assert template.match("codes://abcd") is None
     assert template.match("codes://%C3%A9tu") == {"code": "étu"}  # a %XX triplet is one character
 
 
-def test_simple_variables_stay_within_one_segment():
+def test_simple_variables_stay_within_one_segment() -> None:
     template = UriTemplate("notes://{id}/body")
     assert template.match("notes://7/body") == {"id": "7"}
     assert template.match("notes://7/8/body") is None
@@ -226,7 +230,7 @@ def test_simple_variables_stay_within_one_segment():
         ("notes://{a b}", "'a b' (at position 8) is not a variable name"),
     ],
 )
-def test_malformed_templates_are_refused_at_registration(template, message):
+def test_malformed_templates_are_refused_at_registration(template: str, message: str) -> None:
     server = Server("templates")
     with pytest.raises(RegistrationError) as caught:
 
@@ -239,7 +243,7 @@ def test_malformed_templates_are_refused_at_registration(template, message):
 
 
 @run
-async def test_a_template_with_every_operator_serves_reads():
+async def test_a_template_with_every_operator_serves_reads() -> None:
     server = Server("templates")
 
     @server.resource("files://{+root}{/segments*}{;rev}{?fields}{&limit}{#anchor}")
@@ -260,13 +264,184 @@ def text_of(result: Any) -> str:
     """The text of a resources/read result's first contents (a dict or a typed result)."""
     contents = result["contents"] if isinstance(result, dict) else result.contents
     first = contents[0]
-    return first["text"] if isinstance(first, dict) else first.text
+    text: str = first["text"] if isinstance(first, dict) else first.text
+    return text
 
 
-def test_three_expressions_in_a_row_with_nothing_between_them_are_refused():
-    """No one reading of a URI exists for ``{a}{b}{c}``, and trying them all took the
-    regex minutes on a 200-character URI (found by fuzz/run.py); two stay allowed."""
+def test_three_expressions_in_a_row_with_nothing_between_them_are_refused() -> None:
+    """No one reading of a URI exists for ``{a}{b}{c}`` (each value but the last would
+    read as one character): registration tells the author. Two stay allowed."""
     with pytest.raises(RegistrationError, match="three or more expressions in a row"):
         UriTemplate("x://{a}{b}{+c}")
     assert UriTemplate("up{+path}{var}/here").expand({"path": "/foo/bar", "var": "value"}) == "up/foo/barvalue/here"
     assert UriTemplate("x://{a}/{b}{c}").match("x://one/twothree") is not None
+
+
+# -- matching in linear time ----------------------------------------------------------------
+# The regex this module matched with until the linear matcher replaced it, kept here as
+# the oracle the matcher must agree with: a frozen copy of the old behaviour, so it
+# cannot drift along with the code it checks, and no backtracking regex is left in the
+# server for anything to call.
+_OLD_VALUE = {"": r"[^/?#;,]", ".": r"[^/?#;,.]", "/": r"[^/?#;,]"}
+
+
+def _old_regex(template: UriTemplate) -> re.Pattern[str]:
+    pattern: list[str] = []
+    groups = 0
+    for part in template._parts:
+        if isinstance(part, str):
+            pattern.append(re.escape(part))
+            continue
+        group = f"g{groups}"
+        op = part.operator
+        if op in ("?", "&"):
+            pattern.append(f"(?:{re.escape(op)}(?P<{group}>[^#]*))?")
+        elif op == ";":
+            pattern.append(f"(?P<{group}>(?:;[^;/?#]*)*)")
+        else:
+            pattern.append(_old_positional(part, group))
+        groups += 1 if op in ("?", "&", ";") else len(part.variables)  # as the readers were named
+    return re.compile("".join(pattern), re.DOTALL)
+
+
+def _old_positional(expression: _Expression, group: str) -> str:
+    op = expression.operator
+    spec = _OPERATORS[op]
+    single = len(expression.variables) == 1
+    out: list[str] = []
+    for index, var in enumerate(expression.variables):
+        if op in ("+", "#"):
+            char = r"." if single else r"[^,]"
+        elif single or (var.explode and op == ""):
+            char = r"[^/?#;]" if op != "." else r"[^/?#;.]"
+        else:
+            char = _OLD_VALUE[op]
+        if var.explode and op in (".", "/"):
+            body = f"{char}*(?:{re.escape(spec.sep)}{char}*)*"
+        else:
+            body = f"{char}+?" if op in ("", "+") and index == 0 else f"{char}*?"
+        lead = spec.first if index == 0 else spec.sep
+        piece = f"{re.escape(lead)}(?P<{group}_{index}>{body})"
+        out.append(piece if op in ("", "+") and index == 0 else f"(?:{piece})?")
+    return "".join(out)
+
+
+def _old_texts(template: UriTemplate, uri: str) -> dict[str, str] | None:
+    """What each group of the old regex read; a ``;`` group that read nothing left out
+    (the new matcher records a skipped ``{;x}`` as absent, the reader reads both alike)."""
+    found = _old_regex(template).fullmatch(uri)
+    if found is None:
+        return None
+    return {
+        group: text
+        for group, text in found.groupdict().items()
+        if text is not None and not (text == "" and "_" not in group)
+    }
+
+
+def _new_texts(template: UriTemplate, uri: str) -> dict[str, str] | None:
+    spans = match_steps(template._steps, uri)
+    if spans is None:
+        return None
+    return {group: uri[start:end] for group, (start, end) in spans.items() if uri[start:end] or "_" in group}
+
+
+URI_CHARS = "ab/.,;?&=#%+"
+literals = st.text(alphabet="x/.,;?&=#", max_size=3)
+variables = st.tuples(st.sampled_from("abc"), st.sampled_from(["", "*", ":1", ":2"]))
+expressions = st.builds(
+    lambda op, names: "{" + op + ",".join(name + modifier for name, modifier in names) + "}",
+    st.sampled_from(list(_OPERATORS)),
+    st.lists(variables, min_size=1, max_size=2),
+)
+templates = st.lists(st.one_of(literals, expressions), min_size=1, max_size=4).map("".join)
+values = st.dictionaries(
+    st.sampled_from("abc"),
+    st.one_of(st.none(), st.text(alphabet=URI_CHARS + " ", max_size=4), st.lists(st.text(alphabet="ab.,/", max_size=3), max_size=3)),
+)
+mutations = st.lists(st.tuples(st.integers(0, 40), st.sampled_from(["insert", "delete", "replace"]), st.sampled_from(URI_CHARS)), max_size=3)
+EQUIVALENCE = settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+
+def _mutate(uri: str, changes: list[tuple[int, str, str]]) -> str:
+    for at, how, char in changes:
+        at = at % (len(uri) + 1)
+        if how == "insert":
+            uri = uri[:at] + char + uri[at:]
+        elif at < len(uri):
+            uri = uri[:at] + (char if how == "replace" else "") + uri[at + 1 :]
+    return uri
+
+
+def _template(text: str) -> UriTemplate | None:
+    try:
+        return UriTemplate(text)
+    except RegistrationError:
+        return None
+
+
+@EQUIVALENCE
+@given(templates, values, mutations, st.text(alphabet=URI_CHARS, max_size=12))
+def test_the_linear_matcher_reads_every_uri_as_the_old_regex_did(
+    text: str, given_values: dict[str, Any], changes: list[tuple[int, str, str]], noise: str
+) -> None:
+    template = _template(text)
+    if template is None:
+        return  # three unmarked expressions in a row: refused, nothing to match
+    expanded = template.expand(given_values)
+    for uri in (expanded, _mutate(expanded, changes), noise, expanded + noise[:2]):
+        if len(uri) > 24:
+            continue  # the old regex may take exponential time on longer ones
+        old_texts = _old_texts(template, uri)
+        assert _new_texts(template, uri) == old_texts, uri
+        old = None if old_texts is None else template._read(old_texts)
+        assert template.match(uri) == old, uri
+
+
+HOSTILE = [
+    # Two runs of two unmarked values around an optional query: O(n^4) for the regex
+    # (a 4 KB URI: seconds; the linear pre-check let it through).
+    ("x://{a}{b}{?q}{c}{d}", "x://" + "a" * 33_000 + "?" + "a" * 33_000 + "/" + "a" * 33_000 + "/!"),
+    ("x://{a}{b}{?q}{c}{d}", "x://" + "a" * 33_000 + "?" + "a" * 33_000 + "/" + "a" * 33_000 + "/!b"),
+    # Values that may hold the literal between them: O(n^3).
+    ("x://{a}.{b}.{c}/x", "x://" + "." * 100_000 + "/"),
+    ("x://{a}.{b}.{c}/x", "x://" + "a." * 50_000 + "/x"),
+    ("logs://{service}.{day}.{level}/entries", "logs://" + "." * 100_000 + "/entrie"),
+    ("x://{a}/{b}{c}", "x://" + "a/" * 50_000),
+    ("x://{+a}{b}{#f}", "x://" + "a/#" * 33_000),
+    ("x://{/p*}{;m}{?q*}", "x://" + "/a;m=1" * 16_000 + "?q=1" * 1000),
+]
+
+
+@pytest.mark.timeout(5)
+@pytest.mark.parametrize(("text", "uri"), HOSTILE, ids=[f"{text}-{n}" for n, (text, _) in enumerate(HOSTILE)])
+def test_a_100_kb_uri_is_matched_in_time_linear_in_its_length(text: str, uri: str) -> None:
+    """A peer chooses the URI of ``resources/read``: whatever it is, matching scans each
+    position of it a bounded number of times per step of the template."""
+    template = UriTemplate(text)
+    found = template.match(uri)
+    assert found is None or isinstance(found, dict)
+    cost = Cost()
+    match_steps(template._steps, uri, cost)
+    assert cost.positions <= POSITIONS_PER_STEP * (len(uri) + 1) * count_steps(template._steps)
+
+
+@pytest.mark.timeout(5)
+def test_matching_stays_linear_without_the_rule_against_three_unmarked_expressions() -> None:
+    # Registration refuses {a}{b}{c}{+d} for its ambiguity, not for time: its steps,
+    # built past the rule, match a 100 KB URI in the same bound (the regex took
+    # minutes on 200 characters: fuzz/regressions/uri_template-three-unmarked-*).
+    steps, _ = _compile(_parse("x://{a}{b}{c}{+d}{e}/!"))
+    uri = "x://" + "ab" * 50_000 + "/"
+    cost = Cost()
+    assert match_steps(steps, uri, cost) is None
+    assert cost.positions <= POSITIONS_PER_STEP * (len(uri) + 1) * count_steps(steps)
+
+
+def test_the_hostile_uri_that_held_the_old_regex_reads_back_as_it_would_have() -> None:
+    # On a short one the old regex answers; the linear matcher gives the same answer.
+    template = UriTemplate("x://{a}{b}{?q}{c}{d}")
+    uri = "x://aaa?q=aa/aa/!b"
+    assert template.match(uri) == template._read(_old_texts(template, uri) or {}) == {
+        "a": "a", "b": "aa", "q": "aa/aa/", "c": "!", "d": "b",
+    }

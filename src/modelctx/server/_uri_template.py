@@ -17,6 +17,10 @@ Matching is the inverse of expansion, as far as a URI can be read back:
 - Values come back percent-decoded as ``str``; an exploded variable (``{/x*}``,
   ``{?x*}``...) comes back as a ``list[str]``. An exploded associative array cannot
   be told apart from a list in a URI, so matching reads it as a list.
+- Where a URI has several readings, the first is taken: values of ``{x}``/``{+x}``
+  (and the other positional operators) as short as will do, an exploded path or
+  label and the query as long as will do, an optional part taken when it can be.
+  Matching takes time linear in the URI (``_uri_reach``): a peer chooses it.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from typing import Any
 from urllib.parse import quote, unquote, unquote_plus
 
 from ..errors import RegistrationError
-from ._uri_reach import Lit, Opt, Run, Step, may_match
+from ._uri_reach import Lit, Opt, Run, Step, match_steps
 
 __all__ = ["UriTemplate"]
 
@@ -82,8 +86,7 @@ class UriTemplate:
         _refuse_runs(template, self._parts)
         names = [v.name for part in self._parts if isinstance(part, _Expression) for v in part.variables]
         self.variables: list[str] = list(dict.fromkeys(names))  # a name may appear twice
-        self._regex, self._groups = _compile(self._parts)
-        self._steps = _steps(self._parts)
+        self._steps, self._readers = _compile(self._parts)
 
     def expand(self, values: Mapping[str, Any]) -> str:
         """The URI for ``values`` (str, numbers, lists, dicts; ``None`` means undefined)."""
@@ -93,15 +96,21 @@ class UriTemplate:
         return "".join(out)
 
     def match(self, uri: str) -> dict[str, str | list[str]] | None:
-        """The variables of ``uri`` if it fits the template, else ``None``."""
-        if not may_match(self._steps, uri):
-            return None  # decided in linear time: the regex could backtrack for hours
-        found = self._regex.fullmatch(uri)
-        if found is None:
+        """The variables of ``uri`` if it fits the template, else ``None``.
+
+        Time linear in ``len(uri)`` for a given template (``_uri_reach``): a peer
+        chooses the URI, and no backtracking is done.
+        """
+        spans = match_steps(self._steps, uri)
+        if spans is None:
             return None
+        return self._read({group: uri[start:end] for group, (start, end) in spans.items()})
+
+    def _read(self, texts: Mapping[str, str]) -> dict[str, str | list[str]] | None:
+        """The variables that the text each step read says, or ``None`` if they disagree."""
         values: dict[str, str | list[str]] = {}
-        for group, reader in self._groups.items():
-            text = found.group(group)
+        for group, reader in self._readers.items():
+            text = texts.get(group)
             if text is not None and not reader.read(text, values):
                 return None
         for name in [n for n in values if n.startswith(_PREFIX_KEY)]:
@@ -182,9 +191,11 @@ _UNMARKED = ("", "+")
 def _refuse_runs(template: str, parts: list[str | _Expression]) -> None:
     """Refuse three or more unmarked expressions in a row (``{a}{b}{c}``).
 
-    Such a template has no one reading of a URI, and trying them all costs the regex
-    time that grows as the URI's length to the power of the run (a 200-character URI
-    took minutes); two in a row (RFC 6570's own ``{+path}{var}``) stay allowed.
+    Such a template has no one reading of a URI: matching would read each value but
+    the last as one character (``abcdef``: a=a, b=b, c=cdef), which no author means,
+    so registration says so and how to fix it. Matching no longer needs the rule (it
+    is linear in the URI whatever the template, ``_uri_reach``); two in a row stay
+    allowed, as RFC 6570's own ``{+path}{var}`` writes them.
     """
     run = 0
     for part in parts:
@@ -262,7 +273,7 @@ def _expand_var(op: _Operator, var: _Var, value: Any) -> str:
 
 # -- matching ----------------------------------------------------------------------------
 class _Reader:
-    """Turns the text one regex group matched into variable values."""
+    """Turns the text one step read into variable values."""
 
     def __init__(
         self,
@@ -323,109 +334,77 @@ def _store(values: dict[str, str | list[str]], name: str, value: str | list[str]
     return previous == value
 
 
-# What a value may contain when read back, by operator: everything but the characters
-# that end it (the operator's separators, and the delimiters "/", "?", "#" and ";" that
-# these operators would have percent-encoded inside a value).
-_VALUE = {
-    "": r"[^/?#;,]",
-    ".": r"[^/?#;,.]",
-    "/": r"[^/?#;,]",
-}
+# What a value of each operator may contain when read back: every character but those
+# that end it. "/", "?", "#" and ";" end any value of {x}, {.x} and {/x} (expansion
+# percent-encodes them inside a value); between variables of one expression, the
+# operator's separator ends a value too, and the label operator's "." always does.
+_ENDS_VALUE = frozenset("/?#;")
 
 
-def _compile(parts: list[str | _Expression]) -> tuple[re.Pattern[str], dict[str, _Reader]]:
-    pattern: list[str] = []
+def _compile(parts: list[str | _Expression]) -> tuple[tuple[Step, ...], dict[str, _Reader]]:
+    """The template as ``_uri_reach`` steps, and what reads each named step's text.
+
+    The steps are those of the regex this module used to build, preference included
+    (a value of {x} or {+x} as short as will do, an exploded path or label, a query and
+    path parameters as long as will do), so a URI reads back as it always did.
+    """
+    steps: list[Step] = []
     readers: dict[str, _Reader] = {}
     query_names = tuple(
-        v.name for p in parts if isinstance(p, _Expression) and p.operator in "?&" and p.operator for v in p.variables
+        v.name for p in parts if isinstance(p, _Expression) and p.operator in ("?", "&") for v in p.variables
     )
     query_exploded = frozenset(
         v.name for p in parts if isinstance(p, _Expression) and p.operator in ("?", "&") for v in p.variables if v.explode
     )
     for part in parts:
         if isinstance(part, str):
-            pattern.append(re.escape(part))
+            steps.append(Lit(part))
             continue
         group = f"g{len(readers)}"
         op = part.operator
         exploded = frozenset(v.name for v in part.variables if v.explode)
         if op in ("?", "&"):
-            pattern.append(f"(?:{re.escape(op)}(?P<{group}>[^#]*))?")
+            # "?" then name=value pairs up to the fragment, or nothing at all.
+            steps.append(Opt((Lit(op), Run(frozenset("#"), name=group))))
             readers[group] = _Reader(query_names, query_exploded, "pairs", op)
         elif op == ";":
-            pattern.append(f"(?P<{group}>(?:;[^;/?#]*)*)")
+            # ";name=value" pairs, as many as there are: nothing, or ";" and a run
+            # that may hold further ";".
+            steps.append(Opt((Lit(";"), Run(_ENDS_VALUE - {";"})), name=group))
             readers[group] = _Reader(tuple(v.name for v in part.variables), exploded, "pairs", op)
         else:
-            pattern.append(_positional(part, group, readers))
-    return re.compile("".join(pattern), re.DOTALL), readers
+            steps.extend(_positional(part, group, readers))
+    return tuple(steps), readers
 
 
-def _steps(parts: list[str | _Expression]) -> tuple[Step, ...]:
-    """The template as ``_uri_reach`` steps, a language containing ``_compile``'s regex:
-    each value a run of the characters its regex class allows."""
-    steps: list[Step] = []
-    for part in parts:
-        if isinstance(part, str):
-            steps.append(Lit(part))
-        elif part.operator in ("?", "&"):
-            steps.append(Opt((Lit(part.operator), Run(frozenset("#")))))
-        elif part.operator == ";":
-            steps.append(Run(frozenset("/?#")))  # ";" pairs, ";" included
-        else:
-            steps.extend(_positional_steps(part))
-    return tuple(steps)
-
-
-def _positional_steps(expression: _Expression) -> list[Step]:
-    """Mirrors ``_positional``: the same character classes, as excluded sets."""
+def _positional(expression: _Expression, group: str, readers: dict[str, _Reader]) -> list[Step]:
+    """The steps of a ``{x}``, ``{+x}``, ``{#x}``, ``{.x}`` or ``{/x}`` expression."""
     op = expression.operator
     spec = _OPERATORS[op]
-    single = len(expression.variables) == 1
     steps: list[Step] = []
     for index, var in enumerate(expression.variables):
-        excluded: frozenset[str] | None
-        if op in ("+", "#"):
-            excluded = None if single else frozenset(",")
-        elif single or (var.explode and op == ""):
-            excluded = frozenset("/?#;" if op != "." else "/?#;.")
-        else:
-            excluded = frozenset(_VALUE[op][2:-1])
-        if var.explode and op in (".", "/") and excluded is not None:
-            excluded = excluded - {spec.sep}
-        lead = spec.first if index == 0 else spec.sep
-        piece = (Lit(lead), Run(excluded))
+        name = f"{group}_{index}"
+        excluded = _excluded(op, var, single=len(expression.variables) == 1)
+        # Only the first variable of {x} and {+x} is required: anything else may be undefined.
         required = op in ("", "+") and index == 0
-        if required:
-            steps.extend(piece)
-        else:
-            steps.append(Opt(piece))
+        # An exploded path or label reads every segment it can ("/a/b/c": one list);
+        # any other value as few characters as will do.
+        whole = var.explode and op in (".", "/")
+        value = Run(excluded, shortest=not whole, at_least_one=required, name=name)
+        lead = Lit(spec.first if index == 0 else spec.sep)
+        steps.extend((lead, value) if required else (Opt((lead, value)),))
+        key = var.name if var.prefix is None else _PREFIX_KEY + var.name
+        readers[name] = _Reader((key,), frozenset([key]) if var.explode else frozenset(), "one", op, var.prefix)
     return steps
 
 
-def _positional(expression: _Expression, group: str, readers: dict[str, _Reader]) -> str:
-    """The regex of a ``{x}``, ``{+x}``, ``{#x}``, ``{.x}`` or ``{/x}`` expression."""
-    op = expression.operator
-    spec = _OPERATORS[op]
-    single = len(expression.variables) == 1
-    out: list[str] = []
-    for index, var in enumerate(expression.variables):
-        name = f"{group}_{index}"
-        if op in ("+", "#"):
-            char = r"." if single else r"[^,]"
-        elif single or (var.explode and op == ""):
-            char = r"[^/?#;]" if op != "." else r"[^/?#;.]"  # "a,b,c": a list, not exploded
-        else:
-            char = _VALUE[op]
-        if var.explode and op in (".", "/"):
-            body = f"{char}*(?:{re.escape(spec.sep)}{char}*)*"
-        else:
-            body = f"{char}+?" if op in ("", "+") and index == 0 else f"{char}*?"
-        lead = spec.first if index == 0 else spec.sep
-        piece = f"{re.escape(lead)}(?P<{name}>{body})"
-        # Only the first variable of {x} and {+x} is required: anything else may be undefined.
-        required = op in ("", "+") and index == 0
-        out.append(piece if required else f"(?:{piece})?")
-        key = var.name if var.prefix is None else _PREFIX_KEY + var.name
-        exploded = frozenset([key]) if var.explode else frozenset()
-        readers[name] = _Reader((key,), exploded, "one", op, var.prefix)
-    return "".join(out)
+def _excluded(op: str, var: _Var, single: bool) -> frozenset[str] | None:
+    """The characters a value of ``var`` cannot hold (``None``: it can hold any)."""
+    if op in ("+", "#"):
+        return None if single else frozenset(",")  # "," parts the values of {+x,y}
+    excluded = _ENDS_VALUE | ({"."} if op == "." else set())
+    if not single and not (var.explode and op == ""):
+        excluded |= {","}  # "a,b,c" in {x} alone is one value (a list, not exploded)
+    if var.explode and op in (".", "/"):
+        excluded -= {_OPERATORS[op].sep}  # the separator parts the items of one list
+    return excluded
