@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -192,12 +193,17 @@ class Faults:
             await lines.send(wire.request(3, "tools/call", call))
             await lines.receive()  # its first progress: the tool runs
             lines.stdin.close()  # the client goes away mid-call
-            exited = await wait_gone(process.pid, EXIT_WAIT)
-            self._check(exited, "stdio_pipe_closed_mid_call", f"pid {process.pid} still runs {EXIT_WAIT} s later")
+            # Our own child: wait for asyncio to reap it. (Seeing its zombie in /proc and
+            # calling kill() would make Popen reap it under asyncio's child watcher.)
+            try:
+                await asyncio.wait_for(process.wait(), EXIT_WAIT)
+            except TimeoutError:
+                pass
+            self._check(process.returncode is not None, "stdio_pipe_closed_mid_call", f"still runs {EXIT_WAIT} s later")
         finally:
             if process.returncode is None:
                 process.kill()
-            await asyncio.wait_for(process.wait(), 10)
+                await asyncio.wait_for(process.wait(), 10)
 
     async def stdio_server_killed(self) -> None:
         """A stdio server killed mid-call: the call fails with ConnectionClosed; a new
@@ -245,8 +251,6 @@ class Faults:
 
 
 def os_kill(pid: int, sig: int) -> None:
-    import os
-
     try:
         os.kill(pid, sig)
     except ProcessLookupError:

@@ -14,6 +14,7 @@ import asyncio
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from modelctx import Client, ClientHandlers, ClientOptions, ProtocolError
@@ -40,7 +41,7 @@ class Worker:
     mode: str
     url: str
     tally: Tally
-    stderr_file: Any
+    stderr_file: Path
     seed: int
     client: Client | None = None
     logs: int = 0
