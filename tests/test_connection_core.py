@@ -6,6 +6,8 @@ readings, as basic/utilities/cancellation.mdx and basic/index.mdx state the rule
 
 from __future__ import annotations
 
+import weakref
+
 from modelctx.protocol._connection import (
     Answer,
     Cancel,
@@ -108,6 +110,32 @@ def test_server_to_client_requests_are_matched_by_id():
 
     assert type(event) is Answer and event.outbound is outbound
     assert type(connection.receive(Response(outbound.id, {}, None))) is Ignore  # answered once
+
+
+class _Waiter:
+    """Stands for what a transport waits on (``Outbound.handle``); weakly referenceable."""
+
+
+def test_answered_and_forgotten_server_to_client_requests_are_not_kept():
+    # A stdio server's one connection lives as long as the process: each handshake-era
+    # elicitation it sends must be freed once answered (or given up), even while an
+    # older request still waits (soak/run.py found a leak of every one of them).
+    connection = ServerConnection()
+    still_waiting = connection.request("roots/list", {}, now=0.0, timeout=1.0)
+    refs = []
+    for n in range(1000):
+        outbound = connection.request("elicitation/create", {"n": n}, now=float(n), timeout=300.0)
+        outbound.handle = waiter = _Waiter()
+        refs.append(weakref.ref(waiter))
+        if n % 2:
+            assert type(connection.receive(Response(outbound.id, {"action": "accept"}, None))) is Answer
+        else:
+            connection.forget(outbound)  # its caller timed out or left
+        del outbound, waiter
+
+    kept = sum(ref() is not None for ref in refs)
+    assert kept <= 20, f"{kept} of 1000 finished requests are still referenced"
+    assert connection.close()[1] == [still_waiting]
 
 
 def test_closing_returns_what_runs_and_what_waits():

@@ -214,6 +214,22 @@ class _Requests:
             del self.pending[outbound.id]
         if outbound.token is not None and self._by_token.get(outbound.token) is outbound:
             del self._by_token[outbound.token]
+        self._drop_finished()
+
+    def _drop_finished(self) -> None:
+        """Forget the deadlines of finished requests. A request's entry stays in the heap
+        when it finishes (taking it from the middle costs O(n)): entries on top go at
+        once, and the heap is rebuilt (in place: ``expire`` may be walking it) when
+        finished ones outnumber the waiting ones. Without this a side that never asks
+        for its next deadline (the server's: each of its waits has its own timer) kept
+        every request it ever sent, answer and all: a stdio server leaked ~1.5 KB per
+        handshake-era elicitation (found by soak/run.py)."""
+        heap = self._deadlines
+        while heap and self.pending.get(heap[0][2].id) is not heap[0][2]:
+            heapq.heappop(heap)
+        if len(heap) > 2 * len(self.pending) + 16:
+            heap[:] = [entry for entry in heap if self.pending.get(entry[2].id) is entry[2]]
+            heapq.heapify(heap)
 
     def answer(self, response: Response) -> Answer | Ignore:
         outbound = self.pending.get(response.id) if response.id is not None else None
@@ -249,10 +265,8 @@ class _Requests:
         return expired
 
     def next_deadline(self) -> float | None:
-        heap = self._deadlines
-        while heap and self.pending.get(heap[0][2].id) is not heap[0][2]:
-            heapq.heappop(heap)  # drop entries of finished requests
-        return heap[0][0] if heap else None
+        self._drop_finished()
+        return self._deadlines[0][0] if self._deadlines else None
 
     def close(self) -> list[Outbound]:
         waiting = list(self.pending.values())

@@ -1,0 +1,1 @@
+"""The soak run: bounded, loopback-only mixed traffic with faults; see ``run.py``."""
