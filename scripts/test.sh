@@ -32,7 +32,7 @@ fi
 export MODELCTX_EVERYTHING_BIN="$EVERYTHING_DIR/node_modules/.bin/mcp-server-everything"
 
 # Lint and types first: both are part of the test run (and of CI).
-.venv/bin/ruff check src tests bench examples tools fuzz
+.venv/bin/ruff check src tests bench examples tools fuzz soak
 .venv/bin/mypy  # --strict on src/modelctx ([tool.mypy] in pyproject.toml)
 
 exec .venv/bin/python -m pytest "$@"
