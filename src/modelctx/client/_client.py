@@ -721,15 +721,22 @@ class Client:
         resources: bool = False,
         resource_uris: Sequence[str] = (),
         reconnect: bool = True,
+        on_open: Callable[[], object] | None = None,
     ) -> AsyncIterator[SubscriptionEvent]:
         """Yield change events until the iterator is closed.
 
         Modern servers: one ``subscriptions/listen`` stream, re-opened with backoff if
         it drops. Handshake-era servers: ``resources/subscribe`` for each URI, and the
         session's own list_changed notifications.
+
+        ``on_open()`` is called each time the server has confirmed the stream (and again
+        after each re-opening): changes from then on are heard, earlier ones may not be,
+        so a cache of lists fetched before it should be dropped.
         """
         if self.session.modern:
-            async for event in self._listen_modern(tools, prompts, resources, list(resource_uris), reconnect):
+            async for event in self._listen_modern(
+                tools, prompts, resources, list(resource_uris), reconnect, on_open
+            ):
                 yield event
             return
         queue = EventQueue()
@@ -737,6 +744,8 @@ class Client:
         try:
             for uri in resource_uris:
                 await self._request("resources/subscribe", {"uri": uri})
+            if on_open is not None:
+                on_open()
             wanted = {"tools": tools, "prompts": prompts, "resources": resources}
             while True:
                 item = await queue.get()
@@ -756,7 +765,13 @@ class Client:
                     pass
 
     async def _listen_modern(
-        self, tools: bool, prompts: bool, resources: bool, uris: list[str], reconnect: bool
+        self,
+        tools: bool,
+        prompts: bool,
+        resources: bool,
+        uris: list[str],
+        reconnect: bool,
+        on_open: Callable[[], object] | None = None,
     ) -> AsyncIterator[SubscriptionEvent]:
         filt: dict[str, Any] = {}
         if tools:
@@ -797,6 +812,8 @@ class Client:
                     method = item.method
                     if method == "notifications/subscriptions/acknowledged":
                         backoff = 0.1
+                        if on_open is not None:
+                            on_open()
                         continue
                     if method == "notifications/cancelled":
                         ended_gracefully = True

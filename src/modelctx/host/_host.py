@@ -124,8 +124,10 @@ class Host:
     # -- servers ---------------------------------------------------------------------------
     async def start(self) -> None:
         """Connect every configured server at once, each within its own ``timeout``. A
-        server that fails is left "failed" (see ``failures``); the others are registered."""
-        await asyncio.gather(*(self.add_server(spec) for spec in self.config.servers.values()))
+        server that fails is left "failed" (see ``failures``); the others are registered.
+        Servers the host already has (a second ``start``) are left as they are."""
+        specs = [spec for name, spec in self.config.servers.items() if name not in self.servers]
+        await asyncio.gather(*(self.add_server(spec) for spec in specs))
 
     @property
     def failures(self) -> dict[str, str]:

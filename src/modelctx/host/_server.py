@@ -17,7 +17,8 @@ configured server) and keeps three things true about it:
   TTL: their lists are kept until a ``list_changed`` notification if they declared
   ``listChanged``, else fetched each time). A ``list_changed``, over
   ``subscriptions/listen`` (2026-07-28) or as a notification (handshake era), drops the
-  list at once; a list fetched while a change arrived is not kept.
+  list at once; a list fetched while a change arrived is not kept, nor one fetched
+  before the listen stream was confirmed (a change then may have been missed).
 """
 
 from __future__ import annotations
@@ -86,6 +87,8 @@ class HostServer:
         self._cache: dict[str, _Cached] = {}
         self._generation = dict.fromkeys(LIST_KINDS, 0)
         self._listen_task: asyncio.Task[None] | None = None
+        #: The server confirmed the listen stream: changes are heard from now on.
+        self.listening = False
         self._restart_task: asyncio.Task[None] | None = None
         self._streak = 0
         self._started_at = 0.0
@@ -138,6 +141,7 @@ class HostServer:
         self._started_at = time.monotonic()
         self._drop_all_lists()
         client.session.on_closed = self._connection_ended
+        self.listening = False
         self._listen_task = asyncio.ensure_future(self._listen(client))
         self._ready.set()
 
@@ -222,18 +226,27 @@ class HostServer:
         """Drop a list the moment the server says it changed; the stream is re-opened by the
         client when it drops, and by ``_adopt`` after a restart."""
         caps = client.server_capabilities
-        wanted = {kind: _lists_change(getattr(caps, kind)) for kind in LIST_KINDS}
+        # Handshake-era notifications cost nothing to hear, and some servers send them
+        # without declaring listChanged; a listen stream is opened only where announced.
+        wanted = {kind: not client.modern or _lists_change(getattr(caps, kind)) for kind in LIST_KINDS}
         if not any(wanted.values()):
             return
         try:
             async for event in client.listen(
-                tools=wanted["tools"], prompts=wanted["prompts"], resources=wanted["resources"]
+                tools=wanted["tools"], prompts=wanted["prompts"], resources=wanted["resources"], on_open=self._heard
             ):
                 kind = getattr(event, "kind", None)
                 if kind in LIST_KINDS:
                     self.invalidate(kind)
         except MCPError as exc:
             log.info("server %r: listening for changes ended: %s", self.name, exc)
+        finally:
+            self.listening = False
+
+    def _heard(self) -> None:
+        # A list fetched before the stream was confirmed may have missed a change.
+        self.listening = True
+        self._drop_all_lists()
 
     def invalidate(self, kind: str) -> None:
         """Forget the cached list of ``kind`` ("tools", "prompts" or "resources") now."""
@@ -288,10 +301,13 @@ class HostServer:
             if cursor is None or cursor in seen:
                 break
             seen.add(cursor)
+        announces = _lists_change(getattr(client.server_capabilities, kind))
         if not client.modern:
             # No ttlMs in the handshake era: a server that announces changes is believed.
-            ttl_ms = math.inf if _lists_change(getattr(client.server_capabilities, kind)) else 0
-        if self._generation[kind] == generation and ttl_ms > 0:
+            ttl_ms = math.inf if announces else 0
+        # A server that announces changes: keep its list only while we hear them.
+        keep = self.listening or not announces
+        if keep and self._generation[kind] == generation and ttl_ms > 0:
             self._cache[kind] = _Cached(collected, time.monotonic() + ttl_ms / 1000.0, generation)
         return collected
 
