@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import HttpServer, async_test, serve_command
 
-from conftest import async_test, serve_command
 from modelctx import Host
 from modelctx.client import Elicitation
 from modelctx.errors import MissingRequiredClientCapability
@@ -99,11 +99,20 @@ def everything_spec() -> ServerSpec:
     return ServerSpec("everything", command=command, args=("stdio",))
 
 
+@pytest.fixture
+def weather_over_http(tmp_path):
+    """The example server, served with ``modelctx serve --http``."""
+    server = HttpServer(WEATHER, tmp_path / "weather.log")
+    yield server
+    server.stop()
+
+
 @async_test(90)
-async def test_servers_of_every_kind_join_one_namespaced_tool_list(http_server):
+async def test_servers_of_every_kind_join_one_namespaced_tool_list(http_server, weather_over_http):
     config = HostConfig(
         {
             "weather": served("weather", WEATHER),
+            "forecasts": ServerSpec("forecasts", url=weather_over_http.url),
             "sample": ServerSpec("sample", url=http_server.url),
             "official": ServerSpec("official", command=sys.executable, args=(str(OFFICIAL),)),
             "everything": everything_spec(),
@@ -114,15 +123,17 @@ async def test_servers_of_every_kind_join_one_namespaced_tool_list(http_server):
         tools = await host.tools()
         names = [tool.name for tool in tools]
         forecast = await host.call_tool("weather_forecast", {"city": "Lisbon"})
+        over_http = await host.call_tool("forecasts_forecast", {"city": "Paris"})
         added = await host.call_tool("official_add", {"a": 2, "b": 3})
         echoed = await host.call_tool("sample_echo", {"text": "hi"})
         everything = await host.call_tool("everything_echo", {"message": "hi"})
 
     assert len(names) == len(set(names))
     assert all(NAME_PATTERN.fullmatch(name) for name in names)
-    assert {"weather_forecast", "sample_echo", "official_add", "everything_echo"} <= set(names)
+    assert {"weather_forecast", "forecasts_forecast", "sample_echo", "official_add", "everything_echo"} <= set(names)
     assert names == sorted(names, key=lambda name: name.split("_")[0])  # by server name
     assert forecast.structured_content["city"] == "Lisbon"
+    assert over_http.structured_content["sky"] == "rain"
     assert text(added) == "5"
     assert text(echoed) == "hi"
     assert text(everything) == "Echo: hi"
