@@ -21,7 +21,16 @@ from conftest import HttpServer, async_test, serve_command
 from modelctx import Host
 from modelctx.client import Elicitation
 from modelctx.errors import MissingRequiredClientCapability
-from modelctx.host import NAME_PATTERN, HostConfig, HostServer, ServerSpec, ToolFilter, namespaced
+from modelctx.host import (
+    NAME_PATTERN,
+    HostConfig,
+    HostServer,
+    RestartPolicy,
+    ServerSpec,
+    ServerUnavailable,
+    ToolFilter,
+    namespaced,
+)
 
 HERE = Path(__file__).parent
 COUNTING = HERE / "servers" / "counting_server.py"
@@ -256,6 +265,22 @@ async def test_a_crashed_stdio_server_is_restarted_while_another_keeps_serving()
     assert second_pid != first_pid
     assert text(echoed) == "back"
     assert "fragile_reborn" in names  # heard over the re-opened listen stream
+
+
+@async_test(60)
+async def test_a_server_that_cannot_come_back_is_given_up_after_a_bounded_number_of_restarts(tmp_path):
+    once = served("once", COUNTING, env={"COUNTING_ONCE": str(tmp_path / "started")})
+    policy = RestartPolicy(attempts=2, first_backoff=0.05)
+    async with Host(HostConfig({"once": once, "steady": served("steady", COUNTING)}), restarts=policy) as host:
+        os.kill(number(await host.call_tool("once_pid")), signal.SIGKILL)
+        await until(lambda: host.servers["once"].status == "failed", "the host to give up")
+
+        with pytest.raises(ServerUnavailable, match="once"):
+            await host.call_tool("once_echo", {"text": "x"})
+        assert text(await host.call_tool("steady_echo", {"text": "still"})) == "still"
+        assert "gave up after 2 restarts in a row" in host.failures["once"]
+        assert "starts only once" in host.failures["once"]  # the last attempt's stderr, quoted
+        assert {tool.name.split("_")[0] for tool in await host.tools()} == {"steady"}
 
 
 # -- freshness ---------------------------------------------------------------------------------------------

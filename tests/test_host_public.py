@@ -13,7 +13,7 @@ def test_host_names():
     assert sorted(modelctx.host.__all__) == sorted(
         [
             "NAME_PATTERN", "AllowAll", "ApprovalCheck", "DenyAllUI", "Host", "HostConfig",
-            "HostConfigError", "HostServer", "HostUI", "NameMap", "SampleCallback", "ServerSpec",
+            "HostConfigError", "HostServer", "HostUI", "NameMap", "RestartPolicy", "SampleCallback", "ServerSpec",
             "ServerUnavailable", "ToolFilter", "UnknownName", "load_config", "namespaced",
         ]
     )

@@ -5,16 +5,25 @@
 Its lists are fresh for a minute (``ttlMs`` 60,000), so a host that honours the hint
 sends no ``tools/list`` while its cache is fresh; ``grow`` adds a tool at run time,
 which tells listeners ``notifications/tools/list_changed``. ``pid`` lets a test kill
-this very process. ``ask_name``, ``summarize`` and ``roots`` ask the host for input
+this very process. With ``COUNTING_ONCE`` set to a file path, the server starts only
+once: a second start finds the file and exits at once (a server that cannot come back). ``ask_name``, ``summarize`` and ``roots`` ask the host for input
 (elicitation, sampling, roots). The server's name comes from ``COUNTING_NAME`` (default "counting").
 """
 
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 from typing import Any
 
 from modelctx import Context, Server, ServerConfig
+
+_once = os.environ.get("COUNTING_ONCE")
+if _once:
+    if Path(_once).exists():
+        sys.exit(f"this server starts only once, and {_once} says it already did")
+    Path(_once).write_text("started")
 
 _requests = {"tools/list": 0, "tools/call": 0}
 

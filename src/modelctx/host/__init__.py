@@ -10,7 +10,7 @@ running and its lists fresh (``HostServer``), asks an approval hook before each 
 from ._config import HostConfig, HostConfigError, ServerSpec, ToolFilter, load_config
 from ._host import AllowAll, ApprovalCheck, Host, SampleCallback, UnknownName
 from ._names import NAME_PATTERN, NameMap, namespaced
-from ._server import HostServer, ServerUnavailable
+from ._server import HostServer, RestartPolicy, ServerUnavailable
 from ._ui import DenyAllUI, HostUI
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "HostServer",
     "HostUI",
     "NameMap",
+    "RestartPolicy",
     "SampleCallback",
     "ServerSpec",
     "ServerUnavailable",

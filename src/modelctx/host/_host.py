@@ -35,7 +35,7 @@ import msgspec
 from ..errors import LocalError, MCPError
 from ._config import HostConfig, ServerSpec, load_config
 from ._names import NameMap, _clean
-from ._server import HostServer, ServerUnavailable
+from ._server import HostServer, RestartPolicy, ServerUnavailable
 from ._ui import DenyAllUI, HostUI
 
 if TYPE_CHECKING:
@@ -82,6 +82,7 @@ class Host:
     ``ui``: asked when a server wants the user (default ``DenyAllUI``: declines).
     ``sample``: answers servers' sampling requests; without it the host does not offer
     sampling. ``request_timeout``: the default deadline of each request to a server.
+    ``restarts``: how crashed stdio servers are restarted (``RestartPolicy``).
     """
 
     def __init__(
@@ -92,12 +93,14 @@ class Host:
         ui: HostUI | None = None,
         sample: SampleCallback | None = None,
         request_timeout: float = 60.0,
+        restarts: RestartPolicy | None = None,
     ) -> None:
         self.config = config or HostConfig()
         self.approvals: ApprovalCheck = approvals or AllowAll()
         self.ui: HostUI = ui or DenyAllUI()
         self.sample = sample
         self.request_timeout = request_timeout
+        self.restarts = restarts or RestartPolicy()
         #: Every server by name, connected or not (see ``HostServer.status``).
         self.servers: dict[str, HostServer] = {}
         self._registered: set[str] = set()
@@ -140,7 +143,7 @@ class Host:
         (``host.servers``) but offers nothing until ``register(client)``."""
         if spec.name in self.servers:
             raise ValueError(f"a server named {spec.name!r} is already in this host; remove_server it first")
-        server = HostServer(spec.name, spec, self._make_client, self._changed)
+        server = HostServer(spec.name, spec, self._make_client, self._changed, self.restarts)
         self.servers[spec.name] = server
         return await server.start()
 

@@ -7,9 +7,9 @@ configured server) and keeps three things true about it:
   ``"failed"`` (with ``error``) when it could not connect within ``spec.timeout``;
   ``"restarting"`` while a crashed stdio server is started again; ``"closed"``.
 - **Restart.** The session tells us when the connection ends. A stdio server that ends
-  without the host asking is started again after a backoff (0.5 s, doubling, at most
-  ``MAX_RESTARTS`` attempts in a row; a server that then stayed up for
-  ``STABLE_AFTER`` seconds starts a fresh streak). Every cached list is dropped and the
+  without the host asking is started again after a backoff (``RestartPolicy``: 0.5 s,
+  doubling, at most 5 attempts in a row; a server that then stayed up for 30 s starts a
+  fresh streak; past the bound it is "failed"). Every cached list is dropped and the
   listen stream is re-opened on the new connection. HTTP servers are not restarted:
   the host did not start them.
 - **Fresh lists.** Tools, prompts and resources are cached here for as long as the
@@ -38,18 +38,26 @@ if TYPE_CHECKING:
     from ..client import Client
     from ..protocol.types.v2026_07_28 import Prompt, Resource, Tool
 
-__all__ = ["HostServer", "ServerUnavailable"]
+__all__ = ["HostServer", "RestartPolicy", "ServerUnavailable"]
 
 log = logging.getLogger("modelctx.host")
 
-MAX_RESTARTS = 5
-FIRST_BACKOFF = 0.5
-STABLE_AFTER = 30.0
 LIST_KINDS = ("tools", "prompts", "resources")
 
 
 class ServerUnavailable(LocalError):
     """The server is not connected (it failed to start, or is closed); the message says why."""
+
+
+@dataclass(frozen=True)
+class RestartPolicy:
+    """How a crashed stdio server is restarted: after ``first_backoff`` seconds, doubling
+    each time, at most ``attempts`` times in a row; a server that stayed up for
+    ``stable_after`` seconds has a fresh count. ``attempts=0``: never restart."""
+
+    attempts: int = 5
+    first_backoff: float = 0.5
+    stable_after: float = 30.0
 
 
 @dataclass
@@ -74,13 +82,16 @@ class HostServer:
         spec: ServerSpec | None,
         make_client: Callable[[HostServer], Client],
         on_change: Callable[[HostServer, str], None] = lambda server, kind: None,
+        restarts: RestartPolicy | None = None,
     ) -> None:
         self.name = name
         self.spec = spec
         self.client: Client | None = None
         self.status = "connecting"
         self.error: str | None = None
+        #: How many times the server was restarted after a crash.
         self.restarts = 0
+        self.restart_policy = restarts or RestartPolicy()
         self._make_client = make_client
         self._on_change = on_change
         self._ready = asyncio.Event()
@@ -196,21 +207,22 @@ class HostServer:
         if old is not None:
             old.session.on_closed = None
             await _quietly_close(old)
-        if time.monotonic() - self._started_at > STABLE_AFTER:
+        policy = self.restart_policy
+        if time.monotonic() - self._started_at > policy.stable_after:
             self._streak = 0
         while self.status == "restarting":
-            if self._streak >= MAX_RESTARTS:
+            if self._streak >= policy.attempts:
                 self.status = "failed"
-                self.error = f"stopped {MAX_RESTARTS} times in a row; last: {self.error}"
+                self.error = f"gave up after {self._streak} restarts in a row; last: {self.error}"
                 log.error("server %r: giving up: %s", self.name, self.error)
                 self._ready.set()
                 self._on_change(self, "all")
                 return
-            await asyncio.sleep(FIRST_BACKOFF * 2**self._streak)
+            await asyncio.sleep(policy.first_backoff * 2**self._streak)
             self._streak += 1
             try:
                 client = await self._connect()
-            except MCPError as exc:
+            except (MCPError, OSError) as exc:  # any failure to start counts against the bound
                 self.error = _describe(exc)
                 log.warning("server %r: restart %d failed: %s", self.name, self._streak, self.error)
                 continue
