@@ -186,6 +186,9 @@ class Host:
         if server is None:
             raise UnknownName(f"no server named {name!r}; the servers are {sorted(self.servers)}")
         self._registered.discard(name)
+        # Its names go at once, not at the next tools(): a call to one is an unknown tool.
+        self._tool_index = {key: found for key, found in self._tool_index.items() if found[0] is not server}
+        self._prompt_index = {key: found for key, found in self._prompt_index.items() if found[0] is not server}
         await server.close()
         self._changed(server, "all")
 
