@@ -300,6 +300,8 @@ async def test_a_cache_hit_sends_no_tools_list_and_a_change_reaches_the_next_too
     else:
         host = Host(HostConfig({"c": served("c", COUNTING)}))
         await host.start()
+    heard: list[tuple[str, str]] = []
+    host.add_listener(lambda server, kind: heard.append((server, kind)))
     async with host:
         counting = host.servers["c"]
         await until(lambda: counting.listening, "the listen stream")
@@ -316,6 +318,7 @@ async def test_a_cache_hit_sends_no_tools_list_and_a_change_reaches_the_next_too
     assert after_hits == 1  # six host.tools(), one tools/list: the rest were cache hits
     assert changed == first | {"c_fresh"}  # no restart, no waiting for the TTL (a minute)
     assert after_change == 2
+    assert ("c", "tools") in heard  # what a gateway passes on to its own listeners
 
 
 # -- the approval seam -----------------------------------------------------------------------------------
