@@ -225,7 +225,7 @@ def test_official_the_client_connects_at_the_version_its_mode_selects(official):
     assert client.protocol_version == (MODERN if official.mode == "auto" else LEGACY)
     assert client.server_info["name"] == "official-server" and client.server_info["version"] == "2.3.0"
     assert client.instructions == "An official-SDK server for modelctx's client tests."
-    assert "tools" in client.server_capabilities
+    assert client.server_capabilities.tools  # typed: a ServerCapabilitiesTools, not a dict
 
 
 def test_official_tools_are_listed_with_their_schemas(official):
@@ -524,7 +524,7 @@ def test_everything_auto_mode_falls_back_to_the_handshake(everything):
 
     assert client.modern is False and client.protocol_version in (LEGACY, "2025-06-18")
     assert client.server_info["name"] == "mcp-servers/everything"
-    assert client.server_capabilities["resources"]["subscribe"] is True
+    assert client.server_capabilities.resources.subscribe is True
 
 
 def test_everything_every_listed_tool_is_called_or_skipped_by_name(everything):

@@ -12,7 +12,7 @@ def test_top_level_names():
         [
             "Server", "ServerConfig", "Context", "ElicitResult", "Elicit", "ElicitUrl", "Sample",
             "ListRoots", "CacheHint", "Text", "Image", "Audio", "ResourceLink", "EmbeddedResource",
-            "ToolResult", "Client", "ClientHandlers", "ClientOptions", "MCPError", "ProtocolError",
+            "ToolResult", "Client", "ClientHandlers", "ClientOptions", "Host", "MCPError", "ProtocolError",
             "ToolError", "ResourceNotFound", "InvalidParams", "RegistrationError", "__version__",
         ]
     )

@@ -1,7 +1,7 @@
 """modelctx: the Model Context Protocol for Python.
 
 Serve tools, resources and prompts with ``Server``; talk to any MCP server with
-``Client``. The protocol core lives in ``modelctx.protocol`` and every exception in
+``Client``; join many servers into one tool set for a model with ``Host``. The protocol core lives in ``modelctx.protocol`` and every exception in
 ``modelctx.errors``. Names load on first use, so ``import modelctx.protocol`` pulls in
 no event loop and no HTTP stack.
 """
@@ -41,6 +41,7 @@ _LAZY = {
     "Client": "client",
     "ClientHandlers": "client",
     "ClientOptions": "client",
+    "Host": "host",
 }
 
 __all__ = [  # noqa: RUF022 - grouped: server, client, errors
@@ -62,6 +63,7 @@ __all__ = [  # noqa: RUF022 - grouped: server, client, errors
     "Client",
     "ClientHandlers",
     "ClientOptions",
+    "Host",
     "MCPError",
     "ProtocolError",
     "ToolError",
@@ -75,6 +77,7 @@ if TYPE_CHECKING:
     from .client import Client as Client
     from .client import ClientHandlers as ClientHandlers
     from .client import ClientOptions as ClientOptions
+    from .host import Host as Host
     from .server import Audio as Audio
     from .server import CacheHint as CacheHint
     from .server import Context as Context

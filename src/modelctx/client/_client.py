@@ -197,6 +197,7 @@ class Client:
         timeout: float = 60.0,
         handlers: ClientHandlers | None = None,
         options: ClientOptions | None = None,
+        name: str | None = None,
     ) -> None:
         if mode not in ("auto", "handshake", *MODERN_VERSIONS):
             raise ValueError(
@@ -207,6 +208,8 @@ class Client:
         self.handlers = handlers or ClientHandlers()
         self.options = options or ClientOptions()
         self.transport = _make_transport(target)
+        #: What this client calls its server: a host's configured name, else the transport's.
+        self.name = name if name is not None else self.transport.name
         self.session = ClientSession(self.transport, timeout=timeout)
         self.session.client_info = dict(self.options.client_info)
         self.session.log_level = self.options.log_level
@@ -214,7 +217,8 @@ class Client:
         self.session.on_server_request = self._on_server_request
         self.cache = ResultCache()
         self.server_info: dict[str, Any] | None = None
-        self.server_capabilities: dict[str, Any] = {}
+        self._server_capabilities: dict[str, Any] = {}
+        self._typed_capabilities: wire.ServerCapabilities | None = None
         self.instructions: str | None = None
         self.supported_versions: list[str] = []
         self._tools: dict[str, dict[str, Any]] = {}
@@ -259,11 +263,30 @@ class Client:
         return self.session.modern
 
     @property
+    def server_capabilities(self) -> wire.ServerCapabilities:
+        """What the server declared it offers, typed: ``client.server_capabilities.tools``
+        is a ``ServerCapabilitiesTools`` (truthy) when it serves tools, ``UNSET`` (falsy)
+        when not. Known after ``connect`` (after ``discover()`` with a pinned version).
+        A member that breaks the schema is left out (it is in ``raw_server_capabilities``)."""
+        if self._typed_capabilities is None:
+            self._typed_capabilities = _typed_capabilities(self._server_capabilities)
+        return self._typed_capabilities
+
+    @property
+    def raw_server_capabilities(self) -> dict[str, Any]:
+        """The server's capabilities object exactly as it was received."""
+        return self._server_capabilities
+
+    def _set_server_capabilities(self, capabilities: object) -> None:
+        self._server_capabilities = capabilities if isinstance(capabilities, dict) else {}
+        self._typed_capabilities = None
+
+    @property
     def server_extensions(self) -> dict[str, dict[str, Any]]:
         """The extensions the server declared (``capabilities.extensions``): identifier to
         settings. Known after ``connect`` in ``auto`` and ``handshake`` mode, and after
         ``discover()`` when the version is pinned (basic/versioning.mdx)."""
-        declared = self.server_capabilities.get("extensions")
+        declared = self._server_capabilities.get("extensions")
         if not isinstance(declared, dict):
             return {}
         return {key: value for key, value in declared.items() if isinstance(value, dict)}
@@ -336,7 +359,7 @@ class Client:
     def _remember_discover(self, result: dict[str, Any]) -> None:
         meta = result.get("_meta") or {}
         self.server_info = meta.get(_meta.SERVER_INFO) or self.server_info
-        self.server_capabilities = result.get("capabilities") or {}
+        self._set_server_capabilities(result.get("capabilities"))
         self.instructions = result.get("instructions")
         self.supported_versions = list(result.get("supportedVersions") or [])
 
@@ -364,7 +387,7 @@ class Client:
         assert isinstance(version, str)  # accepts_handshake_version checked it
         session.version = version
         self.server_info = result.get("serverInfo")
-        self.server_capabilities = result.get("capabilities") or {}
+        self._set_server_capabilities(result.get("capabilities"))
         self.instructions = result.get("instructions")
         self.supported_versions = [version]
         await session.notify("notifications/initialized")
@@ -698,15 +721,22 @@ class Client:
         resources: bool = False,
         resource_uris: Sequence[str] = (),
         reconnect: bool = True,
+        on_open: Callable[[], object] | None = None,
     ) -> AsyncIterator[SubscriptionEvent]:
         """Yield change events until the iterator is closed.
 
         Modern servers: one ``subscriptions/listen`` stream, re-opened with backoff if
         it drops. Handshake-era servers: ``resources/subscribe`` for each URI, and the
         session's own list_changed notifications.
+
+        ``on_open()`` is called each time the server has confirmed the stream (and again
+        after each re-opening): changes from then on are heard, earlier ones may not be,
+        so a cache of lists fetched before it should be dropped.
         """
         if self.session.modern:
-            async for event in self._listen_modern(tools, prompts, resources, list(resource_uris), reconnect):
+            async for event in self._listen_modern(
+                tools, prompts, resources, list(resource_uris), reconnect, on_open
+            ):
                 yield event
             return
         queue = EventQueue()
@@ -714,6 +744,8 @@ class Client:
         try:
             for uri in resource_uris:
                 await self._request("resources/subscribe", {"uri": uri})
+            if on_open is not None:
+                on_open()
             wanted = {"tools": tools, "prompts": prompts, "resources": resources}
             while True:
                 item = await queue.get()
@@ -733,7 +765,13 @@ class Client:
                     pass
 
     async def _listen_modern(
-        self, tools: bool, prompts: bool, resources: bool, uris: list[str], reconnect: bool
+        self,
+        tools: bool,
+        prompts: bool,
+        resources: bool,
+        uris: list[str],
+        reconnect: bool,
+        on_open: Callable[[], object] | None = None,
     ) -> AsyncIterator[SubscriptionEvent]:
         filt: dict[str, Any] = {}
         if tools:
@@ -774,6 +812,8 @@ class Client:
                     method = item.method
                     if method == "notifications/subscriptions/acknowledged":
                         backoff = 0.1
+                        if on_open is not None:
+                            on_open()
                         continue
                     if method == "notifications/cancelled":
                         ended_gracefully = True
@@ -802,6 +842,24 @@ def _stream_ended(queue: EventQueue, stream: asyncio.Future[Any]) -> None:
     if not stream.cancelled():
         stream.exception()
     queue.offer(stream)
+
+
+def _typed_capabilities(raw: dict[str, Any]) -> wire.ServerCapabilities:
+    """``raw`` as a typed ``ServerCapabilities``; members that break the schema are dropped
+    one by one, so one odd member never hides the others."""
+    try:
+        return msgspec.convert(raw, wire.ServerCapabilities, strict=False)
+    except msgspec.ValidationError:
+        pass
+    kept: dict[str, Any] = {}
+    for key, value in raw.items():
+        try:
+            msgspec.convert({key: value}, wire.ServerCapabilities, strict=False)
+        except msgspec.ValidationError:
+            log.debug("server capability %r is malformed; ignored: %r", key, value)
+            continue
+        kept[key] = value
+    return msgspec.convert(kept, wire.ServerCapabilities, strict=False)
 
 
 def _cursor(cursor: str | None) -> dict[str, Any]:

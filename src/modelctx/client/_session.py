@@ -113,6 +113,8 @@ class ClientSession:
         self.log_level: str | None = None
         self.on_notification: Callable[[Notification], None] | None = None
         self.on_server_request: Callable[[Request], Awaitable[dict[str, Any]]] | None = None
+        #: Called once, with the cause, when the connection ends (a crash or ``aclose``).
+        self.on_closed: Callable[[BaseException], None] | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = math.inf
         self._subscriptions: dict[str | int, EventQueue] = {}
@@ -156,7 +158,8 @@ class ClientSession:
             outbound.handle.future.set_exception(exc)
 
     def closed(self, exc: BaseException) -> None:
-        if self._closed is None:
+        first = self._closed is None
+        if first:
             self._closed = exc
         for outbound in self.connection.close():
             if not outbound.handle.future.done():
@@ -166,6 +169,8 @@ class ClientSession:
             self._timer = None
         for queue in self._subscriptions.values():
             queue.offer(exc)
+        if first and self.on_closed is not None:
+            self.on_closed(exc)
 
     # -- deadlines: one timer for the earliest ----------------------------------------------
     def _arm(self, deadline: float) -> None:

@@ -1,0 +1,35 @@
+"""The host: many MCP servers joined into one set of tools for a model.
+
+``Host`` (``Host.from_file("mcp.json")``, ``async with``) connects the servers of a
+configuration (``HostConfig``, ``ServerSpec``, ``load_config``: the ``mcpServers``
+format), names their tools for a model (``namespaced``, ``NameMap``), keeps each server
+running and its lists fresh (``HostServer``), asks an approval hook before each call
+(``ApprovalCheck``; default ``AllowAll``) and a ``HostUI`` when a server wants the user.
+"""
+
+from ._config import HostConfig, HostConfigError, ServerSpec, ToolFilter, load_config
+from ._host import AllowAll, ApprovalCheck, Host, SampleCallback, UnknownName
+from ._names import NAME_PATTERN, NameMap, namespaced
+from ._server import HostServer, RestartPolicy, ServerUnavailable
+from ._ui import DenyAllUI, HostUI
+
+__all__ = [
+    "NAME_PATTERN",
+    "AllowAll",
+    "ApprovalCheck",
+    "DenyAllUI",
+    "Host",
+    "HostConfig",
+    "HostConfigError",
+    "HostServer",
+    "HostUI",
+    "NameMap",
+    "RestartPolicy",
+    "SampleCallback",
+    "ServerSpec",
+    "ServerUnavailable",
+    "ToolFilter",
+    "UnknownName",
+    "load_config",
+    "namespaced",
+]

@@ -1,0 +1,287 @@
+"""The host's configuration: the ``mcpServers`` JSON format people already use.
+
+::
+
+    {
+      "roots": ["~/projects/site"],
+      "mcpServers": {
+        "weather": {"command": "python", "args": ["weather.py"], "env": {"KEY": "${WEATHER_KEY}"}},
+        "docs": {"url": "http://127.0.0.1:8000/mcp", "headers": {"Authorization": "Bearer ${DOCS_TOKEN}"},
+                 "approval": "ask", "tools": {"allow": ["search_*"], "deny": ["*_delete"]},
+                 "timeout": 20}
+      }
+    }
+
+A server entry is stdio (``command``, optional ``args``/``env``/``cwd``) or HTTP
+(``url``, optional ``headers``); ``type`` may say which ("stdio", "http",
+"streamable-http"). Per server: ``approval`` ("allow" | "ask" | "deny", or an object the
+approval policy reads), ``tools`` (``allow``/``deny`` lists of shell-style globs over the
+server's own tool names; deny wins), ``timeout`` (seconds to connect, default 30),
+``roots`` (folders offered to this server instead of the top-level ``roots``),
+``disabled`` (true: skip it).
+
+``${NAME}`` in ``env`` and ``headers`` values is replaced by the environment variable
+``NAME`` of the host process (``$$`` is a literal ``$``); a variable that is not set is an
+error naming the server, the key and the variable, so a secret is never sent empty.
+
+Every mistake is a ``HostConfigError`` naming the server and the key.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import LocalError
+
+__all__ = ["HostConfig", "HostConfigError", "ServerSpec", "ToolFilter", "load_config"]
+
+APPROVAL_LEVELS = ("allow", "ask", "deny")
+DEFAULT_TIMEOUT = 30.0
+
+_SERVER_KEYS = frozenset(
+    {"type", "command", "args", "env", "cwd", "url", "headers", "approval", "tools", "timeout", "roots",
+     "disabled", "description"}
+)
+_TOP_KEYS = frozenset({"mcpServers", "roots", "$schema"})
+_TYPES = {"stdio": "stdio", "http": "http", "streamable-http": "http", "streamableHttp": "http"}
+_VARIABLE = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class HostConfigError(LocalError, ValueError):
+    """The host's configuration cannot be used as written; the message names the server
+    and the key, and says what is expected."""
+
+
+@dataclass(frozen=True)
+class ToolFilter:
+    """Which of a server's tools the host offers: ``allow`` globs (empty: every tool), then
+    ``deny`` globs (a match hides the tool, whatever ``allow`` says)."""
+
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+
+    def permits(self, tool: str) -> bool:
+        if self.allow and not any(fnmatch.fnmatchcase(tool, glob) for glob in self.allow):
+            return False
+        return not any(fnmatch.fnmatchcase(tool, glob) for glob in self.deny)
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """One configured server. Exactly one of ``command`` (stdio) and ``url`` (HTTP) is set."""
+
+    name: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    approval: str | Mapping[str, Any] | None = None
+    tools: ToolFilter = ToolFilter()
+    timeout: float = DEFAULT_TIMEOUT
+    roots: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if (self.command is None) == (self.url is None):
+            raise HostConfigError(
+                f"server {self.name!r}: give either 'command' (a stdio server) or 'url' (an HTTP server)"
+            )
+
+    @property
+    def kind(self) -> str:
+        """"stdio" or "http"."""
+        return "stdio" if self.command is not None else "http"
+
+    @property
+    def identity(self) -> str:
+        """What the server is, for people and for remembered approvals: its command line or URL."""
+        if self.url is not None:
+            return self.url
+        import shlex
+
+        return shlex.join([str(self.command), *self.args])
+
+
+@dataclass(frozen=True)
+class HostConfig:
+    """Every configured server by name, and the folders offered to them as roots."""
+
+    servers: Mapping[str, ServerSpec] = field(default_factory=dict)
+    roots: tuple[str, ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: object, *, environ: Mapping[str, str] | None = None) -> HostConfig:
+        """A configuration from its JSON object; raises ``HostConfigError``."""
+        env = os.environ if environ is None else environ
+        if not isinstance(data, dict):
+            raise HostConfigError(f"the configuration must be a JSON object, not {type(data).__name__}")
+        unknown = sorted(set(data) - _TOP_KEYS)
+        if unknown:
+            raise HostConfigError(
+                f"unknown top-level key {unknown[0]!r}; the keys are 'mcpServers' and 'roots'"
+            )
+        servers = data.get("mcpServers", {})
+        if not isinstance(servers, dict):
+            raise HostConfigError("'mcpServers' must be an object: server name to its settings")
+        specs: dict[str, ServerSpec] = {}
+        for name, entry in servers.items():
+            spec = _server_spec(name, entry, env)
+            if spec is not None:
+                specs[name] = spec
+        return cls(specs, _paths("'roots'", data.get("roots", [])))
+
+
+def load_config(path: str | os.PathLike[str], *, environ: Mapping[str, str] | None = None) -> HostConfig:
+    """Read a configuration file; raises ``HostConfigError`` naming the file and the problem."""
+    where = os.fspath(path)
+    try:
+        text = Path(where).read_text("utf-8")
+    except OSError as exc:
+        raise HostConfigError(f"cannot read the configuration {where}: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise HostConfigError(f"{where} is not valid JSON: {exc}") from None
+    try:
+        return HostConfig.from_dict(data, environ=environ)
+    except HostConfigError as exc:
+        raise HostConfigError(f"{where}: {exc}") from None
+
+
+def _server_spec(name: object, entry: object, env: Mapping[str, str]) -> ServerSpec | None:
+    if not isinstance(name, str) or not name:
+        raise HostConfigError(f"a server name must be a non-empty string, not {name!r}")
+    where = f"server {name!r}"
+    if not isinstance(entry, dict):
+        raise HostConfigError(f"{where}: its settings must be an object, not {type(entry).__name__}")
+    unknown = sorted(set(entry) - _SERVER_KEYS)
+    if unknown:
+        raise HostConfigError(
+            f"{where}: unknown key {unknown[0]!r}; the keys are {', '.join(sorted(_SERVER_KEYS))}"
+        )
+    if entry.get("disabled") is True:
+        return None
+    kind = _kind(where, entry)
+    common: dict[str, Any] = {
+        "approval": _approval(where, entry.get("approval")),
+        "tools": _tool_filter(where, entry.get("tools")),
+        "timeout": _timeout(where, entry.get("timeout", DEFAULT_TIMEOUT)),
+        "roots": _paths(f"{where}: 'roots'", entry["roots"]) if "roots" in entry else None,
+    }
+    if kind == "stdio":
+        return ServerSpec(
+            name,
+            command=_string(where, "command", entry.get("command")),
+            args=tuple(_strings(where, "args", entry.get("args", []))),
+            env=_expanded(where, "env", entry.get("env", {}), env),
+            cwd=_string(where, "cwd", entry["cwd"]) if "cwd" in entry else None,
+            **common,
+        )
+    return ServerSpec(
+        name,
+        url=_url(where, entry.get("url")),
+        headers=_expanded(where, "headers", entry.get("headers", {}), env),
+        **common,
+    )
+
+
+def _kind(where: str, entry: dict[str, Any]) -> str:
+    declared = entry.get("type")
+    if declared is not None and declared not in _TYPES:
+        raise HostConfigError(f"{where}: 'type' must be one of {', '.join(map(repr, _TYPES))}, not {declared!r}")
+    if "command" in entry and "url" in entry:
+        raise HostConfigError(f"{where}: give either 'command' (stdio) or 'url' (HTTP), not both")
+    kind = _TYPES.get(declared) if isinstance(declared, str) else None
+    kind = kind or ("http" if "url" in entry else "stdio" if "command" in entry else None)
+    if kind is None:
+        raise HostConfigError(
+            f"{where}: needs 'command' (a program to run on stdio, with optional 'args') or "
+            "'url' (an HTTP endpoint such as http://127.0.0.1:8000/mcp)"
+        )
+    if kind == "stdio" and "command" not in entry:
+        raise HostConfigError(f"{where}: a stdio server needs 'command' (the program to run)")
+    if kind == "http" and "url" not in entry:
+        raise HostConfigError(f"{where}: an HTTP server needs 'url' (e.g. http://127.0.0.1:8000/mcp)")
+    stray = [key for key in (("args", "env", "cwd") if kind == "http" else ("headers",)) if key in entry]
+    if stray:
+        raise HostConfigError(f"{where}: {stray[0]!r} does not apply to a {kind} server")
+    return kind
+
+
+def _string(where: str, key: str, value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise HostConfigError(f"{where}: {key!r} must be a non-empty string, not {value!r}")
+    return value
+
+
+def _strings(where: str, key: str, value: object) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise HostConfigError(f"{where}: {key!r} must be a list of strings, not {value!r}")
+    return list(value)
+
+
+def _url(where: str, value: object) -> str:
+    url = _string(where, "url", value)
+    if not url.startswith(("http://", "https://")):
+        raise HostConfigError(f"{where}: 'url' must start with http:// or https://, not {url!r}")
+    return url
+
+
+def _expanded(where: str, key: str, value: object, env: Mapping[str, str]) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise HostConfigError(f"{where}: {key!r} must be an object of strings, not {value!r}")
+
+    def expand(item: str, text: str) -> str:
+        def one(match: re.Match[str]) -> str:
+            variable = match.group(1)
+            if variable is None:
+                return "$"
+            if variable not in env:
+                raise HostConfigError(
+                    f"{where}: {key}.{item} uses ${{{variable}}}, which is not set in the environment"
+                )
+            return env[variable]
+
+        return _VARIABLE.sub(one, text)
+
+    return {item: expand(item, text) for item, text in value.items()}
+
+
+def _approval(where: str, value: object) -> str | Mapping[str, Any] | None:
+    if value is None or value in APPROVAL_LEVELS or isinstance(value, dict):
+        return value
+    raise HostConfigError(f"{where}: 'approval' must be one of {', '.join(map(repr, APPROVAL_LEVELS))}, not {value!r}")
+
+
+def _tool_filter(where: str, value: object) -> ToolFilter:
+    if value is None:
+        return ToolFilter()
+    if not isinstance(value, dict):
+        raise HostConfigError(f"{where}: 'tools' must be an object with 'allow' and/or 'deny' globs")
+    unknown = sorted(set(value) - {"allow", "deny"})
+    if unknown:
+        raise HostConfigError(f"{where}: unknown key 'tools.{unknown[0]}'; the keys are 'allow' and 'deny'")
+    return ToolFilter(
+        tuple(_strings(where, "tools.allow", value.get("allow", []))),
+        tuple(_strings(where, "tools.deny", value.get("deny", []))),
+    )
+
+
+def _timeout(where: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise HostConfigError(f"{where}: 'timeout' must be a positive number of seconds, not {value!r}")
+    return float(value)
+
+
+def _paths(where: str, value: object) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
+        raise HostConfigError(f"{where} must be a list of folder paths, not {value!r}")
+    return tuple(os.path.expanduser(item) for item in value)

@@ -1,0 +1,378 @@
+"""``Host``: many MCP servers joined into one set of tools (and prompts and resources).
+
+::
+
+    async with Host.from_file("mcp.json") as host:      # every server connects, in parallel
+        tools = await host.tools()                       # namespaced: "weather_forecast", ...
+        result = await host.call_tool("weather_forecast", {"city": "Oslo"})
+
+Theory of operation. Each configured server is a ``HostServer`` (its ``Client``, status,
+restarts, cached lists). ``start`` connects them all at once, each within its own
+timeout; one that fails is reported (``host.failures``, ``HostServer.status/error``)
+and the others work. ``tools()`` asks every server for its (cached, fresh) tools,
+applies the per-server allow/deny globs, and names them with one ``NameMap`` over the
+whole set, so the names do not depend on the order servers connected in and map back
+exactly. ``call_tool`` maps a name back, asks the approval hook, then calls.
+
+What servers ask of the host is wired per server: elicitation goes to the ``HostUI``
+(``ui.elicit(server, elicitation)``), sampling to the ``sample`` callback the host was
+given (no callback: the capability is not declared), roots to the configured folders
+(``"roots"`` in the configuration, top level or per server).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, Self
+
+import msgspec
+
+from ..errors import LocalError, MCPError
+from ._config import HostConfig, ServerSpec, load_config
+from ._names import NameMap, _clean
+from ._server import HostServer, RestartPolicy, ServerUnavailable
+from ._ui import DenyAllUI, HostUI
+
+if TYPE_CHECKING:
+    from ..client import Client, Elicitation
+    from ..protocol.types.v2026_07_28 import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, Tool
+
+__all__ = ["AllowAll", "ApprovalCheck", "Host", "SampleCallback", "UnknownName"]
+
+log = logging.getLogger("modelctx.host")
+
+#: ``async (server, CreateMessageRequest params) -> CreateMessageResult dict``: how the
+#: host answers a server's ``sampling/createMessage`` (with its model).
+SampleCallback = Callable[[HostServer, dict[str, Any]], Awaitable[dict[str, Any]]]
+#: Called with (server name, kind) when a list of a server changed; kind "all" after a
+#: restart or a server added or removed.
+ChangeListener = Callable[[str, str], None]
+
+
+class ApprovalCheck(Protocol):
+    """The seam before every tool call: ``check`` returns True to let the call go on, False
+    to deny it (the call never reaches the server; the caller gets an ``isError`` result
+    saying it was denied). ``tool`` is the server's own definition (original name);
+    ``arguments`` are exactly what will be sent."""
+
+    async def check(self, server: HostServer, tool: Tool, arguments: dict[str, Any]) -> bool: ...
+
+
+class AllowAll:
+    """The approval hook of a host given none: every call goes on."""
+
+    async def check(self, server: HostServer, tool: Tool, arguments: dict[str, Any]) -> bool:
+        return True
+
+
+class UnknownName(LocalError, LookupError):
+    """No server offers a tool (or prompt, or resource) by that name."""
+
+
+class Host:
+    """Many MCP servers, one set of tools for a model. Use ``async with``.
+
+    ``config``: the servers and roots (``HostConfig``, ``Host.from_file(path)``).
+    ``approvals``: the hook asked before each tool call (default ``AllowAll``).
+    ``ui``: asked when a server wants the user (default ``DenyAllUI``: declines).
+    ``sample``: answers servers' sampling requests; without it the host does not offer
+    sampling. ``request_timeout``: the default deadline of each request to a server.
+    ``restarts``: how crashed stdio servers are restarted (``RestartPolicy``).
+    """
+
+    def __init__(
+        self,
+        config: HostConfig | None = None,
+        *,
+        approvals: ApprovalCheck | None = None,
+        ui: HostUI | None = None,
+        sample: SampleCallback | None = None,
+        request_timeout: float = 60.0,
+        restarts: RestartPolicy | None = None,
+    ) -> None:
+        self.config = config or HostConfig()
+        self.approvals: ApprovalCheck = approvals or AllowAll()
+        self.ui: HostUI = ui or DenyAllUI()
+        self.sample = sample
+        self.request_timeout = request_timeout
+        self.restarts = restarts or RestartPolicy()
+        #: Every server by name, connected or not (see ``HostServer.status``).
+        self.servers: dict[str, HostServer] = {}
+        self._registered: set[str] = set()
+        self._tool_index: dict[str, tuple[HostServer, Tool]] = {}
+        self._prompt_index: dict[str, tuple[HostServer, Prompt]] = {}
+        self._listeners: list[ChangeListener] = []
+
+    @classmethod
+    def from_config(cls, config: HostConfig, **options: Any) -> Host:
+        return cls(config, **options)
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str], **options: Any) -> Host:
+        """A host for the ``mcpServers`` file at ``path``; raises ``HostConfigError``."""
+        return cls(load_config(path), **options)
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- servers ---------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Connect every configured server at once, each within its own ``timeout``. A
+        server that fails is left "failed" (see ``failures``); the others are registered.
+        Servers the host already has (a second ``start``) are left as they are."""
+        specs = [spec for name, spec in self.config.servers.items() if name not in self.servers]
+        await asyncio.gather(*(self.add_server(spec) for spec in specs))
+
+    @property
+    def failures(self) -> dict[str, str]:
+        """Server name to what went wrong, for every server that is not working."""
+        return {name: s.error or s.status for name, s in self.servers.items() if s.status == "failed"}
+
+    async def connect(self, spec: ServerSpec) -> Client:
+        """Start the server ``spec`` describes and return its connected ``Client`` (named
+        ``spec.name``); raises what connecting raised. The server is known to the host
+        (``host.servers``) but offers nothing until ``register(client)``."""
+        if spec.name in self.servers:
+            raise ValueError(f"a server named {spec.name!r} is already in this host; remove_server it first")
+        server = HostServer(spec.name, spec, self._make_client, self._changed, self.restarts)
+        self.servers[spec.name] = server
+        return await server.start()
+
+    def register(self, client: Client) -> None:
+        """Offer ``client``'s tools, prompts and resources through this host. A client the
+        host did not connect is adopted under ``client.name`` (never restarted)."""
+        server = self.servers.get(client.name)
+        if server is None or server.client is not client:
+            if server is not None:
+                raise ValueError(f"a server named {client.name!r} is already in this host")
+            server = HostServer(client.name, None, self._make_client, self._changed)
+            server.adopt(client)
+            self.servers[client.name] = server
+        self._registered.add(client.name)
+        self._changed(server, "all")
+
+    def mcp_clients(self) -> list[Client]:
+        """The connected clients of the registered servers, by name."""
+        return [
+            server.client
+            for name, server in sorted(self.servers.items())
+            if name in self._registered and server.status == "ready" and server.client is not None
+        ]
+
+    async def add_server(self, spec: ServerSpec) -> HostServer:
+        """Connect and register one more server. Never raises for a server that fails to
+        connect: the returned ``HostServer`` says so (``status`` "failed", ``error``)."""
+        try:
+            await self.connect(spec)
+        except (MCPError, OSError) as exc:
+            log.warning("server %r failed to start: %s", spec.name, exc)
+        server = self.servers[spec.name]
+        if server.status == "ready" and server.client is not None:
+            self.register(server.client)
+        return server
+
+    async def remove_server(self, name: str) -> None:
+        """Disconnect the server ``name`` (stopping its process) and forget it."""
+        server = self.servers.pop(name, None)
+        if server is None:
+            raise UnknownName(f"no server named {name!r}; the servers are {sorted(self.servers)}")
+        self._registered.discard(name)
+        # Its names go at once, not at the next tools(): a call to one is an unknown tool.
+        self._tool_index = {key: found for key, found in self._tool_index.items() if found[0] is not server}
+        self._prompt_index = {key: found for key, found in self._prompt_index.items() if found[0] is not server}
+        await server.close()
+        self._changed(server, "all")
+
+    async def close(self) -> None:
+        """Disconnect every server."""
+        await asyncio.gather(*(server.close() for server in self.servers.values()))
+
+    def add_listener(self, listener: ChangeListener) -> None:
+        """Call ``listener(server_name, kind)`` whenever a server's list changes."""
+        self._listeners.append(listener)
+
+    def _changed(self, server: HostServer, kind: str) -> None:
+        for listener in list(self._listeners):
+            listener(server.name, kind)
+
+    # -- what servers ask of the host ----------------------------------------------------------
+    def _make_client(self, server: HostServer) -> Client:
+        from ..client import Client, ClientHandlers, ClientOptions
+
+        spec = server.spec
+        if spec is None:
+            raise ServerUnavailable(f"server {server.name!r} was not started by this host; it cannot restart it")
+        roots = spec.roots if spec.roots is not None else self.config.roots
+        handlers = ClientHandlers(
+            elicitation=partial(self._elicit, server),
+            sampling=partial(self._sample, server) if self.sample is not None else None,
+            roots=partial(_roots, roots) if roots else None,
+        )
+        options = ClientOptions(probe_timeout=min(10.0, spec.timeout))
+        return Client(_transport(spec), name=spec.name, handlers=handlers, options=options, timeout=self.request_timeout)
+
+    async def _elicit(self, server: HostServer, elicitation: Elicitation) -> dict[str, Any]:
+        return await self.ui.elicit(server, elicitation)
+
+    async def _sample(self, server: HostServer, params: dict[str, Any]) -> dict[str, Any]:
+        assert self.sample is not None  # the capability is declared only with a callback
+        return await self.sample(server, params)
+
+    # -- tools --------------------------------------------------------------------------------------
+    async def tools(self) -> list[Tool]:
+        """Every tool of every registered server that serves tools, fresh, filtered by the
+        server's allow/deny globs, renamed ``<server>_<tool>`` (see ``_names``). Ordered by
+        server name, then as the server lists them. A server that cannot answer in time is
+        left out (and logged)."""
+        listed = await self._gather("tools", lambda server: server.tools())
+        pairs = [
+            (server, tool)
+            for server, tools in listed
+            for tool in tools
+            if server.spec is None or server.spec.tools.permits(tool.name)
+        ]
+        names = NameMap((server.name, tool.name) for server, tool in pairs)
+        self._tool_index = {names.name_for(server.name, tool.name): (server, tool) for server, tool in pairs}
+        return [msgspec.structs.replace(tool, name=names.name_for(server.name, tool.name)) for server, tool in pairs]
+
+    def find_client_for(self, name: str) -> tuple[Client, str]:
+        """The client and the server's own tool name behind a namespaced ``name``.
+
+        Names come from the last ``tools()``. A plain ``<server>_<tool>`` built by hand is
+        also understood when exactly one registered server's name fits. Raises
+        ``UnknownName``, or ``ServerUnavailable`` while that server is down."""
+        found = self._tool_index.get(name)
+        if found is not None:
+            server, tool = found
+            if server.client is None or server.status != "ready":
+                raise ServerUnavailable(f"server {server.name!r} is {server.status}")
+            return server.client, tool.name
+        fits = [
+            client
+            for client in self.mcp_clients()
+            if name.startswith(f"{_clean(client.name)}_") and len(name) > len(client.name) + 1
+        ]
+        if len(fits) == 1:
+            return fits[0], name[len(fits[0].name) + 1 :]
+        why = f"servers {sorted(c.name for c in fits)} could each own it" if fits else "no server's name fits"
+        raise UnknownName(f"no tool named {name!r} ({why}); use the names host.tools() returns")
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any] | None = None, *, timeout: float | None = None
+    ) -> CallToolResult:
+        """Call the tool ``name`` (a name from ``tools()``) after the approval hook allowed it.
+
+        An unknown name and a denied call come back as ``isError`` results (what a model
+        can read and act on); the call then never reaches a server. Errors of the server
+        or the connection raise ``MCPError``, as ``Client.call_tool`` does."""
+        found = self._tool_index.get(name)
+        if found is None:
+            await self.tools()  # the list may have changed since the caller saw it
+            found = self._tool_index.get(name)
+        if found is None:
+            return _error_result(f"there is no tool named {name!r}; the tools are: {', '.join(sorted(self._tool_index))}")
+        server, tool = found
+        sent = dict(arguments or {})
+        if not await self.approvals.check(server, tool, sent):
+            return _error_result(
+                f"the call to {name} (tool {tool.name!r} of server {server.name!r}) was denied; "
+                "it was not run"
+            )
+        client = await server.ready()
+        return await client.call_tool(tool.name, sent, timeout=timeout)
+
+    # -- prompts and resources ------------------------------------------------------------------------
+    async def prompts(self) -> list[Prompt]:
+        """Every prompt of every registered server, named ``<server>_<prompt>`` as tools are."""
+        listed = await self._gather("prompts", lambda server: server.prompts())
+        pairs = [(server, prompt) for server, prompts in listed for prompt in prompts]
+        names = NameMap((server.name, prompt.name) for server, prompt in pairs)
+        self._prompt_index = {names.name_for(s.name, p.name): (s, p) for s, p in pairs}
+        return [msgspec.structs.replace(p, name=names.name_for(s.name, p.name)) for s, p in pairs]
+
+    async def get_prompt(self, name: str, arguments: dict[str, str] | None = None) -> GetPromptResult:
+        """The messages of the prompt ``name`` (a name from ``prompts()``); ``UnknownName``."""
+        found = self._prompt_index.get(name)
+        if found is None:
+            await self.prompts()
+            found = self._prompt_index.get(name)
+        if found is None:
+            raise UnknownName(f"no prompt named {name!r}; the prompts are {sorted(self._prompt_index)}")
+        server, prompt = found
+        return await (await server.ready()).get_prompt(prompt.name, arguments)
+
+    async def resources(self) -> list[tuple[str, Resource]]:
+        """Every resource of every registered server, as (server name, resource)."""
+        listed = await self._gather("resources", lambda server: server.resources())
+        return [(server.name, resource) for server, resources in listed for resource in resources]
+
+    async def read_resource(self, uri: str, *, server: str | None = None) -> ReadResourceResult:
+        """Read ``uri`` from ``server``, or from the one server that lists it; raises
+        ``UnknownName`` when none or several do (then name the server)."""
+        if server is None:
+            owners = sorted({name for name, resource in await self.resources() if resource.uri == uri})
+            if len(owners) != 1:
+                why = f"servers {owners} all list it" if owners else "no server lists it"
+                raise UnknownName(f"cannot tell which server to read {uri!r} from ({why}); pass server=")
+            server = owners[0]
+        target = self.servers.get(server)
+        if target is None:
+            raise UnknownName(f"no server named {server!r}; the servers are {sorted(self.servers)}")
+        return await (await target.ready()).read_resource(uri)
+
+    async def _gather(
+        self, kind: str, fetch: Callable[[HostServer], Awaitable[list[Any]]]
+    ) -> list[tuple[HostServer, list[Any]]]:
+        """``fetch`` from every ready, registered server that serves ``kind``, in parallel,
+        each within its own timeout; by server name."""
+        servers = [
+            server
+            for name, server in sorted(self.servers.items())
+            if name in self._registered
+            and server.status in ("ready", "restarting")
+            and (server.client is None or getattr(server.client.server_capabilities, kind))
+        ]
+
+        async def one(server: HostServer) -> list[Any]:
+            limit = server.spec.timeout if server.spec is not None else self.request_timeout
+            try:
+                return await asyncio.wait_for(fetch(server), limit)
+            except (MCPError, TimeoutError) as exc:
+                log.warning("server %r: could not list its %s: %s", server.name, kind, exc or "timed out")
+                return []
+
+        results = await asyncio.gather(*(one(server) for server in servers))
+        return list(zip(servers, results, strict=True))
+
+
+def _transport(spec: ServerSpec) -> Any:
+    if spec.command is not None:
+        from ..transports.stdio_client import StdioClientTransport
+
+        return StdioClientTransport(
+            spec.command, spec.args, env=dict(spec.env) or None, cwd=spec.cwd, connect_timeout=spec.timeout
+        )
+    from ..transports.http_client import HttpClientTransport
+
+    assert spec.url is not None  # a spec has a command or a url
+    return HttpClientTransport(spec.url, headers=dict(spec.headers), connect_timeout=min(spec.timeout, 10.0))
+
+
+async def _roots(paths: Sequence[str]) -> list[dict[str, Any]]:
+    """The configured folders as roots (client/roots.mdx): ``file://`` URIs and names."""
+    return [{"uri": Path(path).resolve().as_uri(), "name": Path(path).resolve().name} for path in paths]
+
+
+def _error_result(text: str) -> CallToolResult:
+    from ..protocol.types.v2026_07_28 import CallToolResult, TextContent
+
+    return CallToolResult(content=[TextContent(text=text)], is_error=True, result_type="complete")
