@@ -76,6 +76,7 @@ _STRICTNESS = {"allow": 0, "ask": 1, "deny": 2}
 #: The fields a definition digest covers, by their wire names.
 PINNED_FIELDS = ("name", "description", "inputSchema", "outputSchema")
 STORE_VERSION = 1
+_DIGEST_CACHE_SIZE = 4096
 
 
 class ApprovalConfigError(LocalError, ValueError):
@@ -448,8 +449,10 @@ class Approvals:
         self.ask_timeout = ask_timeout
         self._always: dict[_Key, _Pin] = {}  # identity-bound, saved to the store
         self._session: dict[_Key, _Pin] = {}  # servers without an identity: this run only
-        self._seen: dict[_Key, _Pin] = {}  # the last definition approved in any way, this run
+        self._seen: dict[_Key, _Pin] = {}  # the last definition a person approved, this run
+        self._hinted: dict[_Key, _Pin] = {}  # read-only tools: the definition first allowed
         self._locks: dict[_Key, asyncio.Lock] = {}
+        self._digests: dict[int, tuple[Tool, str]] = {}
         self._loaded = False
         self._store_corrupt = False
         self._saving = asyncio.Lock()
@@ -491,15 +494,20 @@ class Approvals:
     async def _check_pinned(
         self, server: ServerLike, identity: str | None, key: _Key, tool: Tool, arguments: dict[str, Any], *, ask: bool
     ) -> bool:
-        digest = tool_digest(tool)
+        digest = self._digest(tool)
         remembered = self._always.get(key) if identity is not None else self._session.get(key)
         if remembered is not None and remembered.digest == digest:
             return True
-        earlier = remembered or self._seen.get(key)
+        if not ask and remembered is None:
+            # Allowed by readOnlyHint: the definition first allowed is pinned for the run.
+            hinted = self._hinted.get(key)
+            if hinted is None:
+                self._hinted[key] = _Pin.of(tool)
+                return True
+            if hinted.digest == digest:
+                return True
+        earlier = remembered or (self._seen.get(key) if ask else self._hinted.get(key))
         changed = earlier is not None and earlier.digest != digest
-        if not ask and not changed:
-            self._seen[key] = _Pin.of(tool)  # allowed by readOnlyHint: pin what was allowed
-            return True
         request = ApprovalRequest(
             server.name,
             identity or f"(a client the host did not start: {server.name})",
@@ -517,6 +525,19 @@ class Approvals:
         if decision is Decision.ALWAYS:
             await self._remember(key, pin, stored=identity is not None)
         return True
+
+    def _digest(self, tool: Tool) -> str:
+        # A host hands the same Tool object to every call until the list changes: a
+        # digest (about 12 us over a small schema) is computed once per object. The
+        # entry holds the tool, so its id cannot be reused while it is cached.
+        cached = self._digests.get(id(tool))
+        if cached is not None and cached[0] is tool:
+            return cached[1]
+        if len(self._digests) >= _DIGEST_CACHE_SIZE:
+            self._digests.clear()
+        digest = tool_digest(tool)
+        self._digests[id(tool)] = (tool, digest)
+        return digest
 
     async def _ask(self, request: ApprovalRequest) -> Decision:
         try:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import inspect
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
@@ -115,9 +116,9 @@ Scripted = Any
 class ScriptedUI:
     """A UI that answers from lists, in order, and records what it was asked.
 
-    ``decisions``: answers to ``approve`` (``Decision`` values, or functions of the
-    ``ApprovalRequest``); ``answers``: answers to ``elicit`` (``{"action": ...}`` dicts,
-    or functions of ``(server, Elicitation)``). Asked once more than scripted, it raises
+    ``decisions``: answers to ``approve`` (``Decision`` values, or functions, plain or
+    async, of the ``ApprovalRequest``); ``answers``: answers to ``elicit``
+    (``{"action": ...}`` dicts, or functions, plain or async, of ``(server, Elicitation)``). Asked once more than scripted, it raises
     ``ScriptExhausted`` naming the question. ``requests``, ``elicitations`` and
     ``notices`` hold what was asked and shown. It never opens a URL.
     """
@@ -134,7 +135,7 @@ class ScriptedUI:
         if not self._decisions:
             raise ScriptExhausted(f"ScriptedUI has no decision left for:\n{request.describe()}")
         answer = self._decisions.pop(0)
-        decision: Decision = answer(request) if callable(answer) else answer
+        decision: Decision = await _resolve(answer(request) if callable(answer) else answer)
         return decision
 
     async def elicit(self, server: str, elicitation: Elicitation) -> dict[str, Any]:
@@ -142,11 +143,15 @@ class ScriptedUI:
         if not self._answers:
             raise ScriptExhausted(f"ScriptedUI has no answer left for server {server!r} asking {elicitation.message!r}")
         answer = self._answers.pop(0)
-        result: dict[str, Any] = answer(server, elicitation) if callable(answer) else answer
+        result: dict[str, Any] = await _resolve(answer(server, elicitation) if callable(answer) else answer)
         return result
 
     async def show(self, message: str) -> None:
         self.notices.append(message)
+
+
+async def _resolve(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
 
 
 # -- input requests from one server ---------------------------------------------------------------
