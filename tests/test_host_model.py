@@ -78,8 +78,8 @@ def model_for(provider: str, api: ScriptedModelServer, monkeypatch: pytest.Monke
     return OpenAIModel(streaming=streaming)
 
 
-async def run(model: Model, text: str, max_steps: int = 10) -> list[ModelEvent]:
-    async with Client(serve_command(TOOLS_SERVER)) as client:
+async def run(model: Model, text: str, max_steps: int = 10, timeout: float = 15.0) -> list[ModelEvent]:
+    async with Client(serve_command(TOOLS_SERVER), timeout=timeout) as client:
         loop = ModelLoop(ClientTools(client, "notes"), model, max_steps=max_steps)
         return [event async for event in loop.run(Conversation(system="Be brief."), text)]
 
@@ -149,7 +149,7 @@ async def test_the_model_asks_for_a_tool_gets_its_result_and_answers(
         assert api.requests[0].headers["authorization"] == "Bearer test-key-openai"
         assert first["messages"][0] == {"role": "system", "content": "Be brief."}
         tools = {t["function"]["name"]: t["function"]["parameters"] for t in first["tools"]}
-    assert set(tools) == {"notes_lookup", "notes_remember", "notes_fail", "notes_snapshot"}
+    assert set(tools) == {"notes_lookup", "notes_remember", "notes_fail", "notes_snapshot", "notes_stall"}
     assert tools["notes_remember"]["required"] == ["note"]
     assert bool(first.get("stream")) is streaming
     # The next request carries the call and its result, as the server returned it.
@@ -163,7 +163,7 @@ async def test_the_model_asks_for_a_tool_gets_its_result_and_answers(
 async def test_read_only_calls_of_one_turn_run_in_parallel_and_others_in_order(
     provider: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls = [
+    calls: list[tuple[str, dict[str, Any]]] = [
         ("notes_lookup", {"key": "a"}),
         ("notes_lookup", {"key": "b"}),
         ("notes_remember", {"note": "between"}),  # not read-only: a barrier
@@ -196,6 +196,22 @@ async def test_a_tool_error_reaches_the_model_as_an_error(
     [sent] = sent_results(provider, api.requests[1].body)
     assert sent["is_error"] and "failed on purpose: disk full" in sent["text"]
     assert events[-1] == Final("It failed.", "answered", 2)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@async_test(60)
+async def test_a_call_that_fails_on_the_wire_reaches_the_model_as_an_error(
+    provider: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = [Turn(calls=[("notes_stall", {"seconds": 30})]), Turn("It timed out.")]
+    with ScriptedModelServer(script) as api:  # the client waits 1 s for any answer
+        events = await run(model_for(provider, api, monkeypatch), "Wait", timeout=1.0)
+
+    [result] = [e for e in events if isinstance(e, ToolResultEvent)]
+    assert result.is_error
+    [sent] = sent_results(provider, api.requests[1].body)
+    assert sent["is_error"] and "the call to notes_stall failed" in sent["text"]
+    assert events[-1] == Final("It timed out.", "answered", 2)
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

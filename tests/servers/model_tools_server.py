@@ -65,3 +65,10 @@ def snapshot() -> list[Any]:
         Image(PIXEL_PNG, "image/png"),
         EmbeddedResource("notes://today", text="buy milk", mime_type="text/plain"),
     ]
+
+
+@server.tool
+async def stall(seconds: float = 30.0) -> str:
+    """Take ``seconds`` to answer (longer than a test's client waits)."""
+    await asyncio.sleep(seconds)
+    return "too late"

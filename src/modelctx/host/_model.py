@@ -252,8 +252,7 @@ class ModelLoop:
             for batch in _batches(reply.tool_calls, tools):
                 for call in batch:
                     yield self._requested(call, tools)
-                done = await asyncio.gather(*(self._call(call, tools) for call in batch))
-                for call, result in zip(batch, done, strict=True):
+                for call, result in zip(batch, await self._run_batch(batch, tools), strict=True):
                     results.append(ToolResult(call, result))
                     yield ToolResultEvent(call.id, call.name, result)
             conversation.add_tool_results(results)
@@ -274,6 +273,15 @@ class ModelLoop:
             except (LookupError, MCPError):
                 pass  # the call itself will say what is wrong
         return ToolCallRequested(call.id, call.name, server, original, call.arguments)
+
+    async def _run_batch(self, batch: list[ToolCall], tools: dict[str, Tool]) -> list[CallToolResult]:
+        if len(batch) == 1:
+            return [await self._call(batch[0], tools)]
+        # A task group, so that a bug in one call (an exception that is not an MCPError)
+        # cancels its siblings instead of leaving them running unseen.
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(self._call(call, tools)) for call in batch]
+        return [task.result() for task in tasks]
 
     async def _call(self, call: ToolCall, tools: dict[str, Tool]) -> CallToolResult:
         if call.error is not None:
