@@ -478,6 +478,11 @@ class Approvals:
         log.warning("%s", problem)
         await self.ui.show(problem)
 
+    def hidden(self, server: ServerLike, tool: Tool) -> bool:
+        """True when the policy denies every call of ``tool``: a host leaves it out of the
+        tools a model sees (``ApprovalPolicy.hidden``)."""
+        return self.policy.hidden(server, tool)
+
     async def check(self, server: ServerLike, tool: Tool, arguments: dict[str, Any]) -> bool:
         """True: the call may go on; False: it is denied and must not reach the server."""
         await self.load()
