@@ -4,6 +4,8 @@
 
     approvals = Approvals(ApprovalPolicy.from_config(config), ui, store="~/.config/modelctx/approvals.json")
     host = Host(config, approvals=approvals, ui=ui)
+    # the same, as the host builds it by default:
+    host = Host(config, ui=ui, approval_store="~/.config/modelctx/approvals.json")
 
 Theory of operation. Before each tool call the host asks ``Approvals.check(server, tool,
 arguments)``. The ``ApprovalPolicy`` gives the tool a level from the configuration:
