@@ -23,6 +23,9 @@ from modelctx.client import Elicitation
 from modelctx.errors import MissingRequiredClientCapability
 from modelctx.host import (
     NAME_PATTERN,
+    AllowAll,
+    ApprovalRequest,
+    Decision,
     HostConfig,
     HostServer,
     RestartPolicy,
@@ -40,7 +43,10 @@ WAIT = 20.0
 
 
 def served(name: str, target: Path, **settings: Any) -> ServerSpec:
-    """``modelctx serve target`` on stdio, as the configuration would start it."""
+    """``modelctx serve target`` on stdio, as the configuration would start it. Trusted
+    (``"approval": "allow"``) unless ``approval`` says otherwise: these tests are about
+    joining servers; tests/test_host_approval.py is about approving calls."""
+    settings.setdefault("approval", "allow")
     return ServerSpec(name, command=sys.executable, args=("-m", "modelctx", "serve", str(target)), **settings)
 
 
@@ -75,7 +81,7 @@ async def tool_names_once(host: Host, condition: Any) -> set[str]:
 @async_test(60)
 async def test_the_hosts_sketch_from_the_issue_runs_with_our_objects(http_server):
     config = HostConfig(
-        {"weather": served("weather", WEATHER), "sample": ServerSpec("sample", url=http_server.url)}
+        {"weather": served("weather", WEATHER), "sample": ServerSpec("sample", url=http_server.url, approval="allow")}
     )
     host = Host()
     try:
@@ -105,7 +111,7 @@ def everything_spec() -> ServerSpec:
         if os.environ.get("CI"):
             pytest.fail(reason)
         pytest.skip(reason)
-    return ServerSpec("everything", command=command, args=("stdio",))
+    return ServerSpec("everything", command=command, args=("stdio",), approval="allow")
 
 
 @pytest.fixture
@@ -121,9 +127,9 @@ async def test_servers_of_every_kind_join_one_namespaced_tool_list(http_server, 
     config = HostConfig(
         {
             "weather": served("weather", WEATHER),
-            "forecasts": ServerSpec("forecasts", url=weather_over_http.url),
-            "sample": ServerSpec("sample", url=http_server.url),
-            "official": ServerSpec("official", command=sys.executable, args=(str(OFFICIAL),)),
+            "forecasts": ServerSpec("forecasts", url=weather_over_http.url, approval="allow"),
+            "sample": ServerSpec("sample", url=http_server.url, approval="allow"),
+            "official": ServerSpec("official", command=sys.executable, args=(str(OFFICIAL),), approval="allow"),
             "everything": everything_spec(),
         }
     )
@@ -293,7 +299,7 @@ async def test_a_cache_hit_sends_no_tools_list_and_a_change_reaches_the_next_too
     if era == "handshake":
         from modelctx import Client
 
-        host = Host()
+        host = Host(approvals=AllowAll())  # adopted: no configuration to say "allow"
         client = Client(serve_command(COUNTING), mode="handshake", name="c")
         await client.connect()
         host.register(client)
@@ -330,6 +336,9 @@ class DenyEcho:
         self.asked.append((server.name, tool.name, arguments))
         return tool.name != "echo"
 
+    def hidden(self, server: HostServer, tool: Any) -> bool:
+        return False
+
 
 @async_test(60)
 async def test_a_denied_call_never_reaches_the_server():
@@ -349,20 +358,23 @@ class FriendlyUI:
     def __init__(self) -> None:
         self.asked: list[tuple[str, str]] = []
 
-    async def elicit(self, server: HostServer, elicitation: Elicitation) -> dict[str, Any]:
-        self.asked.append((server.name, elicitation.message))
+    async def elicit(self, server: str, elicitation: Elicitation) -> dict[str, Any]:
+        self.asked.append((server, elicitation.message))
         return {"action": "accept", "content": {"name": "Ada"}}
 
-    async def approve(self, request: Any) -> Any:
-        return True
+    async def approve(self, request: ApprovalRequest) -> Decision:
+        return Decision.ALLOW_ONCE
+
+    async def show(self, message: str) -> None:
+        pass
 
 
 @async_test(60)
 async def test_elicitation_goes_to_the_ui_sampling_to_the_callback_and_roots_come_from_the_config(tmp_path):
     sampled: list[str] = []
 
-    async def sample(server: HostServer, params: dict[str, Any]) -> dict[str, Any]:
-        sampled.append(server.name)
+    async def sample(server: str, params: dict[str, Any]) -> dict[str, Any]:
+        sampled.append(server)
         return {"role": "assistant", "content": {"type": "text", "text": "short"}, "model": "scripted"}
 
     ui = FriendlyUI()
@@ -392,7 +404,7 @@ async def test_without_a_ui_an_elicitation_is_declined_and_sampling_is_not_offer
 # -- prompts and resources ------------------------------------------------------------------------------------
 @async_test(60)
 async def test_prompts_and_resources_of_every_server_are_offered(http_server):
-    config = HostConfig({"sample": ServerSpec("sample", url=http_server.url), "weather": served("weather", WEATHER)})
+    config = HostConfig({"sample": ServerSpec("sample", url=http_server.url, approval="allow"), "weather": served("weather", WEATHER)})
     async with Host(config) as host:
         prompts = {prompt.name for prompt in await host.prompts()}
         review = await host.get_prompt("sample_review", {"code": "x = 1"})
@@ -414,7 +426,7 @@ async def test_a_changed_tool_list_of_an_official_sdk_server_reaches_the_next_to
     # changes arrive as notifications, in 2026-07-28 over subscriptions/listen.
     client = Client([sys.executable, str(OFFICIAL)], mode=mode, name="official")
     await client.connect()
-    host = Host()
+    host = Host(approvals=AllowAll())  # no approval at all: this test is about freshness
     try:
         host.register(client)
         await until(lambda: host.servers["official"].listening, "the host to listen for changes")

@@ -1,10 +1,10 @@
 """Human in the loop (issue 8): the approval policy, pinning, the store, and input requests.
 
 The calls go to a real server process (``tests/servers/approval_server.py`` over stdio),
-in both eras. Until the host is merged, ``guarded_call`` does what ``Host.call_tool``
-does around the seam: look the tool up, ask ``Approvals.check``, call only when allowed.
-``Configured`` stands for the host's server object: a configured name and a spec whose
-identity is the command line that started the process.
+in both eras. ``guarded_call`` does what ``Host.call_tool`` does around the seam: look
+the tool up, ask ``Approvals.check``, call only when allowed. ``Configured`` stands for
+the host's server object: a configured name and a spec whose identity is the command line
+that started the process. The tests at the end go through ``Host`` itself.
 """
 
 from __future__ import annotations
@@ -26,14 +26,20 @@ import pytest
 from conftest import DEADLINE, async_test, serve_command
 
 from modelctx.client import Client, ClientHandlers, ClientOptions, ListChanged
-from modelctx.host._approval import (
+from modelctx.host import (
     ApprovalConfigError,
     ApprovalPolicy,
     Approvals,
     Decision,
+    DeclineUI,
+    Host,
+    HostConfig,
+    HostUI,
+    ScriptedUI,
+    ServerSpec,
+    handlers_for,
     tool_digest,
 )
-from modelctx.host._ui import DeclineUI, HostUI, ScriptedUI, handlers_for
 from modelctx.protocol.types.v2026_07_28 import CallToolResult, Tool, ToolAnnotations
 
 SERVER = Path(__file__).parent / "servers" / "approval_server.py"
@@ -442,19 +448,61 @@ def test_no_sample_callback_and_no_folders_offer_neither_capability():
     assert handlers.capabilities(modern=True) == {"elicitation": {"form": {}, "url": {}}}
 
 
-# -- through the host (core's ``Host``; these run once it is merged) -------------------------------
+# -- through the host -------------------------------------------------------------------------------
+def files_spec(approval: Any = None) -> ServerSpec:
+    """The approval server as a configuration starts it, with its ``"approval"``."""
+    return ServerSpec("files", command=sys.executable, args=("-m", "modelctx", "serve", str(SERVER)), approval=approval)
+
+
+def texts(result: CallToolResult) -> str:
+    return " ".join(getattr(block, "text", "") for block in result.content)
+
+
+@async_test(60)
+async def test_through_the_host_deny_hides_the_tool_and_refuses_its_call_without_reaching_the_server():
+    ui = ScriptedUI()  # asked anything, it would raise
+    async with Host(HostConfig({"files": files_spec({"tools": {"delete_*": "deny"}})}), ui=ui) as host:
+        names = {t.name for t in await host.tools()}
+        refused = await host.call_tool("files_delete_file", {"path": "/home/ada/thesis.tex"})
+        reached = await host.call_tool("files_calls", {"tool": "delete_file"})  # readOnlyHint: allowed
+
+    assert "files_delete_file" not in names and {"files_weather", "files_calls"} <= names
+    assert refused.is_error and "the configuration denies it" in texts(refused)
+    assert reached.structured_content["result"] == 0
+    assert ui.requests == []
+
+
+@async_test(60)
+async def test_through_the_host_allow_runs_without_asking():
+    ui = ScriptedUI()  # asked anything, it would raise
+    async with Host(HostConfig({"files": files_spec("allow")}), ui=ui) as host:
+        for path in ("a", "b"):
+            assert not (await host.call_tool("files_delete_file", {"path": path})).is_error
+        reached = await host.call_tool("files_calls", {"tool": "delete_file"})
+
+    assert reached.structured_content["result"] == 2 and ui.requests == []
+
+
+@async_test(60)
+async def test_through_the_host_ask_with_no_one_to_ask_is_denied_and_says_how_to_allow(caplog):
+    # Nothing configured: the default policy asks, and the default UI (DeclineUI) has no
+    # one to ask; read-only tools still run.
+    with caplog.at_level(logging.WARNING, logger="modelctx.host"):
+        async with Host(HostConfig({"files": files_spec()})) as host:
+            assert "files_delete_file" in {t.name for t in await host.tools()}
+            denied = await host.call_tool("files_delete_file", {"path": "a"})
+            reached = await host.call_tool("files_calls", {"tool": "delete_file"})
+
+    assert denied.is_error and "was denied: it was not approved" in texts(denied)
+    assert reached.structured_content["result"] == 0
+    assert '"approval": "allow"' in caplog.text and "'delete_file' of server 'files'" in caplog.text
+
+
 @async_test(90)
 async def test_through_the_host_a_rug_pull_after_list_changed_is_asked_about_before_the_call():
-    host_module = pytest.importorskip("modelctx.host._host", reason="the host core is not merged yet")
-    config_module = pytest.importorskip("modelctx.host._config")
-    args = ("-m", "modelctx", "serve", str(SERVER))
-    spec = config_module.ServerSpec(
-        "files", command=sys.executable, args=args, approval={"default": "ask", "tools": {"redefine": "allow"}}
-    )
+    spec = files_spec({"default": "ask", "tools": {"redefine": "allow"}})
     ui = ScriptedUI([Decision.ALWAYS, Decision.DENY])
-    approvals = Approvals(ApprovalPolicy(), ui)
-    config = config_module.HostConfig({"files": spec})
-    async with host_module.Host(config, approvals=approvals, ui=ui) as host:
+    async with Host(HostConfig({"files": spec}), ui=ui) as host:  # the default Approvals, with this UI
         first = {t.name: t for t in await host.tools()}
         assert not (await host.call_tool("files_delete_file", {"path": "a"})).is_error
         assert not (await host.call_tool("files_delete_file", {"path": "b"})).is_error
@@ -467,7 +515,23 @@ async def test_through_the_host_a_rug_pull_after_list_changed_is_asked_about_bef
         denied = await host.call_tool("files_delete_file", {"path": "c"})
         reached = await host.call_tool("files_calls", {"tool": "delete_file"})
 
-    assert denied.is_error and "denied" in denied.content[0].text
+    assert denied.is_error and "denied" in texts(denied)
     assert reached.structured_content["result"] == 2
     assert [r.why for r in ui.requests] == ["new", "definition changed"]
     assert ui.requests[1].identity == spec.identity and ui.requests[1].tool.name == "delete_file"
+    assert ui.requests[1].changed == ("description",)
+
+
+@async_test(90)
+async def test_through_the_host_always_is_kept_in_the_approval_store_across_hosts(tmp_path):
+    store = tmp_path / "approvals.json"
+    config = HostConfig({"files": files_spec()})
+    async with Host(config, ui=ScriptedUI([Decision.ALWAYS]), approval_store=store) as host:
+        assert not (await host.call_tool("files_delete_file", {"path": "a"})).is_error
+    # A new host (a new run) with the configuration's "approvalStore": nobody is asked.
+    again = HostConfig(config.servers, approval_store=str(store))
+    async with Host(again, ui=ScriptedUI()) as host:
+        assert not (await host.call_tool("files_delete_file", {"path": "b"})).is_error
+
+    saved = json.loads(store.read_text())["always"]
+    assert [(entry["server"], entry["tool"]) for entry in saved] == [(config.servers["files"].identity, "delete_file")]

@@ -4,6 +4,7 @@ and errors that name the server and the key."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -20,6 +21,7 @@ def test_a_stdio_and_an_http_server_are_read_with_every_setting(tmp_path):
         json.dumps(
             {
                 "roots": [str(tmp_path)],
+                "approvalStore": "~/state/approvals.json",
                 "mcpServers": {
                     "weather": {"command": "python", "args": ["weather.py"], "env": {"A": "1"}, "cwd": "/tmp"},
                     "docs": {
@@ -45,6 +47,7 @@ def test_a_stdio_and_an_http_server_are_read_with_every_setting(tmp_path):
     assert docs.tools.permits("search_pages") and not docs.tools.permits("search_delete")
     assert not docs.tools.permits("fetch")
     assert loaded.roots == (str(tmp_path),)
+    assert loaded.approval_store == os.path.expanduser("~/state/approvals.json")
 
 
 def test_environment_variables_are_expanded_in_env_and_headers():
@@ -68,7 +71,11 @@ def test_environment_variables_are_expanded_in_env_and_headers():
         ({"command": "run", "url": "http://x"}, "not both"),
         ({"url": "ftp://x"}, "'url' must start with http:// or https://"),
         ({"command": "run", "args": "a b"}, "'args' must be a list of strings"),
-        ({"command": "run", "approval": "sometimes"}, "'approval' must be one of"),
+        ({"command": "run", "approval": "sometimes"}, "server 'bad': 'approval' must be 'allow', 'ask' or 'deny'"),
+        ({"command": "run", "approval": 3}, "server 'bad': 'approval' must be"),
+        ({"command": "run", "approval": {"defualt": "ask"}}, "server 'bad': 'approval': unknown key 'defualt'"),
+        ({"command": "run", "approval": {"readOnly": "yes"}}, "server 'bad': 'approval'.readOnly must be"),
+        ({"command": "run", "approval": {"tools": {"rm_*": "maybe"}}}, "'approval'.tools['rm_*'] must be"),
         ({"command": "run", "tools": {"alow": []}}, "unknown key 'tools.alow'"),
         ({"command": "run", "timeout": 0}, "'timeout' must be a positive number"),
         ({"command": "run", "env": {"K": "${MISSING}"}}, "env.K uses ${MISSING}, which is not set"),
@@ -84,6 +91,8 @@ def test_a_mistake_names_the_server_and_the_key(entry, message):
 def test_a_mistake_at_the_top_or_in_the_file_is_named(tmp_path):
     with pytest.raises(HostConfigError, match="unknown top-level key 'servers'"):
         HostConfig.from_dict({"servers": {}})
+    with pytest.raises(HostConfigError, match="'approvalStore' must be the path of a JSON file"):
+        HostConfig.from_dict({"mcpServers": {}, "approvalStore": 1})
     broken = tmp_path / "broken.json"
     broken.write_text("{")
     with pytest.raises(HostConfigError, match="broken.json is not valid JSON"):

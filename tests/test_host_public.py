@@ -12,16 +12,21 @@ import modelctx.host
 def test_host_names():
     assert sorted(modelctx.host.__all__) == sorted(
         [
-            "NAME_PATTERN", "AllowAll", "ApprovalCheck", "DenyAllUI", "Host", "HostConfig",
-            "HostConfigError", "HostServer", "HostUI", "NameMap", "RestartPolicy", "SampleCallback", "ServerSpec",
-            "ServerUnavailable", "ToolFilter", "UnknownName", "load_config", "namespaced",
+            "NAME_PATTERN", "AllowAll", "ApprovalCheck", "ApprovalConfigError", "ApprovalPolicy",
+            "ApprovalRequest", "ApprovalStore", "ApprovalStoreError", "Approvals", "DeclineUI", "Decision",
+            "Host", "HostConfig", "HostConfigError", "HostServer", "HostUI", "NameMap", "RestartPolicy",
+            "SampleCallback", "ScriptExhausted", "ScriptedUI", "ServerRules", "ServerSpec", "ServerUnavailable",
+            "ToolFilter", "UnknownName", "handlers_for", "load_config", "namespaced", "tool_digest",
         ]
     )
     assert modelctx.Host is modelctx.host.Host
 
 
 def test_host_errors_are_local_errors_under_the_one_root():
-    for cls in (modelctx.host.HostConfigError, modelctx.host.ServerUnavailable, modelctx.host.UnknownName):
+    host = modelctx.host
+    errors = (host.HostConfigError, host.ServerUnavailable, host.UnknownName, host.ApprovalConfigError,
+              host.ApprovalStoreError, host.ScriptExhausted)
+    for cls in errors:
         assert issubclass(cls, modelctx.errors.LocalError), cls
 
 

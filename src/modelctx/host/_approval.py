@@ -4,6 +4,8 @@
 
     approvals = Approvals(ApprovalPolicy.from_config(config), ui, store="~/.config/modelctx/approvals.json")
     host = Host(config, approvals=approvals, ui=ui)
+    # the same, as the host builds it by default:
+    host = Host(config, ui=ui, approval_store="~/.config/modelctx/approvals.json")
 
 Theory of operation. Before each tool call the host asks ``Approvals.check(server, tool,
 arguments)``. The ``ApprovalPolicy`` gives the tool a level from the configuration:
@@ -477,6 +479,11 @@ class Approvals:
     async def _report(self, problem: str) -> None:
         log.warning("%s", problem)
         await self.ui.show(problem)
+
+    def hidden(self, server: ServerLike, tool: Tool) -> bool:
+        """True when the policy denies every call of ``tool``: a host leaves it out of the
+        tools a model sees (``ApprovalPolicy.hidden``)."""
+        return self.policy.hidden(server, tool)
 
     async def check(self, server: ServerLike, tool: Tool, arguments: dict[str, Any]) -> bool:
         """True: the call may go on; False: it is denied and must not reach the server."""

@@ -4,6 +4,7 @@
 
     {
       "roots": ["~/projects/site"],
+      "approvalStore": "~/.config/modelctx/approvals.json",
       "mcpServers": {
         "weather": {"command": "python", "args": ["weather.py"], "env": {"KEY": "${WEATHER_KEY}"}},
         "docs": {"url": "http://127.0.0.1:8000/mcp", "headers": {"Authorization": "Bearer ${DOCS_TOKEN}"},
@@ -12,10 +13,14 @@
       }
     }
 
+``approvalStore`` (optional): a JSON file that keeps the person's "always allow" answers
+across runs (see ``ApprovalStore``); without it they last for the host's life.
+
 A server entry is stdio (``command``, optional ``args``/``env``/``cwd``) or HTTP
 (``url``, optional ``headers``); ``type`` may say which ("stdio", "http",
-"streamable-http"). Per server: ``approval`` ("allow" | "ask" | "deny", or an object the
-approval policy reads), ``tools`` (``allow``/``deny`` lists of shell-style globs over the
+"streamable-http"). Per server: ``approval`` ("allow" | "ask" | "deny", or an object
+``{"default": ..., "readOnly": ..., "tools": {"<glob>": ...}}``, see ``ServerRules``;
+checked when the configuration is read; unset: ask, with ``readOnlyHint`` tools allowed), ``tools`` (``allow``/``deny`` lists of shell-style globs over the
 server's own tool names; deny wins), ``timeout`` (seconds to connect, default 30),
 ``roots`` (folders offered to this server instead of the top-level ``roots``),
 ``disabled`` (true: skip it).
@@ -39,17 +44,17 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LocalError
+from ._approval import ApprovalConfigError, ServerRules
 
 __all__ = ["HostConfig", "HostConfigError", "ServerSpec", "ToolFilter", "load_config"]
 
-APPROVAL_LEVELS = ("allow", "ask", "deny")
 DEFAULT_TIMEOUT = 30.0
 
 _SERVER_KEYS = frozenset(
     {"type", "command", "args", "env", "cwd", "url", "headers", "approval", "tools", "timeout", "roots",
      "disabled", "description"}
 )
-_TOP_KEYS = frozenset({"mcpServers", "roots", "$schema"})
+_TOP_KEYS = frozenset({"mcpServers", "roots", "approvalStore", "$schema"})
 _TYPES = {"stdio": "stdio", "http": "http", "streamable-http": "http", "streamableHttp": "http"}
 _VARIABLE = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -94,6 +99,12 @@ class ServerSpec:
             raise HostConfigError(
                 f"server {self.name!r}: give either 'command' (a stdio server) or 'url' (an HTTP server)"
             )
+        # A setting the approval policy cannot use fails here, with the server named, not
+        # at the first call of one of its tools.
+        try:
+            ServerRules.parse(self.approval, server=self.name)
+        except ApprovalConfigError as exc:
+            raise HostConfigError(str(exc)) from None
 
     @property
     def kind(self) -> str:
@@ -112,10 +123,12 @@ class ServerSpec:
 
 @dataclass(frozen=True)
 class HostConfig:
-    """Every configured server by name, and the folders offered to them as roots."""
+    """Every configured server by name, the folders offered to them as roots, and the
+    file that keeps "always allow" answers (``None``: they last for the host's life)."""
 
     servers: Mapping[str, ServerSpec] = field(default_factory=dict)
     roots: tuple[str, ...] = ()
+    approval_store: str | None = None
 
     @classmethod
     def from_dict(cls, data: object, *, environ: Mapping[str, str] | None = None) -> HostConfig:
@@ -126,7 +139,7 @@ class HostConfig:
         unknown = sorted(set(data) - _TOP_KEYS)
         if unknown:
             raise HostConfigError(
-                f"unknown top-level key {unknown[0]!r}; the keys are 'mcpServers' and 'roots'"
+                f"unknown top-level key {unknown[0]!r}; the keys are 'mcpServers', 'roots' and 'approvalStore'"
             )
         servers = data.get("mcpServers", {})
         if not isinstance(servers, dict):
@@ -136,7 +149,10 @@ class HostConfig:
             spec = _server_spec(name, entry, env)
             if spec is not None:
                 specs[name] = spec
-        return cls(specs, _paths("'roots'", data.get("roots", [])))
+        store = data.get("approvalStore")
+        if store is not None and (not isinstance(store, str) or not store):
+            raise HostConfigError(f"'approvalStore' must be the path of a JSON file, not {store!r}")
+        return cls(specs, _paths("'roots'", data.get("roots", [])), os.path.expanduser(store) if store else None)
 
 
 def load_config(path: str | os.PathLike[str], *, environ: Mapping[str, str] | None = None) -> HostConfig:
@@ -171,7 +187,7 @@ def _server_spec(name: object, entry: object, env: Mapping[str, str]) -> ServerS
         return None
     kind = _kind(where, entry)
     common: dict[str, Any] = {
-        "approval": _approval(where, entry.get("approval")),
+        "approval": entry.get("approval"),  # ServerSpec checks it
         "tools": _tool_filter(where, entry.get("tools")),
         "timeout": _timeout(where, entry.get("timeout", DEFAULT_TIMEOUT)),
         "roots": _paths(f"{where}: 'roots'", entry["roots"]) if "roots" in entry else None,
@@ -253,12 +269,6 @@ def _expanded(where: str, key: str, value: object, env: Mapping[str, str]) -> di
         return _VARIABLE.sub(one, text)
 
     return {item: expand(item, text) for item, text in value.items()}
-
-
-def _approval(where: str, value: object) -> str | Mapping[str, Any] | None:
-    if value is None or value in APPROVAL_LEVELS or isinstance(value, dict):
-        return value
-    raise HostConfigError(f"{where}: 'approval' must be one of {', '.join(map(repr, APPROVAL_LEVELS))}, not {value!r}")
 
 
 def _tool_filter(where: str, value: object) -> ToolFilter:

@@ -14,10 +14,20 @@ applies the per-server allow/deny globs, and names them with one ``NameMap`` ove
 whole set, so the names do not depend on the order servers connected in and map back
 exactly. ``call_tool`` maps a name back, asks the approval hook, then calls.
 
-What servers ask of the host is wired per server: elicitation goes to the ``HostUI``
-(``ui.elicit(server, elicitation)``), sampling to the ``sample`` callback the host was
-given (no callback: the capability is not declared), roots to the configured folders
-(``"roots"`` in the configuration, top level or per server).
+Approval. By default the hook is ``Approvals(ApprovalPolicy.from_config(config), ui)``:
+each server's ``"approval"`` (allow, ask, deny; per tool globs; ``readOnlyHint`` tools
+allowed unless configured otherwise) decides, ``ask`` goes to ``ui.approve``, and with the
+default ``DeclineUI`` (no person to ask) an ``ask`` is a denied call whose result says how
+to allow it. Tools a policy denies outright are left out of ``tools()`` and refused by
+``call_tool``. "Always" answers last for the host's life, or across runs in the file
+``approval_store`` names (``Host(approval_store=path)``, or ``"approvalStore"`` in the
+configuration). A host that wants no approval at all passes ``approvals=AllowAll()``.
+
+What servers ask of the host is wired per server (``handlers_for``): elicitation goes to
+the ``HostUI`` (``ui.elicit(server_name, elicitation)``), sampling to the ``sample``
+callback the host was given (``sample(server_name, params)``; no callback: the capability
+is not declared), roots to the configured folders (``"roots"`` in the configuration, top
+level or per server).
 """
 
 from __future__ import annotations
@@ -25,49 +35,54 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Awaitable, Callable, Sequence
-from functools import partial
-from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol, Self
 
 import msgspec
 
 from ..errors import LocalError, MCPError
+from ._approval import ApprovalPolicy, Approvals
 from ._config import HostConfig, ServerSpec, load_config
 from ._names import NameMap, _clean
 from ._server import HostServer, RestartPolicy, ServerUnavailable
-from ._ui import DenyAllUI, HostUI
+from ._ui import DeclineUI, HostUI, SampleCallback, handlers_for
 
 if TYPE_CHECKING:
-    from ..client import Client, Elicitation
+    from ..client import Client
     from ..protocol.types.v2026_07_28 import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, Tool
 
-__all__ = ["AllowAll", "ApprovalCheck", "Host", "SampleCallback", "UnknownName"]
+__all__ = ["AllowAll", "ApprovalCheck", "Host", "UnknownName"]
 
 log = logging.getLogger("modelctx.host")
 
-#: ``async (server, CreateMessageRequest params) -> CreateMessageResult dict``: how the
-#: host answers a server's ``sampling/createMessage`` (with its model).
-SampleCallback = Callable[[HostServer, dict[str, Any]], Awaitable[dict[str, Any]]]
 #: Called with (server name, kind) when a list of a server changed; kind "all" after a
 #: restart or a server added or removed.
 ChangeListener = Callable[[str, str], None]
 
 
 class ApprovalCheck(Protocol):
-    """The seam before every tool call: ``check`` returns True to let the call go on, False
-    to deny it (the call never reaches the server; the caller gets an ``isError`` result
-    saying it was denied). ``tool`` is the server's own definition (original name);
-    ``arguments`` are exactly what will be sent."""
+    """The seam before every tool call (``Approvals`` is the host's own).
+
+    ``check`` returns True to let the call go on, False to deny it (the call never reaches
+    the server; the caller gets an ``isError`` result saying it was denied). ``tool`` is
+    the server's own definition (original name); ``arguments`` are exactly what will be
+    sent. ``hidden`` is True for a tool every call of which would be denied: ``tools()``
+    leaves it out."""
 
     async def check(self, server: HostServer, tool: Tool, arguments: dict[str, Any]) -> bool: ...
 
+    def hidden(self, server: HostServer, tool: Tool) -> bool: ...
+
 
 class AllowAll:
-    """The approval hook of a host given none: every call goes on."""
+    """An approval hook for a host that wants none: every call goes on, no tool is hidden
+    (``Host(approvals=AllowAll())``; the configuration's ``"approval"`` is then ignored)."""
 
     async def check(self, server: HostServer, tool: Tool, arguments: dict[str, Any]) -> bool:
         return True
+
+    def hidden(self, server: HostServer, tool: Tool) -> bool:
+        return False
 
 
 class UnknownName(LocalError, LookupError):
@@ -78,11 +93,17 @@ class Host:
     """Many MCP servers, one set of tools for a model. Use ``async with``.
 
     ``config``: the servers and roots (``HostConfig``, ``Host.from_file(path)``).
-    ``approvals``: the hook asked before each tool call (default ``AllowAll``).
-    ``ui``: asked when a server wants the user (default ``DenyAllUI``: declines).
-    ``sample``: answers servers' sampling requests; without it the host does not offer
-    sampling. ``request_timeout``: the default deadline of each request to a server.
-    ``restarts``: how crashed stdio servers are restarted (``RestartPolicy``).
+    ``ui``: the person's side: asked to approve calls and when a server wants the user
+    (default ``DeclineUI``: denies and declines, saying how to allow).
+    ``approvals``: the hook asked before each tool call (default: ``Approvals`` with the
+    configuration's policy and ``ui``; ``AllowAll()`` for none).
+    ``approval_store``: a JSON file that keeps "always" answers across runs (default: the
+    configuration's ``"approvalStore"``; none: they last for the host's life). Only used
+    by the default ``approvals``.
+    ``sample``: ``sample(server_name, params)`` answers servers' sampling requests;
+    without it the host does not offer sampling. ``request_timeout``: the default
+    deadline of each request to a server. ``restarts``: how crashed stdio servers are
+    restarted (``RestartPolicy``).
     """
 
     def __init__(
@@ -91,13 +112,19 @@ class Host:
         *,
         approvals: ApprovalCheck | None = None,
         ui: HostUI | None = None,
+        approval_store: str | os.PathLike[str] | None = None,
         sample: SampleCallback | None = None,
         request_timeout: float = 60.0,
         restarts: RestartPolicy | None = None,
     ) -> None:
         self.config = config or HostConfig()
-        self.approvals: ApprovalCheck = approvals or AllowAll()
-        self.ui: HostUI = ui or DenyAllUI()
+        self.ui: HostUI = ui or DeclineUI()
+        if approvals is not None and approval_store is not None:
+            raise ValueError("pass approval_store to your own Approvals(..., store=) rather than to Host")
+        store = approval_store if approval_store is not None else self.config.approval_store
+        self.approvals: ApprovalCheck = approvals or Approvals(
+            ApprovalPolicy.from_config(self.config), self.ui, store=store
+        )
         self.sample = sample
         self.request_timeout = request_timeout
         self.restarts = restarts or RestartPolicy()
@@ -105,6 +132,7 @@ class Host:
         self.servers: dict[str, HostServer] = {}
         self._registered: set[str] = set()
         self._tool_index: dict[str, tuple[HostServer, Tool]] = {}
+        self._hidden: set[str] = set()
         self._prompt_index: dict[str, tuple[HostServer, Prompt]] = {}
         self._listeners: list[ChangeListener] = []
 
@@ -206,33 +234,22 @@ class Host:
 
     # -- what servers ask of the host ----------------------------------------------------------
     def _make_client(self, server: HostServer) -> Client:
-        from ..client import Client, ClientHandlers, ClientOptions
+        from ..client import Client, ClientOptions
 
         spec = server.spec
         if spec is None:
             raise ServerUnavailable(f"server {server.name!r} was not started by this host; it cannot restart it")
         roots = spec.roots if spec.roots is not None else self.config.roots
-        handlers = ClientHandlers(
-            elicitation=partial(self._elicit, server),
-            sampling=partial(self._sample, server) if self.sample is not None else None,
-            roots=partial(_roots, roots) if roots else None,
-        )
+        handlers = handlers_for(spec.name, self.ui, self.sample, roots)
         options = ClientOptions(probe_timeout=min(10.0, spec.timeout))
         return Client(_transport(spec), name=spec.name, handlers=handlers, options=options, timeout=self.request_timeout)
-
-    async def _elicit(self, server: HostServer, elicitation: Elicitation) -> dict[str, Any]:
-        return await self.ui.elicit(server, elicitation)
-
-    async def _sample(self, server: HostServer, params: dict[str, Any]) -> dict[str, Any]:
-        assert self.sample is not None  # the capability is declared only with a callback
-        return await self.sample(server, params)
 
     # -- tools --------------------------------------------------------------------------------------
     async def tools(self) -> list[Tool]:
         """Every tool of every registered server that serves tools, fresh, filtered by the
-        server's allow/deny globs, renamed ``<server>_<tool>`` (see ``_names``). Ordered by
-        server name, then as the server lists them. A server that cannot answer in time is
-        left out (and logged)."""
+        server's allow/deny globs and by the approval hook (a denied tool is left out),
+        renamed ``<server>_<tool>`` (see ``_names``). Ordered by server name, then as the
+        server lists them. A server that cannot answer in time is left out (and logged)."""
         listed = await self._gather("tools", lambda server: server.tools())
         pairs = [
             (server, tool)
@@ -240,9 +257,18 @@ class Host:
             for tool in tools
             if server.spec is None or server.spec.tools.permits(tool.name)
         ]
+        # Hidden tools keep their names (the names of the others do not depend on the
+        # policy) and their index entry: a call by name is refused as denied, not unknown.
         names = NameMap((server.name, tool.name) for server, tool in pairs)
         self._tool_index = {names.name_for(server.name, tool.name): (server, tool) for server, tool in pairs}
-        return [msgspec.structs.replace(tool, name=names.name_for(server.name, tool.name)) for server, tool in pairs]
+        self._hidden = {
+            names.name_for(server.name, tool.name) for server, tool in pairs if self.approvals.hidden(server, tool)
+        }
+        return [
+            msgspec.structs.replace(tool, name=name)
+            for server, tool in pairs
+            if (name := names.name_for(server.name, tool.name)) not in self._hidden
+        ]
 
     def find_client_for(self, name: str) -> tuple[Client, str]:
         """The client and the server's own tool name behind a namespaced ``name``.
@@ -279,12 +305,14 @@ class Host:
             await self.tools()  # the list may have changed since the caller saw it
             found = self._tool_index.get(name)
         if found is None:
-            return _error_result(f"there is no tool named {name!r}; the tools are: {', '.join(sorted(self._tool_index))}")
+            offered = sorted(set(self._tool_index) - self._hidden)
+            return _error_result(f"there is no tool named {name!r}; the tools are: {', '.join(offered)}")
         server, tool = found
         sent = dict(arguments or {})
         if not await self.approvals.check(server, tool, sent):
+            why = "the configuration denies it" if name in self._hidden else "it was not approved"
             return _error_result(
-                f"the call to {name} (tool {tool.name!r} of server {server.name!r}) was denied; "
+                f"the call to {name} (tool {tool.name!r} of server {server.name!r}) was denied: {why}; "
                 "it was not run"
             )
         client = await server.ready()
@@ -365,11 +393,6 @@ def _transport(spec: ServerSpec) -> Any:
 
     assert spec.url is not None  # a spec has a command or a url
     return HttpClientTransport(spec.url, headers=dict(spec.headers), connect_timeout=min(spec.timeout, 10.0))
-
-
-async def _roots(paths: Sequence[str]) -> list[dict[str, Any]]:
-    """The configured folders as roots (client/roots.mdx): ``file://`` URIs and names."""
-    return [{"uri": Path(path).resolve().as_uri(), "name": Path(path).resolve().name} for path in paths]
 
 
 def _error_result(text: str) -> CallToolResult:

@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DeclineUI",
-    "DenyAllUI",
     "HostUI",
     "SampleCallback",
     "ScriptExhausted",
@@ -99,10 +98,6 @@ class DeclineUI:
 
     async def show(self, message: str) -> None:
         log.warning("%s", message)
-
-
-#: The name the first version of the host used for ``DeclineUI``.
-DenyAllUI = DeclineUI
 
 
 class ScriptExhausted(LocalError):
