@@ -332,13 +332,19 @@ async def test_a_conversation_stopped_at_max_steps_goes_on_with_the_next_user_me
 
 @async_test(60)
 async def test_the_whole_path_through_a_host_with_approval(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Host (core) as the ToolSet: a denied call reaches the model as an error and never the
-    server; an allowed one runs. Skipped until the Host is in the tree."""
-    host_module = pytest.importorskip("modelctx.host._host")
-    config_module = pytest.importorskip("modelctx.host._config")
+    """The Host as the ToolSet: a denied call reaches the model as an error and never the
+    server; an allowed one runs."""
+    from modelctx.host import _config as config_module
+    from modelctx.host import _host as host_module
+
     asked: list[str] = []
 
     class DenyWrites:
+        """An approval hook that shows every tool and denies the one that writes."""
+
+        def hidden(self, server: Any, tool: Tool) -> bool:
+            return False
+
         async def check(self, server: Any, tool: Tool, arguments: dict[str, Any]) -> bool:
             asked.append(tool.name)
             return tool.name != "remember"
