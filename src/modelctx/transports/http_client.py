@@ -332,6 +332,7 @@ class HttpClientTransport(ClientTransport):
                     return None
             except HttpError as exc:  # broken mid-stream: like an early end
                 broken = f" ({_cause(exc)})"
+        stream.end_of_stream()
         if exchange.handshake and stream.last_id is not None:
             return await self._resume(exchange, stream)
         # 2026-07-28 has no resumption: a broken stream is a lost request (changelog).
@@ -360,6 +361,7 @@ class HttpClientTransport(ClientTransport):
                         return None
             except HttpError as exc:
                 cause = _cause(exc)
+            stream.end_of_stream()
             misses = 0 if stream.dispatched > seen else misses + 1
         return ConnectionClosed(
             f"{self.name}: the SSE stream of {exchange.what} closed before the response, and "
@@ -526,6 +528,7 @@ class HttpClientTransport(ClientTransport):
                 log.info("%s: the GET stream broke: %s", self.name, _cause(exc))
             except Exception as exc:  # noqa: BLE001 - the auth hook's: keep the loop, say why
                 log.warning("%s: the GET stream failed: %s", self.name, _cause(exc))
+            stream.end_of_stream()
             opened.set()
             retry = stream.retry_ms / 1000 if stream.retry_ms is not None else None
             if stream.dispatched > seen:  # it worked for a while: reconnect as the server asks

@@ -1,0 +1,375 @@
+"""Faults a server inflicts on ``modelctx.Client``, over real pipes and real sockets.
+
+The servers are scripts run as subprocesses: a raw HTTP server on loopback and a raw
+stdio server that break their replies on purpose (a reply split at every byte
+boundary, written one byte at a time, cut in the middle of an event, never written),
+and the sample server, killed in the middle of a call. Each test checks what the
+caller gets (the whole answer, or a clear error within the deadline, the client still
+usable after it) and, through ``leaks.leak_free``, that the fault left no task, file
+descriptor or child process behind and logged no unhandled error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Awaitable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import SAMPLE_SERVER, async_test, serve_command
+from leaks import alive, leak_free
+
+from modelctx.client import Client, RequestTimeout
+from modelctx.errors import ConnectionClosed
+from modelctx.transports.stdio_client import StdioClientTransport
+
+MODERN = "2026-07-28"
+DEADLINE = 10.0  # seconds any single wait may take
+PATIENT = 60.0  # the clients' own timeout where a failure must come sooner
+
+run = async_test(120.0)
+
+
+async def within(awaitable: Awaitable[Any], what: str, seconds: float = DEADLINE) -> Any:
+    task = asyncio.ensure_future(awaitable)
+    done, _ = await asyncio.wait({task}, timeout=seconds)
+    if not done:
+        task.cancel()
+        pytest.fail(f"timed out after {seconds:g}s waiting for {what}")
+    return task.result()
+
+
+async def fails_within(awaitable: Awaitable[Any], error: type[BaseException], what: str) -> BaseException:
+    with pytest.raises(error) as caught:
+        await within(awaitable, what)
+    return caught.value
+
+
+def text_of(result: Any) -> str:
+    return str(result.content[0].text)
+
+
+# -- the raw HTTP server --------------------------------------------------------------------------
+# Answers POSTs by the name of the tool called; every reply but the broken ones is a
+# valid MCP reply. Prints its port, then serves until killed.
+RAW_HTTP = r'''
+import asyncio, json, socket, sys
+
+pending_resume = {}  # Last-Event-ID -> the event that completes that stream
+
+
+def event(message, event_id=None):
+    head = b"" if event_id is None else b"id: " + event_id.encode() + b"\n"
+    return head + b"event: message\ndata: " + json.dumps(message).encode() + b"\n\n"
+
+
+def result(request, text):
+    content = {"content": [{"type": "text", "text": text}], "resultType": "complete"}
+    return {"jsonrpc": "2.0", "id": request["id"], "result": content}
+
+
+def head(status, fields):
+    lines = [f"HTTP/1.1 {status}"] + [f"{name}: {value}" for name, value in fields]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+SSE = ("content-type", "text/event-stream")
+
+
+def sse_with_length(body):
+    return head("200 OK", [SSE, ("content-length", len(body))]) + body
+
+
+def split_reply(request, args):
+    # The response event split at byte ``at``: the two halves arrive in separate reads.
+    # The text ends with "1" once ``at`` is past the end (the test stops there).
+    body = event(result(request, args["text"] + "|0"))
+    if args["at"] >= len(body):
+        body = event(result(request, args["text"] + "|1"))
+    if args["framing"] == "chunked":
+        wire = head("200 OK", [SSE, ("transfer-encoding", "chunked")]) + b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+        at = len(wire) - len(body) - 7 + min(args["at"], len(body))  # the same byte of the body
+    else:
+        wire, at = sse_with_length(body), len(head("200 OK", [SSE, ("content-length", len(body))])) + args["at"]
+    return [wire[:at], wire[at:]]
+
+
+def progress_event(request):
+    token = request["params"].get("_meta", {}).get("progressToken")
+    if token is None:
+        return b""
+    note = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token, "progress": 1}}
+    return event(note)
+
+
+async def answer(request, headers, writer):
+    """Write the reply; return False to close the connection."""
+    method = request.get("method")
+    if "id" not in request:
+        writer.write(head("202 Accepted", [("content-length", 0)]))
+        return True
+    if method == "initialize":
+        init = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "raw", "version": "0"}}
+        body = json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": init}).encode()
+        writer.write(head("200 OK", [("content-type", "application/json"), ("mcp-session-id", "s1"), ("content-length", len(body))]) + body)
+        return True
+    params = request.get("params") or {}
+    name, args = params.get("name"), params.get("arguments") or {}
+    if name == "split":
+        for piece in split_reply(request, args):
+            writer.write(piece)
+            await writer.drain()
+            await asyncio.sleep(0.002)
+        return True
+    if name == "bytewise":  # head and body, one byte per write
+        body = progress_event(request) + event(result(request, args["text"]))
+        for byte in sse_with_length(body):
+            writer.write(bytes([byte]))
+            await writer.drain()
+            await asyncio.sleep(0.0005)
+        return True
+    if name == "cut_sse":  # one whole event, then half of the response event
+        response = event(result(request, "never whole"))
+        writer.write(head("200 OK", [SSE, ("connection", "close")]) + progress_event(request) + response[: len(response) // 2])
+        return False
+    if name == "cut_json":  # half of a JSON body
+        body = json.dumps(result(request, "never whole")).encode()
+        writer.write(head("200 OK", [("content-type", "application/json"), ("content-length", len(body))]) + body[: len(body) // 2])
+        return False
+    if name == "cut_resumable":  # a handshake-era stream: primed, then cut mid-event
+        stream = f"r{request['id']}"
+        response = event(result(request, "resumed whole"), f"{stream}:2")
+        pending_resume[f"{stream}:1"] = response
+        priming = f"id: {stream}:1\nretry: 50\ndata: \n\n".encode()
+        writer.write(head("200 OK", [SSE, ("connection", "close")]) + priming + response[: len(response) // 2])
+        return False
+    if name == "silent":
+        return None
+    body = json.dumps(result(request, args.get("text", ""))).encode()
+    writer.write(head("200 OK", [("content-type", "application/json"), ("content-length", len(body))]) + body)
+    return True
+
+
+async def resume(headers, writer):
+    rest = pending_resume.pop(headers.get("last-event-id", ""), None)
+    if rest is None:
+        writer.write(head("405 Method Not Allowed", [("content-length", 0)]))
+        return True
+    writer.write(head("200 OK", [SSE, ("connection", "close")]) + rest)
+    return False
+
+
+async def handle(reader, writer):
+    writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    try:
+        while True:
+            raw = await reader.readuntil(b"\r\n\r\n")
+            lines = raw.decode("latin-1").split("\r\n")
+            verb = lines[0].split()[0]
+            headers = dict((k.strip().lower(), v.strip()) for k, v in (l.split(":", 1) for l in lines[1:] if l))
+            body = await reader.readexactly(int(headers.get("content-length", "0")))
+            if verb == "GET":
+                keep = await resume(headers, writer)
+            elif verb == "DELETE":
+                writer.write(head("200 OK", [("content-length", 0)]))
+                keep = True
+            else:
+                keep = await answer(json.loads(body), headers, writer)
+            if keep is None:  # silent: hold the connection until the client leaves
+                await reader.read()
+                return
+            await writer.drain()
+            if not keep:
+                return
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass
+    finally:
+        writer.close()
+
+
+async def main():
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    print(server.sockets[0].getsockname()[1], flush=True)
+    await server.serve_forever()
+
+asyncio.run(main())
+'''
+
+
+class Script:
+    """A raw server script run as a subprocess (started before any leak check, so it
+    counts as already there), with its stderr in a file the tests read."""
+
+    def __init__(self, path: Path, *argv: str, stdout: Any = subprocess.PIPE) -> None:
+        self.log = path.with_suffix(".log")
+        with self.log.open("wb") as log:
+            self.process = subprocess.Popen([sys.executable, str(path), *argv], stdout=stdout, stderr=log)
+
+    def stop(self) -> str:
+        self.process.kill()
+        self.process.wait(DEADLINE)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+        return self.log.read_text(errors="replace")
+
+
+@pytest.fixture(scope="module")
+def raw_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    path = tmp_path_factory.mktemp("raw") / "raw_http.py"
+    path.write_text(RAW_HTTP)
+    server = Script(path)
+    assert server.process.stdout is not None
+    port = int(server.process.stdout.readline())
+    yield f"http://127.0.0.1:{port}/mcp"
+    log = server.stop()
+    assert "Traceback" not in log, log
+
+
+async def calls_split_at_every_byte(client: Client, **args: Any) -> int:
+    """Call ``split`` at every byte of its reply; the number of splits made."""
+    at = 0
+    while True:
+        result = await within(client.call_tool("split", {"at": at, "text": "split reply", **args}), f"split at {at}")
+        text, past_the_end = text_of(result).split("|")
+        assert text == "split reply", f"split at byte {at}"
+        if past_the_end == "1":
+            return at
+        at += 1
+
+
+# -- partial frames --------------------------------------------------------------------------------
+@pytest.mark.parametrize("framing", ["length", "chunked"])
+@run
+async def test_http_an_sse_reply_split_at_every_byte_boundary_reaches_the_caller_whole(raw_http: str, framing: str) -> None:
+    async with leak_free("SSE replies split at every byte"):
+        async with Client(raw_http, mode=MODERN, timeout=DEADLINE) as client:
+            splits = await calls_split_at_every_byte(client, framing=framing)
+    assert splits > 100  # every boundary of a whole event was tried
+
+
+@run
+async def test_http_a_reply_written_one_byte_at_a_time_head_included_arrives_with_its_progress(raw_http: str) -> None:
+    progress: list[Any] = []
+    async with leak_free("a reply written byte by byte"):
+        async with Client(raw_http, mode=MODERN, timeout=DEADLINE) as client:
+            result = await within(
+                client.call_tool("bytewise", {"text": "slowly"}, progress=lambda *update: progress.append(update)),
+                "the byte-by-byte reply",
+            )
+    assert text_of(result) == "slowly"
+    assert progress == [(1, None, None)]
+
+
+# A stdio server that writes the response to call ``at`` split at byte ``at`` (two
+# writes, a pause between them), and every other answer one byte at a time.
+RAW_STDIO = r'''
+import json, sys, time
+
+out = sys.stdout.buffer
+for line in sys.stdin.buffer:
+    request = json.loads(line)
+    if "id" not in request:
+        continue
+    args = (request.get("params") or {}).get("arguments") or {}
+    at = args.get("at")
+    def reply(flag):
+        result = {"content": [{"type": "text", "text": f"split reply|{flag}"}], "resultType": "complete"}
+        return json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}).encode() + b"\n"
+    if at is None:
+        for byte in reply(0):
+            out.write(bytes([byte]))
+            out.flush()
+        continue
+    wire = reply(0)
+    if at >= len(wire):
+        wire = reply(1)
+    for piece in (wire[:at], wire[at:]):
+        out.write(piece)
+        out.flush()
+        time.sleep(0.002)
+'''
+
+
+@run
+async def test_stdio_a_response_line_split_at_every_byte_boundary_reaches_the_caller_whole(tmp_path: Path) -> None:
+    path = tmp_path / "raw_stdio.py"
+    path.write_text(RAW_STDIO)
+    async with leak_free("stdio lines split at every byte"):
+        async with Client([sys.executable, str(path)], mode=MODERN, timeout=DEADLINE) as client:
+            splits = await calls_split_at_every_byte(client)
+            bytewise = await within(client.call_tool("bytewise"), "a line written byte by byte")
+    assert splits > 80
+    assert text_of(bytewise) == "split reply|0"
+
+
+# -- a server that dies mid-response -----------------------------------------------------------------
+@pytest.mark.parametrize("tool", ["cut_sse", "cut_json"])
+@run
+async def test_http_a_reply_cut_mid_event_fails_that_call_clearly_and_the_client_goes_on(raw_http: str, tool: str) -> None:
+    async with leak_free(f"replies cut by {tool}"):
+        async with Client(raw_http, mode=MODERN, timeout=PATIENT) as client:
+            for round in range(3):
+                error = await fails_within(client.call_tool(tool, progress=lambda *_: None), ConnectionClosed, tool)
+                assert raw_http in str(error) and "tools/call" in str(error)
+                after = await within(client.call_tool("echo", {"text": f"after {round}"}), "the next call")
+                assert text_of(after) == f"after {round}"
+
+
+@run
+async def test_http_a_handshake_stream_cut_mid_event_is_resumed_and_the_half_event_dropped(raw_http: str) -> None:
+    async with leak_free("a resumable stream cut mid-event"):
+        async with Client(raw_http, mode="handshake", timeout=PATIENT) as client:
+            result = await within(client.call_tool("cut_resumable"), "the resumed reply")
+            after = await within(client.call_tool("echo", {"text": "after"}), "the next call")
+    assert text_of(result) == "resumed whole"
+    assert text_of(after) == "after"
+
+
+@pytest.mark.parametrize("mode", [MODERN, "handshake"])
+@run
+async def test_stdio_a_server_killed_mid_call_fails_it_promptly_and_leaves_no_process(tmp_path: Path, mode: str) -> None:
+    marker = tmp_path / "sleepy"
+    async with leak_free("servers killed mid-call"):
+        for round in range(3):
+            async with Client(serve_command(SAMPLE_SERVER), mode=mode, timeout=PATIENT) as client:
+                started = Path(f"{marker}{round}.started")
+                call = asyncio.ensure_future(client.call_tool("sleepy", {"seconds": 60, "marker": f"{marker}{round}"}))
+                while not started.exists():
+                    await asyncio.sleep(0.01)
+                assert isinstance(client.transport, StdioClientTransport)
+                pid = client.transport.pid
+                assert pid is not None
+                os.kill(pid, signal.SIGKILL)
+                error = await fails_within(call, ConnectionClosed, "the pending call to fail")
+                assert "SIGKILL" in str(error)
+            assert not alive(pid)
+
+
+# -- peers that never answer ---------------------------------------------------------------------------
+@run
+async def test_http_a_server_that_reads_the_request_and_never_answers_is_a_request_timeout(raw_http: str) -> None:
+    async with leak_free("calls to a silent server"):
+        async with Client(raw_http, mode=MODERN, timeout=PATIENT) as client:
+            for _ in range(3):
+                error = await fails_within(client.call_tool("silent", timeout=0.5), RequestTimeout, "the deadline")
+                assert "tools/call" in str(error)
+            assert text_of(await within(client.call_tool("echo", {"text": "still"}), "the next call")) == "still"
+
+
+@run
+async def test_http_a_server_that_accepts_and_never_reads_is_a_request_timeout() -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)  # the kernel completes the connection; nobody ever accepts it
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"
+        async with leak_free("calls to a server that never reads"):
+            async with Client(url, mode=MODERN, timeout=PATIENT) as client:
+                for _ in range(3):
+                    error = await fails_within(client.call_tool("anything", timeout=0.5), RequestTimeout, "the deadline")
+                    assert url in str(error) and "tools/call" in str(error)
