@@ -246,7 +246,9 @@ async def calls_split_at_every_byte(client: Client, **args: Any) -> int:
 # -- partial frames --------------------------------------------------------------------------------
 @pytest.mark.parametrize("framing", ["length", "chunked"])
 @run
-async def test_http_an_sse_reply_split_at_every_byte_boundary_reaches_the_caller_whole(raw_http: str, framing: str) -> None:
+async def test_http_an_sse_reply_split_at_every_byte_boundary_reaches_the_caller_whole(
+    raw_http: str, framing: str
+) -> None:
     async with leak_free("SSE replies split at every byte"):
         async with Client(raw_http, mode=MODERN, timeout=DEADLINE) as client:
             splits = await calls_split_at_every_byte(client, framing=framing)
@@ -268,7 +270,7 @@ async def test_http_a_reply_written_one_byte_at_a_time_head_included_arrives_wit
 
 # A stdio server that writes the response to call ``at`` split at byte ``at`` (two
 # writes, a pause between them), and every other answer one byte at a time.
-RAW_STDIO = r'''
+RAW_STDIO = r"""
 import json, sys, time
 
 out = sys.stdout.buffer
@@ -293,7 +295,7 @@ for line in sys.stdin.buffer:
         out.write(piece)
         out.flush()
         time.sleep(0.002)
-'''
+"""
 
 
 @run
@@ -311,7 +313,9 @@ async def test_stdio_a_response_line_split_at_every_byte_boundary_reaches_the_ca
 # -- a server that dies mid-response -----------------------------------------------------------------
 @pytest.mark.parametrize("tool", ["cut_sse", "cut_json"])
 @run
-async def test_http_a_reply_cut_mid_event_fails_that_call_clearly_and_the_client_goes_on(raw_http: str, tool: str) -> None:
+async def test_http_a_reply_cut_mid_event_fails_that_call_clearly_and_the_client_goes_on(
+    raw_http: str, tool: str
+) -> None:
     async with leak_free(f"replies cut by {tool}"):
         async with Client(raw_http, mode=MODERN, timeout=PATIENT) as client:
             for round in range(3):
@@ -333,7 +337,9 @@ async def test_http_a_handshake_stream_cut_mid_event_is_resumed_and_the_half_eve
 
 @pytest.mark.parametrize("mode", [MODERN, "handshake"])
 @run
-async def test_stdio_a_server_killed_mid_call_fails_it_promptly_and_leaves_no_process(tmp_path: Path, mode: str) -> None:
+async def test_stdio_a_server_killed_mid_call_fails_it_promptly_and_leaves_no_process(
+    tmp_path: Path, mode: str
+) -> None:
     marker = tmp_path / "sleepy"
     async with leak_free("servers killed mid-call"):
         for round in range(3):
@@ -371,5 +377,7 @@ async def test_http_a_server_that_accepts_and_never_reads_is_a_request_timeout()
         async with leak_free("calls to a server that never reads"):
             async with Client(url, mode=MODERN, timeout=PATIENT) as client:
                 for _ in range(3):
-                    error = await fails_within(client.call_tool("anything", timeout=0.5), RequestTimeout, "the deadline")
+                    error = await fails_within(
+                        client.call_tool("anything", timeout=0.5), RequestTimeout, "the deadline"
+                    )
                     assert url in str(error) and "tools/call" in str(error)

@@ -88,7 +88,7 @@ def test_half_a_line_then_eof_ends_the_server_cleanly(stdio_server: StdioServer)
 
 # A client process: starts the sample server with its stderr in a file, calls a tool
 # that sleeps, and writes the server's pid once the call is running. The test kills it.
-CLIENT = r'''
+CLIENT = r"""
 import asyncio, sys
 from modelctx.client import Client
 from modelctx.transports.stdio_client import StdioClientTransport
@@ -111,7 +111,7 @@ async def main():
         await call
 
 asyncio.run(main())
-'''
+"""
 
 
 def test_a_client_process_killed_mid_call_cancels_the_tool_and_its_server_exits_cleanly(tmp_path: Path) -> None:
