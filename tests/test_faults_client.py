@@ -357,6 +357,34 @@ async def test_stdio_a_server_killed_mid_call_fails_it_promptly_and_leaves_no_pr
             assert not alive(pid)
 
 
+# A stdio server that dies in the middle of writing its answer: half a line, then SIGKILL.
+DIES_MID_LINE = r"""
+import json, os, signal, sys
+
+line = sys.stdin.buffer.readline()
+request = json.loads(line)
+result = {"content": [{"type": "text", "text": "never whole"}], "resultType": "complete"}
+wire = json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}).encode()
+print("dies-mid-line: writing half an answer", file=sys.stderr, flush=True)
+sys.stdout.buffer.write(wire[: len(wire) // 2])
+sys.stdout.buffer.flush()
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@run
+async def test_stdio_a_server_killed_mid_line_fails_the_call_as_a_closed_connection_naming_the_kill(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "dies.py"
+    path.write_text(DIES_MID_LINE)
+    async with leak_free("a server killed mid-line"):
+        async with Client([sys.executable, str(path)], mode=MODERN, timeout=PATIENT) as client:
+            error = await fails_within(client.call_tool("anything"), ConnectionClosed, "the call to fail")
+    assert "killed by signal SIGKILL" in str(error)
+    assert "writing half an answer" in str(error)  # its stderr
+
+
 # -- peers that never answer ---------------------------------------------------------------------------
 @run
 async def test_http_a_server_that_reads_the_request_and_never_answers_is_a_request_timeout(raw_http: str) -> None:
