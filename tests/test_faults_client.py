@@ -59,7 +59,7 @@ def text_of(result: Any) -> str:
 # Answers POSTs by the name of the tool called; every reply but the broken ones is a
 # valid MCP reply. Prints its port, then serves until killed.
 RAW_HTTP = r'''
-import asyncio, json, socket, sys
+import asyncio, json, socket, struct, sys
 
 pending_resume = {}  # Last-Event-ID -> the event that completes that stream
 
@@ -142,6 +142,23 @@ async def answer(request, headers, writer):
         body = json.dumps(result(request, "never whole")).encode()
         writer.write(head("200 OK", [("content-type", "application/json"), ("content-length", len(body))]) + body[: len(body) // 2])
         return False
+    if name == "cut_head":  # the status line and half a header
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-ty")
+        return False
+    if name == "reset_sse":  # half an event, then a reset instead of a close
+        response = event(result(request, "never whole"))
+        writer.write(head("200 OK", [SSE]) + response[: len(response) // 2])
+        await writer.drain()
+        writer.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        return False
+    if name == "stall_sse":  # half an event, then nothing: the client's deadline ends it
+        response = event(result(request, "never whole"))
+        writer.write(head("200 OK", [SSE]) + response[: len(response) // 2])
+        return None
+    if name == "overlong_json":  # a whole JSON reply, then bytes its length does not count
+        body = json.dumps(result(request, "whole")).encode()
+        writer.write(head("200 OK", [("content-type", "application/json"), ("content-length", len(body))]) + body + b"HTTP/1.1 200 OK\r\n")
+        return True
     if name == "cut_resumable":  # a handshake-era stream: primed, then cut mid-event
         stream = f"r{request['id']}"
         response = event(result(request, "resumed whole"), f"{stream}:2")
@@ -311,7 +328,7 @@ async def test_stdio_a_response_line_split_at_every_byte_boundary_reaches_the_ca
 
 
 # -- a server that dies mid-response -----------------------------------------------------------------
-@pytest.mark.parametrize("tool", ["cut_sse", "cut_json"])
+@pytest.mark.parametrize("tool", ["cut_sse", "cut_json", "cut_head", "reset_sse"])
 @run
 async def test_http_a_reply_cut_mid_event_fails_that_call_clearly_and_the_client_goes_on(
     raw_http: str, tool: str
@@ -394,6 +411,29 @@ async def test_http_a_server_that_reads_the_request_and_never_answers_is_a_reque
                 error = await fails_within(client.call_tool("silent", timeout=0.5), RequestTimeout, "the deadline")
                 assert "tools/call" in str(error)
             assert text_of(await within(client.call_tool("echo", {"text": "still"}), "the next call")) == "still"
+
+
+@run
+async def test_http_a_reply_that_stalls_mid_event_is_a_request_timeout_and_its_connection_not_reused(
+    raw_http: str,
+) -> None:
+    async with leak_free("replies stalled mid-event"):
+        async with Client(raw_http, mode=MODERN, timeout=PATIENT) as client:
+            for round in range(3):
+                await fails_within(client.call_tool("stall_sse", timeout=0.5), RequestTimeout, "the deadline")
+                after = await within(client.call_tool("echo", {"text": f"after {round}"}), "the next call")
+                assert text_of(after) == f"after {round}"
+
+
+@run
+async def test_http_bytes_after_a_whole_reply_do_not_poison_the_next_call(raw_http: str) -> None:
+    async with leak_free("a reply longer than its length"):
+        async with Client(raw_http, mode=MODERN, timeout=DEADLINE) as client:
+            for round in range(3):
+                whole = await within(client.call_tool("overlong_json"), "the reply")
+                assert text_of(whole) == "whole"
+                after = await within(client.call_tool("echo", {"text": f"after {round}"}), "the next call")
+                assert text_of(after) == f"after {round}"
 
 
 @run
