@@ -166,6 +166,9 @@ async def answer(request, headers, writer):
         priming = f"id: {stream}:1\nretry: 50\ndata: \n\n".encode()
         writer.write(head("200 OK", [SSE, ("connection", "close")]) + priming + response[: len(response) // 2])
         return False
+    if name == "release_get":
+        while waiting_gets:
+            waiting_gets.pop().set_result(None)
     if name == "silent":
         return None
     body = json.dumps(result(request, args.get("text", ""))).encode()
@@ -173,12 +176,34 @@ async def answer(request, headers, writer):
     return True
 
 
-async def resume(headers, writer):
-    rest = pending_resume.pop(headers.get("last-event-id", ""), None)
-    if rest is None:
-        writer.write(head("405 Method Not Allowed", [("content-length", 0)]))
-        return True
-    writer.write(head("200 OK", [SSE, ("connection", "close")]) + rest)
+waiting_gets = []  # standalone GET streams held until a call of ``release_get``
+
+
+def changed(kind):
+    return {"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"}
+
+
+async def get(headers, reader, writer):
+    """A resumption (Last-Event-ID of a cut POST stream), or the standalone stream: held
+    until ``release_get``, then one whole event and half of the next (id g2), cut; its
+    resumption from g1 sends the second whole and stays open."""
+    last = headers.get("last-event-id", "")
+    rest = pending_resume.pop(last, None)
+    if rest is not None:
+        writer.write(head("200 OK", [SSE, ("connection", "close")]) + rest)
+        return False
+    if last == "g1":
+        writer.write(head("200 OK", [SSE]) + event(changed("prompts"), "g2"))
+        return None
+    released = asyncio.get_running_loop().create_future()
+    waiting_gets.append(released)
+    leaving = asyncio.ensure_future(reader.read())
+    await asyncio.wait({released, leaving}, return_when=asyncio.FIRST_COMPLETED)
+    if leaving.done():
+        return False
+    leaving.cancel()
+    second = event(changed("prompts"), "g2")
+    writer.write(head("200 OK", [SSE, ("connection", "close")]) + event(changed("tools"), "g1") + second[: len(second) // 2])
     return False
 
 
@@ -192,7 +217,7 @@ async def handle(reader, writer):
             headers = dict((k.strip().lower(), v.strip()) for k, v in (l.split(":", 1) for l in lines[1:] if l))
             body = await reader.readexactly(int(headers.get("content-length", "0")))
             if verb == "GET":
-                keep = await resume(headers, writer)
+                keep = await get(headers, reader, writer)
             elif verb == "DELETE":
                 writer.write(head("200 OK", [("content-length", 0)]))
                 keep = True
@@ -350,6 +375,25 @@ async def test_http_a_handshake_stream_cut_mid_event_is_resumed_and_the_half_eve
             after = await within(client.call_tool("echo", {"text": "after"}), "the next call")
     assert text_of(result) == "resumed whole"
     assert text_of(after) == "after"
+
+
+@run
+async def test_http_the_standalone_get_stream_cut_mid_event_resumes_without_losing_the_cut_event(raw_http: str) -> None:
+    heard: list[Any] = []
+    async with leak_free("a GET stream cut mid-event"):
+        async with Client(raw_http, mode="handshake", timeout=DEADLINE) as client:
+
+            async def listen() -> None:
+                async for item in client.listen(tools=True, prompts=True):
+                    heard.append(item)
+                    if len(heard) == 2:
+                        return
+
+            listening = asyncio.ensure_future(listen())
+            await asyncio.sleep(0)  # one step of listen() registers it, before any event is let out
+            await within(client.call_tool("release_get"), "the release")
+            await within(listening, "both events: the one before the cut and the one cut")
+    assert [item.kind for item in heard] == ["tools", "prompts"]
 
 
 @pytest.mark.parametrize("mode", [MODERN, "handshake"])
