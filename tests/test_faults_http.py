@@ -180,6 +180,96 @@ def test_a_client_that_disconnects_while_a_tool_runs_cancels_the_tool_and_leaks_
         http.client.delete(http.url, headers=session)
 
 
+def test_many_clients_that_disconnect_at_once_while_their_tools_run_cancel_every_tool(
+    server: HttpServer, http: McpHttp, steady_fds: int, tmp_path: Path
+) -> None:
+    markers = [tmp_path / f"sleepy{n}" for n in range(20)]
+    sockets = [_connect(server) for _ in markers]
+    try:
+        for sock, marker in zip(sockets, markers, strict=True):
+            sock.sendall(_raw_post(http, _sleepy(MODERN, marker)[0]))
+        assert settle(lambda: all(Path(f"{m}.started").exists() for m in markers), DEADLINE)
+    finally:
+        for sock in sockets:
+            sock.close()
+    assert settle(lambda: all(m.exists() for m in markers), DEADLINE), "some tool never saw its cancellation"
+    assert {m.read_text() for m in markers} == {"cancelled"}
+
+
+def test_a_client_that_leaves_while_the_server_waits_for_its_elicitation_answer_leaks_nothing(
+    server: HttpServer, http: McpHttp, steady_fds: int
+) -> None:
+    # Handshake era: the question is a server-to-client request on the POST's SSE stream.
+    opened = http.post(
+        {
+            "jsonrpc": "2.0",
+            "id": "init",
+            "method": "initialize",
+            "params": {
+                "protocolVersion": LEGACY,
+                "capabilities": {"elicitation": {"form": {}}},
+                "clientInfo": {"name": "faults", "version": "0"},
+            },
+        }
+    )
+    session = {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": LEGACY}
+    http.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
+    for round in range(3):
+        register = {"jsonrpc": "2.0", "id": round, "method": "tools/call", "params": {"name": "register"}}
+        with _connect(server) as sock:
+            sock.sendall(_raw_post(http, register, extra=session))
+            asked = b""
+            while b"elicitation/create" not in asked:
+                chunk = sock.recv(65536)
+                assert chunk, f"the server closed the stream before asking: {asked!r}"
+                asked += chunk
+
+    def answered_with_a_freed_id() -> bool:
+        # The id of a request is in use until the request ends: the server let go of it.
+        echo = {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": "on"}},
+        }
+        return "result" in http.post(echo, headers=session).json()
+
+    assert settle(answered_with_a_freed_id, DEADLINE), "the abandoned request still holds its id"
+    http.client.delete(http.url, headers={"mcp-session-id": session["mcp-session-id"]})
+
+
+@pytest.mark.parametrize("cut", ["mid-head", "mid-body"])
+def test_a_client_that_leaves_in_the_middle_of_its_request_leaks_nothing(
+    server: HttpServer, http: McpHttp, steady_fds: int, cut: str
+) -> None:
+    wire = _raw_post(http, _echo(1, "never sent whole"))
+    head_end = wire.index(b"\r\n\r\n")
+    at = head_end // 2 if cut == "mid-head" else head_end + 4 + (len(wire) - head_end - 4) // 2
+    for _ in range(10):
+        with _connect(server) as sock:
+            sock.sendall(wire[:at])
+    assert http.call(_echo(2, "after"))["result"]["content"][0]["text"] == "after"
+
+
+def test_a_listen_stream_whose_client_leaves_leaks_nothing(server: HttpServer, http: McpHttp, steady_fds: int) -> None:
+    session = {"mcp-session-id": _initialize(http), "mcp-protocol-version": LEGACY}
+    get = (
+        f"GET /mcp HTTP/1.1\r\nhost: 127.0.0.1:{server.port}\r\naccept: text/event-stream\r\n"
+        + "".join(f"{k}: {v}\r\n" for k, v in session.items())
+        + "\r\n"
+    ).encode()
+
+    def opened_and_left() -> bool:
+        # A session has one GET stream: another opens only once the server let go of the last.
+        with _connect(server) as sock:
+            sock.sendall(get)
+            return sock.recv(65536).startswith(b"HTTP/1.1 200 ")
+
+    for round in range(3):
+        assert settle(opened_and_left, DEADLINE), f"round {round}: the GET stream of a client that left is held"
+    http.client.delete(http.url, headers={"mcp-session-id": session["mcp-session-id"]})
+
+
 # -- peers that never read -----------------------------------------------------------------------------
 def _resident_mb(pid: int) -> int:
     with open(f"/proc/{pid}/status") as status:
