@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +64,7 @@ def _echo(request_id: int, text: str) -> dict[str, Any]:
 
 
 def _raw_post(
-    http: McpHttp, message: dict[str, Any], *, extra: dict[str, str] | None = None, chunked: bool = False
+    http: McpHttp, message: dict[str, Any], *, extra: Mapping[str, str | None] | None = None, chunked: bool = False
 ) -> bytes:
     """The bytes of a POST of ``message`` with the headers 2026-07-28 asks for."""
     body = json.dumps(message).encode()
@@ -74,7 +74,7 @@ def _raw_post(
         "content-type": "application/json",
         "connection": "close",
         **http.headers_for(message),
-        **(extra or {}),
+        **{name: value for name, value in (extra or {}).items() if value is not None},
     }
     if chunked:
         fields["transfer-encoding"] = "chunked"
@@ -212,7 +212,8 @@ def test_a_client_that_leaves_while_the_server_waits_for_its_elicitation_answer_
             },
         }
     )
-    session = {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": LEGACY}
+    session_id = opened.headers["mcp-session-id"]
+    session: dict[str, str | None] = {"mcp-session-id": session_id, "mcp-protocol-version": LEGACY}
     http.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
     for round in range(3):
         register = {"jsonrpc": "2.0", "id": round, "method": "tools/call", "params": {"name": "register"}}
@@ -235,7 +236,7 @@ def test_a_client_that_leaves_while_the_server_waits_for_its_elicitation_answer_
         return "result" in http.post(echo, headers=session).json()
 
     assert settle(answered_with_a_freed_id, DEADLINE), "the abandoned request still holds its id"
-    http.client.delete(http.url, headers={"mcp-session-id": session["mcp-session-id"]})
+    http.client.delete(http.url, headers={"mcp-session-id": session_id})
 
 
 @pytest.mark.parametrize("cut", ["mid-head", "mid-body"])
