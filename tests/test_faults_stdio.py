@@ -86,6 +86,24 @@ def test_half_a_line_then_eof_ends_the_server_cleanly(stdio_server: StdioServer)
     assert unhandled(stdio_server.stderr) == []
 
 
+def test_sigterm_in_the_grace_after_stdin_closed_cancels_the_running_tool_and_exits_cleanly(
+    stdio_server: StdioServer, tmp_path: Path
+) -> None:
+    # stdio.mdx, Shutdown: a client closes stdin, waits, then sends SIGTERM. The signal
+    # must reach the server's handlers, not kill it in the middle of its grace.
+    marker = tmp_path / "sleepy"
+    stdio_server.send(
+        request(1, "tools/call", {"name": "sleepy", "arguments": {"seconds": 600, "marker": str(marker)}})
+    )
+    assert settle(Path(f"{marker}.started").exists, DEADLINE)
+    stdio_server.close_stdin()
+    time.sleep(0.5)  # inside the server's grace for running requests
+    stdio_server.process.send_signal(signal.SIGTERM)
+    assert stdio_server.wait() == 0, stdio_server.stderr
+    assert marker.read_text() == "cancelled"
+    assert unhandled(stdio_server.stderr) == []
+
+
 # A client process: starts the sample server with its stderr in a file, calls a tool
 # that sleeps, and writes the server's pid once the call is running. The test kills it.
 CLIENT = r"""
