@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SAMPLE_SERVER, async_test, serve_command
+from conftest import SAMPLE_SERVER, HttpServer, async_test, serve_command
 from leaks import alive, leak_free
 
 from modelctx.client import Client, RequestTimeout
@@ -446,6 +446,55 @@ async def test_stdio_a_server_killed_mid_line_fails_the_call_as_a_closed_connect
     assert "writing half an answer" in str(error)  # its stderr
 
 
+@pytest.fixture
+def http_sample(tmp_path: Path) -> Iterator[HttpServer]:
+    """The sample server on HTTP, of this test alone (it may be killed)."""
+    server = HttpServer(SAMPLE_SERVER, tmp_path / "server.log")
+    yield server
+    server.stop()
+
+
+@pytest.mark.parametrize("mode", [MODERN, "handshake"])
+@run
+async def test_http_a_server_killed_mid_call_fails_it_promptly_and_leaves_nothing(
+    http_sample: HttpServer, tmp_path: Path, mode: str
+) -> None:
+    marker = tmp_path / "sleepy"
+    async with leak_free("an HTTP server killed mid-call"):
+        async with Client(http_sample.url, mode=mode, timeout=PATIENT) as client:
+            call = asyncio.ensure_future(client.call_tool("sleepy", {"seconds": 60, "marker": str(marker)}))
+            await within(until_exists(Path(f"{marker}.started")), "the tool to start")
+            http_sample.process.kill()
+            error = await fails_within(call, ConnectionClosed, "the pending call to fail")
+            later = await fails_within(client.call_tool("echo", {"text": "x"}), ConnectionClosed, "a later call")
+    assert http_sample.url in str(error) and http_sample.url in str(later)
+
+
+async def until_exists(path: Path) -> None:
+    while not path.exists():
+        await asyncio.sleep(0.01)
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+@run
+async def test_closing_the_client_with_calls_in_flight_fails_them_at_once_and_leaves_nothing(
+    http_server: HttpServer, tmp_path: Path, transport: str
+) -> None:
+    target: Any = http_server.url if transport == "http" else serve_command(SAMPLE_SERVER)
+    markers = [tmp_path / f"sleepy{n}" for n in range(5)]
+    async with leak_free("a client closed with calls in flight"):
+        client = Client(target, mode=MODERN, timeout=PATIENT)
+        await within(client.connect(), "connect")
+        calls = [asyncio.ensure_future(client.call_tool("sleepy", {"seconds": 60, "marker": str(m)})) for m in markers]
+        for marker in markers:
+            await within(until_exists(Path(f"{marker}.started")), "the tools to start")
+        await within(client.close(), "close")
+        for call in calls:
+            await fails_within(call, ConnectionClosed, "a call in flight to fail")
+    for marker in markers:  # the server saw each call end: closed stream (HTTP), or its shutdown (stdio)
+        await within(until_exists(marker), "the tool to see its cancellation")
+
+
 # -- peers that never answer ---------------------------------------------------------------------------
 @run
 async def test_http_a_server_that_reads_the_request_and_never_answers_is_a_request_timeout(raw_http: str) -> None:
@@ -487,9 +536,7 @@ async def test_http_a_server_that_accepts_and_never_reads_is_a_request_timeout()
         listener.listen(16)  # the kernel completes the connection; nobody ever accepts it
         url = f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"
         async with leak_free("calls to a server that never reads"):
-            async with Client(url, mode=MODERN, timeout=PATIENT) as client:
+            async with Client(url, mode=MODERN, timeout=0.5) as client:  # the client's own timeout
                 for _ in range(3):
-                    error = await fails_within(
-                        client.call_tool("anything", timeout=0.5), RequestTimeout, "the deadline"
-                    )
+                    error = await fails_within(client.call_tool("anything"), RequestTimeout, "the deadline")
                     assert url in str(error) and "tools/call" in str(error)
