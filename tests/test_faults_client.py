@@ -159,6 +159,11 @@ async def answer(request, headers, writer):
         body = json.dumps(result(request, "whole")).encode()
         writer.write(head("200 OK", [("content-type", "application/json"), ("content-length", len(body))]) + body + b"HTTP/1.1 200 OK\r\n")
         return True
+    if name == "cut_for_good":  # primed like cut_resumable, but every resumption is cut at once
+        response = event(result(request, "never whole"))
+        priming = f"id: gone{request['id']}:1\nretry: 50\ndata: \n\n".encode()
+        writer.write(head("200 OK", [SSE, ("connection", "close")]) + priming + response[: len(response) // 2])
+        return False
     if name == "cut_resumable":  # a handshake-era stream: primed, then cut mid-event
         stream = f"r{request['id']}"
         response = event(result(request, "resumed whole"), f"{stream}:2")
@@ -188,6 +193,8 @@ async def get(headers, reader, writer):
     until ``release_get``, then one whole event and half of the next (id g2), cut; its
     resumption from g1 sends the second whole and stays open."""
     last = headers.get("last-event-id", "")
+    if last.startswith("gone"):
+        return False  # closed without a word
     rest = pending_resume.pop(last, None)
     if rest is not None:
         writer.write(head("200 OK", [SSE, ("connection", "close")]) + rest)
@@ -394,6 +401,32 @@ async def test_http_the_standalone_get_stream_cut_mid_event_resumes_without_losi
             await within(client.call_tool("release_get"), "the release")
             await within(listening, "both events: the one before the cut and the one cut")
     assert [item.kind for item in heard] == ["tools", "prompts"]
+
+
+@run
+async def test_http_a_handshake_stream_that_cannot_be_resumed_fails_its_call_after_a_few_attempts(
+    raw_http: str,
+) -> None:
+    async with leak_free("a stream that cannot be resumed"):
+        async with Client(raw_http, mode="handshake", timeout=PATIENT) as client:
+            error = await fails_within(client.call_tool("cut_for_good"), ConnectionClosed, "the call to fail")
+            after = await within(client.call_tool("echo", {"text": "after"}), "the next call")
+    assert "attempts to resume it failed" in str(error)
+    assert text_of(after) == "after"
+
+
+@run
+async def test_http_a_call_cancelled_while_its_reply_trickles_in_leaves_nothing(raw_http: str) -> None:
+    async with leak_free("calls cancelled mid-reply"):
+        async with Client(raw_http, mode=MODERN, timeout=DEADLINE) as client:
+            for round in range(3):
+                call = asyncio.ensure_future(client.call_tool("bytewise", {"text": "slowly"}))
+                await asyncio.sleep(0.05)  # some bytes of it have arrived
+                call.cancel()
+                await asyncio.wait({call}, timeout=DEADLINE)
+                assert call.cancelled()
+                after = await within(client.call_tool("echo", {"text": f"after {round}"}), "the next call")
+                assert text_of(after) == f"after {round}"
 
 
 @pytest.mark.parametrize("mode", [MODERN, "handshake"])

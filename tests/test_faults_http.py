@@ -127,6 +127,18 @@ def test_a_body_sent_one_byte_at_a_time_is_served(
     assert reply["result"]["content"][0]["text"] == "byte by byte"
 
 
+def test_requests_pipelined_in_one_write_are_each_answered_in_order(
+    server: HttpServer, http: McpHttp, steady_fds: int
+) -> None:
+    # The opposite of a split: five requests in one segment, the last asking to close.
+    posts = [_raw_post(http, _echo(n, f"pipelined {n}"), extra={"connection": "keep-alive"}) for n in range(4)]
+    wire = b"".join(posts) + _raw_post(http, _echo(4, "pipelined 4"))
+    reply = _send_in_pieces(server, [wire])
+    assert reply.count(b"HTTP/1.1 200 OK") == 5, reply[:500]
+    texts = [reply.index(f"pipelined {n}".encode()) for n in range(5)]
+    assert texts == sorted(texts)
+
+
 # -- a client that disconnects while a tool runs ----------------------------------------------------
 def _initialize(http: McpHttp) -> str:
     opened = http.post(
