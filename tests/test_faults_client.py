@@ -174,6 +174,15 @@ async def answer(request, headers, writer):
     if name == "release_get":
         while waiting_gets:
             waiting_gets.pop().set_result(None)
+    if name == "chatter":  # an SSE stream of keep-alive comments that never answers
+        writer.write(head("200 OK", [SSE]))
+        try:
+            while True:
+                writer.write(b": keep-alive\n\n")
+                await writer.drain()
+                await asyncio.sleep(0.05)
+        except ConnectionError:
+            return False
     if name == "silent":
         return None
     body = json.dumps(result(request, args.get("text", ""))).encode()
@@ -558,6 +567,16 @@ async def test_http_bytes_after_a_whole_reply_do_not_poison_the_next_call(raw_ht
             for round in range(3):
                 whole = await within(client.call_tool("overlong_json"), "the reply")
                 assert text_of(whole) == "whole"
+                after = await within(client.call_tool("echo", {"text": f"after {round}"}), "the next call")
+                assert text_of(after) == f"after {round}"
+
+
+@run
+async def test_http_a_stream_of_keep_alives_that_never_answers_is_a_request_timeout(raw_http: str) -> None:
+    async with leak_free("calls answered by keep-alives only"):
+        async with Client(raw_http, mode=MODERN, timeout=0.5) as client:
+            for round in range(3):
+                await fails_within(client.call_tool("chatter"), RequestTimeout, "the deadline")
                 after = await within(client.call_tool("echo", {"text": f"after {round}"}), "the next call")
                 assert text_of(after) == f"after {round}"
 

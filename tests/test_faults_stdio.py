@@ -9,11 +9,13 @@ Floods and a client that never reads stdout: ``test_attacker_server.py``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -102,6 +104,46 @@ def test_sigterm_in_the_grace_after_stdin_closed_cancels_the_running_tool_and_ex
     assert stdio_server.wait() == 0, stdio_server.stderr
     assert marker.read_text() == "cancelled"
     assert unhandled(stdio_server.stderr) == []
+
+
+def test_a_server_whose_client_never_reads_still_stops_on_sigterm(tmp_path: Path) -> None:
+    # 5 MB of answers against a 64 KB pipe nobody empties: the server's writes block,
+    # and so, in turn, does its reading (test_attacker_server.py). The SIGTERM a client
+    # sends at the end (stdio.mdx, Shutdown) must still end it: no wait on those writes
+    # is unbounded.
+    log = tmp_path / "server.log"
+    with log.open("wb") as stderr:
+        server = subprocess.Popen(serve_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr)
+    assert server.stdin is not None and server.stdout is not None
+    stdin = server.stdin
+
+    def flood() -> None:
+        try:
+            for n in range(50):
+                stdin.write(json.dumps(_echo(n, "x" * 100_000)).encode() + b"\n")
+                stdin.flush()
+        except (OSError, ValueError):
+            pass  # the server has gone
+
+    writer = threading.Thread(target=flood, daemon=True)
+    writer.start()
+    try:
+        assert not settle(lambda: not writer.is_alive(), 1.0), "the server read everything: no back-pressure"
+        server.send_signal(signal.SIGTERM)
+        try:
+            code = server.wait(DEADLINE)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the server hung on a stdout nobody reads")
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait(DEADLINE)
+        server.stdout.close()
+        writer.join(DEADLINE)
+        with contextlib.suppress(OSError):
+            stdin.close()
+    assert code == 0
+    assert unhandled(log.read_text(errors="replace")) == []
 
 
 # A client process: starts the sample server with its stderr in a file, calls a tool
