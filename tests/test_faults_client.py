@@ -592,3 +592,41 @@ async def test_http_a_server_that_accepts_and_never_reads_is_a_request_timeout()
                 for _ in range(3):
                     error = await fails_within(client.call_tool("anything"), RequestTimeout, "the deadline")
                     assert url in str(error) and "tools/call" in str(error)
+
+
+# -- the leak check itself -------------------------------------------------------------------------------
+@pytest.mark.parametrize("leak", ["task", "descriptor", "child", "unretrieved exception"])
+@run
+async def test_the_leak_check_catches_each_kind_of_leftover(leak: str) -> None:
+    kept: list[Any] = []
+
+    async def fail() -> None:
+        raise RuntimeError("nobody looks at me")
+
+    with pytest.raises(pytest.fail.Exception) as caught:
+        async with leak_free(f"a planted {leak}", seconds=0.5):
+            if leak == "task":
+                kept.append(asyncio.ensure_future(asyncio.sleep(60)))
+            elif leak == "descriptor":
+                kept.append(socket.socket())
+            elif leak == "child":
+                kept.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]))
+            else:
+                task = asyncio.ensure_future(fail())
+                await asyncio.wait({task})
+                del task  # collected with its exception never retrieved
+    expected = {
+        "task": "tasks still running",
+        "descriptor": "file descriptors still open",
+        "child": "child processes left",
+        "unretrieved exception": "exception was never retrieved",
+    }[leak]
+    assert expected in str(caught.value)
+    for thing in kept:
+        if isinstance(thing, asyncio.Task):
+            thing.cancel()
+        elif isinstance(thing, socket.socket):
+            thing.close()
+        else:
+            thing.kill()
+            thing.wait(DEADLINE)
