@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 from conftest import SAMPLE_SERVER, HttpServer, async_test, serve_command
-from leaks import alive, leak_free
+from leaks import alive, fd_count, leak_free
 
 from modelctx.client import Client, RequestTimeout
 from modelctx.errors import ConnectionClosed
@@ -183,6 +183,12 @@ async def answer(request, headers, writer):
                 await asyncio.sleep(0.05)
         except ConnectionError:
             return False
+    if name == "lingering":  # the response event, then a chunked stream that never ends
+        body = event(result(request, args.get("text", "")))
+        writer.write(head("200 OK", [SSE, ("transfer-encoding", "chunked")]) + b"%x\r\n%s\r\n" % (len(body), body))
+        return None
+    if name == "informational":  # interim 1xx responses before the final one (RFC 9110, 15.2)
+        writer.write(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nlink: </style.css>\r\n\r\n")
     if name == "silent":
         return None
     body = json.dumps(result(request, args.get("text", ""))).encode()
@@ -366,6 +372,29 @@ async def test_stdio_a_response_line_split_at_every_byte_boundary_reaches_the_ca
             bytewise = await within(client.call_tool("bytewise"), "a line written byte by byte")
     assert splits > 80
     assert text_of(bytewise) == "split reply|0"
+
+
+@run
+async def test_http_interim_1xx_responses_before_the_reply_are_skipped(raw_http: str) -> None:
+    async with leak_free("interim responses"):
+        async with Client(raw_http, mode=MODERN, timeout=DEADLINE) as client:
+            for _ in range(2):  # and the connection stays usable
+                result = await within(client.call_tool("informational", {"text": "final"}), "the final reply")
+                assert text_of(result) == "final"
+
+
+@run
+async def test_http_a_stream_left_open_after_its_response_is_closed_by_the_client(raw_http: str) -> None:
+    async with leak_free("streams left open by the server"):  # their connections are closed, not pooled
+        async with Client(raw_http, mode=MODERN, timeout=DEADLINE) as client:
+            open_fds = []
+            for round in range(5):
+                result = await within(client.call_tool("lingering", {"text": f"r{round}"}), "the response")
+                assert text_of(result) == f"r{round}"
+                after = await within(client.call_tool("echo", {"text": f"after {round}"}), "the next call")
+                assert text_of(after) == f"after {round}"
+                open_fds.append(fd_count())
+            assert open_fds[-1] <= open_fds[0], f"descriptors while the client runs: {open_fds}"
 
 
 # -- a server that dies mid-response -----------------------------------------------------------------
