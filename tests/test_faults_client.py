@@ -12,6 +12,7 @@ descriptor or child process behind and logged no unhandled error.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -564,6 +565,44 @@ async def test_closing_the_client_with_calls_in_flight_fails_them_at_once_and_le
             await fails_within(call, ConnectionClosed, "a call in flight to fail")
     for marker in markers:  # the server saw each call end: closed stream (HTTP), or its shutdown (stdio)
         await within(until_exists(marker), "the tool to see its cancellation")
+
+
+@contextlib.contextmanager
+def frozen(server: HttpServer) -> Iterator[None]:
+    """SIGSTOP: the kernel still accepts connections to the server; nobody reads them."""
+    server.process.send_signal(signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        server.process.send_signal(signal.SIGCONT)
+
+
+@pytest.mark.parametrize("mode", [MODERN, "handshake"])
+@run
+async def test_http_a_frozen_server_is_a_request_timeout_at_the_callers_deadline(
+    http_sample: HttpServer, mode: str
+) -> None:
+    # The cancellation (a closed stream; in the handshake era also a POST the frozen
+    # server never reads) must not hold the caller's error back.
+    async with leak_free("calls to a frozen server"):
+        async with Client(http_sample.url, mode=mode, timeout=PATIENT) as client:
+            with frozen(http_sample):
+                for _ in range(2):
+                    await within(
+                        fails_within(client.call_tool("echo", timeout=0.5), RequestTimeout, "the deadline"),
+                        "the timeout to reach the caller",
+                        seconds=3.0,
+                    )
+
+
+@pytest.mark.parametrize("mode", [MODERN, "handshake"])
+@run
+async def test_http_closing_a_client_of_a_frozen_server_is_bounded(http_sample: HttpServer, mode: str) -> None:
+    async with leak_free("a client of a frozen server, closed"):
+        client = Client(http_sample.url, mode=mode, timeout=PATIENT)
+        await within(client.connect(), "connect")
+        with frozen(http_sample):  # close ends a handshake session with a DELETE nobody reads
+            await within(client.close(), "close", seconds=5.0)
 
 
 # -- peers that never answer ---------------------------------------------------------------------------

@@ -539,12 +539,15 @@ class HttpClientTransport(ClientTransport):
                 backoff = min(backoff * 2, _LISTEN_BACKOFF_MAX)
 
     async def _delete_session(self, session_id: str) -> None:
-        """End the session (2025-11-25: DELETE; the server may answer 405). Best effort."""
+        """End the session (2025-11-25: DELETE; the server may answer 405). Best effort,
+        within ``_CLOSE_WAIT`` as a whole: a server that accepts and never answers (a
+        frozen process) held close() for the whole connect timeout."""
         try:
-            headers = await asyncio.wait_for(self._get_headers(session_id, None), _CLOSE_WAIT)
-            headers.pop("accept", None)
-            async with self._open("DELETE", headers, b"", quick=True):
-                pass
+            async with asyncio.timeout(_CLOSE_WAIT):
+                headers = await self._get_headers(session_id, None)
+                headers.pop("accept", None)
+                async with self._open("DELETE", headers, b"", quick=True):
+                    pass
         except Exception as exc:  # noqa: BLE001 - closing must not fail
             log.debug("%s: DELETE of session %s failed: %s", self.name, session_id, _cause(exc))
 
