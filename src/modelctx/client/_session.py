@@ -282,7 +282,7 @@ class ClientSession:
             result: dict[str, Any] = await future
             return result
         except _Expired:
-            await self._cancel_on_wire(request_id)
+            self._cancel_in_background(request_id)
             raise self._timeout(
                 f"no answer to {method} within {loop.time() - started:.1f}s (request id {request_id})"
             ) from None
@@ -290,7 +290,7 @@ class ClientSession:
             if not future.done() or future.cancelled():
                 future.cancel()
                 self.connection.finish(outbound)
-                await self._cancel_on_wire(request_id)
+                self._cancel_in_background(request_id)
             raise
         finally:
             self.connection.finish(outbound)
@@ -304,6 +304,15 @@ class ClientSession:
         # server's stderr tail and stdout lines that were not JSON-RPC).
         details = self.transport.diagnostics()
         return RequestTimeout(f"{self.transport.name}: {what}" + (f"\n{details}" if details else ""))
+
+    def _cancel_in_background(self, request_id: str | int) -> None:
+        """Cancel the request on the wire without holding up the caller: its timeout or
+        cancellation is reported at once, even to a server that reads nothing (a frozen
+        handshake-era HTTP server held a 0.5 s timeout back for the 5 s the
+        notifications/cancelled POST may take). ``aclose`` stops what is still sending."""
+        task = asyncio.get_running_loop().create_task(self._cancel_on_wire(request_id))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _cancel_on_wire(self, request_id: str | int) -> None:
         try:
