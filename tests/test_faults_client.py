@@ -605,6 +605,22 @@ async def test_http_closing_a_client_of_a_frozen_server_is_bounded(http_sample: 
             await within(client.close(), "close", seconds=5.0)
 
 
+@run
+async def test_stdio_a_frozen_server_is_a_request_timeout_and_close_still_ends_it() -> None:
+    async with leak_free("a frozen stdio server"):  # no process left: SIGKILL ends a stopped one
+        client = Client(serve_command(SAMPLE_SERVER), mode=MODERN, timeout=PATIENT)
+        await within(client.connect(), "connect")
+        assert isinstance(client.transport, StdioClientTransport) and client.transport.pid is not None
+        os.kill(client.transport.pid, signal.SIGSTOP)
+        for _ in range(2):
+            await within(
+                fails_within(client.call_tool("echo", timeout=0.5), RequestTimeout, "the deadline"),
+                "the timeout to reach the caller",
+                seconds=3.0,
+            )
+        await within(client.close(), "close")  # stdin, SIGTERM (held while stopped), SIGKILL
+
+
 # -- peers that never answer ---------------------------------------------------------------------------
 @run
 async def test_http_a_server_that_reads_the_request_and_never_answers_is_a_request_timeout(raw_http: str) -> None:
