@@ -18,7 +18,7 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -619,6 +619,56 @@ async def test_stdio_a_frozen_server_is_a_request_timeout_and_close_still_ends_i
                 seconds=3.0,
             )
         await within(client.close(), "close")  # stdin, SIGTERM (held while stopped), SIGKILL
+
+
+# A handshake-era stdio server that answers initialize, then floods the client with
+# pings and never reads another byte: every answer meets a full pipe.
+PING_FLOOD = r"""
+import json, sys, time
+
+out = sys.stdout.buffer
+request = json.loads(sys.stdin.buffer.readline())
+info = {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "flood", "version": "0"}}
+out.write(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": info}).encode() + b"\n")
+out.flush()
+sys.stdin.buffer.readline()  # notifications/initialized
+sys.stdin.buffer.readline()  # the call that starts the flood
+for n in range(100_000):
+    out.write(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % n)
+out.flush()
+print("flood: all written", file=sys.stderr, flush=True)
+time.sleep(600)
+"""
+
+
+def resident_mb() -> int:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) // 1024 for line in status if line.startswith("VmRSS"))
+
+
+@run
+async def test_stdio_a_server_that_floods_requests_and_never_reads_the_answers_cannot_grow_the_client(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "flood.py"
+    path.write_text(PING_FLOOD)
+    before = resident_mb()
+    async with leak_free("a ping flood") as log:
+        async with Client([sys.executable, str(path)], mode="handshake", timeout=PATIENT) as client:
+            call = asyncio.ensure_future(client.call_tool("flood"))
+            transport = client.transport
+            assert isinstance(transport, StdioClientTransport)
+            await within(until_true(lambda: "all written" in transport.diagnostics()), "the flood", seconds=60)
+            tasks, grown = len(asyncio.all_tasks()), resident_mb() - before
+            call.cancel()
+    assert tasks < 5_000, f"{tasks} tasks for 100,000 pings"
+    assert grown < 100, f"the client grew by {grown} MB for 100,000 pings it could not answer"
+    assert "dropped unanswered" in log.text
+
+
+async def until_true(condition: Callable[[], bool]) -> None:
+    while not condition():
+        await asyncio.sleep(0.05)
 
 
 # -- peers that never answer ---------------------------------------------------------------------------

@@ -46,6 +46,12 @@ __all__ = ["ClientSession", "RequestTimeout", "ProgressCallback"]
 
 log = logging.getLogger("modelctx.client")
 
+# Server-to-client requests answered at once. A server that sends requests without
+# reading the answers blocks every answer on its full pipe; without a bound each one
+# held a task (300,000 pings grew a client to 700 MB). Past it, requests are dropped
+# unanswered, as a server drops what it cannot take; the server's own deadline ends them.
+_MAX_SERVER_REQUESTS = 1000
+
 ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] | None]
 
 
@@ -90,6 +96,8 @@ class ClientSession:
         self._subscriptions: dict[str | int, asyncio.Queue[Any]] = {}
         self._closed: BaseException | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._answering = 0  # server-to-client requests being answered
+        self._dropped = 0
 
     @property
     def timeout(self) -> float:
@@ -112,9 +120,7 @@ class ClientSession:
         elif isinstance(event, Notify):
             self._notification(event.notification)
         elif isinstance(event, Serve):
-            task = asyncio.get_running_loop().create_task(self._answer(event.inbound.request))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._serve(event.inbound.request)
         elif isinstance(event, Ignore):
             log.debug("%s: %s", self.transport.name, event.why)
 
@@ -183,6 +189,25 @@ class ClientSession:
             task = asyncio.get_running_loop().create_task(result)
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+
+    def _serve(self, request: Request) -> None:
+        if self._answering >= _MAX_SERVER_REQUESTS:
+            if self._dropped % 10_000 == 0:  # one line per burst, not one per request
+                log.warning(
+                    "%s: %d server requests are already being answered; %s (id %r) and others "
+                    "beyond that bound are dropped unanswered (%d so far)",
+                    self.transport.name, _MAX_SERVER_REQUESTS, request.method, request.id, self._dropped + 1,
+                )
+            self._dropped += 1
+            return
+        self._answering += 1
+        task = asyncio.get_running_loop().create_task(self._answer(request))
+        self._tasks.add(task)
+        task.add_done_callback(self._answered)
+
+    def _answered(self, task: asyncio.Task[Any]) -> None:
+        self._answering -= 1
+        self._tasks.discard(task)
 
     async def _answer(self, request: Request) -> None:
         """Answer a handshake-era server-to-client request."""
