@@ -14,7 +14,9 @@ Nothing here waits without a deadline.
 Messages the server sends on its own are routed by kind: notifications tagged with a
 subscription id go to that subscription's queue; other notifications to the
 ``on_notification`` hook; handshake-era server requests (elicitation, sampling, roots)
-to ``on_server_request``, whose answer is sent back as the response.
+to ``on_server_request``, whose answer is sent back as the response; at most
+``_MAX_SERVER_REQUESTS`` are answered at once, and those past it are dropped. A timeout
+or a cancellation reaches the caller at once; the cancellation is sent in the background.
 """
 
 from __future__ import annotations
