@@ -671,6 +671,48 @@ async def until_true(condition: Callable[[], bool]) -> None:
         await asyncio.sleep(0.05)
 
 
+# A stdio server that answers a call with 100,000 progress notifications, then the result.
+PROGRESS_FLOOD = r"""
+import json, sys
+
+out = sys.stdout.buffer
+for line in sys.stdin.buffer:
+    request = json.loads(line)
+    if "id" not in request:
+        continue
+    token = json.dumps(request["params"]["_meta"]["progressToken"]).encode()
+    for n in range(1, 100_001):
+        out.write(b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":%d}}\n' % (token, n))
+    result = {"content": [{"type": "text", "text": "done"}], "resultType": "complete"}
+    out.write(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}).encode() + b"\n")
+    out.flush()
+"""
+
+
+@run
+async def test_stdio_a_flood_of_progress_to_a_slow_async_callback_stays_bounded_and_ends_at_the_latest(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "progress_flood.py"
+    path.write_text(PROGRESS_FLOOD)
+    seen: list[float] = []
+    most_tasks = 0
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        nonlocal most_tasks
+        seen.append(progress)
+        most_tasks = max(most_tasks, len(asyncio.all_tasks()))
+        await asyncio.sleep(0.001)
+
+    async with leak_free("a progress flood"):
+        async with Client([sys.executable, str(path)], mode=MODERN, timeout=PATIENT) as client:
+            result = await within(client.call_tool("flood", progress=on_progress), "the result", seconds=60)
+            await within(until_true(lambda: bool(seen) and seen[-1] == 100_000), "the latest progress")
+    assert text_of(result) == "done"
+    assert seen == sorted(seen)  # one update at a time, in order
+    assert most_tasks < 100, f"{most_tasks} tasks for 100,000 progress notifications"
+
+
 # -- peers that never answer ---------------------------------------------------------------------------
 @run
 async def test_http_a_server_that_reads_the_request_and_never_answers_is_a_request_timeout(raw_http: str) -> None:

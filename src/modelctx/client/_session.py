@@ -67,13 +67,15 @@ class _Waiter:
     (cancelled when the deadline passes while it is still sending), the progress
     callback."""
 
-    __slots__ = ("future", "task", "sending", "progress")
+    __slots__ = ("future", "task", "sending", "progress", "reporting", "latest")
 
     def __init__(self, future: asyncio.Future[Any], progress: ProgressCallback | None) -> None:
         self.future = future
         self.task: asyncio.Task[Any] | None = None
         self.sending = False
         self.progress = progress
+        self.reporting: asyncio.Task[Any] | None = None  # an async progress callback running
+        self.latest: tuple[Any, ...] | None = None  # the update that waits for it
 
 
 class ClientSession:
@@ -118,7 +120,7 @@ class ClientSession:
             waiter: _Waiter = event.outbound.handle
             if waiter.progress is not None:
                 params = event.params
-                self._spawn(waiter.progress, params.get("progress", 0), params.get("total"), params.get("message"))
+                self._report(waiter, (params.get("progress", 0), params.get("total"), params.get("message")))
         elif isinstance(event, Notify):
             self._notification(event.notification)
         elif isinstance(event, Serve):
@@ -181,16 +183,34 @@ class ClientSession:
             except Exception:
                 log.exception("notification handler failed for %s", note.method)
 
-    def _spawn(self, fn: Callable[..., Any], *args: Any) -> None:
+    def _report(self, waiter: _Waiter, update: tuple[Any, ...]) -> None:
+        """Call the progress callback. An async one runs one update at a time: while it
+        runs, only the latest update waits (progress is a level that only grows, so the
+        latest holds the ones before it). A task per update let a server that streams
+        notifications faster than the callback takes them pile up tasks without bound."""
+        if waiter.reporting is not None:
+            waiter.latest = update
+            return
+        assert waiter.progress is not None
         try:
-            result = fn(*args)
+            result = waiter.progress(*update)
         except Exception:
             log.exception("progress callback failed")
             return
         if asyncio.iscoroutine(result):
             task = asyncio.get_running_loop().create_task(result)
+            waiter.reporting = task
             self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            task.add_done_callback(lambda done: self._reported(waiter, done))
+
+    def _reported(self, waiter: _Waiter, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        waiter.reporting = None
+        if not task.cancelled() and task.exception() is not None:
+            log.error("progress callback failed", exc_info=task.exception())
+        update, waiter.latest = waiter.latest, None
+        if update is not None and not task.cancelled():
+            self._report(waiter, update)
 
     def _serve(self, request: Request) -> None:
         if self._answering >= _MAX_SERVER_REQUESTS:
