@@ -14,7 +14,10 @@ Nothing here waits without a deadline.
 Messages the server sends on its own are routed by kind: notifications tagged with a
 subscription id go to that subscription's queue; other notifications to the
 ``on_notification`` hook; handshake-era server requests (elicitation, sampling, roots)
-to ``on_server_request``, whose answer is sent back as the response.
+to ``on_server_request``, whose answer is sent back as the response; at most
+``MAX_SERVER_REQUESTS`` are answered at once, those past it refused with an error (at
+most ``MAX_REFUSALS`` being sent), and the rest dropped. A timeout
+or a cancellation reaches the caller at once; the cancellation is sent in the background.
 """
 
 from __future__ import annotations
@@ -59,20 +62,28 @@ class _Waiter:
     (cancelled when the deadline passes while it is still sending), the progress
     callback."""
 
-    __slots__ = ("future", "task", "sending", "progress")
+    __slots__ = ("future", "task", "sending", "progress", "reporting", "latest")
 
     def __init__(self, future: asyncio.Future[Any], progress: ProgressCallback | None) -> None:
         self.future = future
         self.task: asyncio.Task[Any] | None = None
         self.sending = False
         self.progress = progress
+        self.reporting: asyncio.Task[Any] | None = None  # an async progress callback running
+        self.latest: tuple[Any, ...] | None = None  # the update that waits for it
 
 
 # What a hostile or runaway server can make this client hold (SECURITY.md, Limits).
 #: Notifications a listen stream keeps unread before the oldest are dropped.
 MAX_UNREAD_EVENTS = 1024
-#: Handshake-era server-to-client requests answered at once; beyond it, an error at once.
+#: Server-to-client requests answered at once (each may wait on a person); past it, each
+#: is refused with an error at once ...
 MAX_SERVER_REQUESTS = 64
+#: ... and past this many refusals still being sent, dropped unanswered, as a server drops
+#: what it cannot take (its own deadline ends them). A server that sends requests without
+#: reading the answers blocks every answer on its full pipe; without these bounds each one
+#: held a task (300,000 pings grew a client to 700 MB).
+MAX_REFUSALS = 1000
 
 
 class EventQueue(asyncio.Queue[Any]):
@@ -120,7 +131,9 @@ class ClientSession:
         self._subscriptions: dict[str | int, EventQueue] = {}
         self._closed: BaseException | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._answering = 0  # handshake-era server requests being answered
+        self._answering = 0  # server-to-client requests being answered
+        self._refusing = 0  # ... and being refused
+        self._dropped = 0
 
     @property
     def timeout(self) -> float:
@@ -139,16 +152,11 @@ class ClientSession:
             waiter: _Waiter = event.outbound.handle
             if waiter.progress is not None:
                 params = event.params
-                self._spawn(waiter.progress, params.get("progress", 0), params.get("total"), params.get("message"))
+                self._report(waiter, (params.get("progress", 0), params.get("total"), params.get("message")))
         elif isinstance(event, Notify):
             self._notification(event.notification)
         elif isinstance(event, Serve):
-            request = event.inbound.request
-            if self._answering >= MAX_SERVER_REQUESTS:
-                self._spawn(self._refuse, request)
-                return
-            self._answering += 1
-            self._spawn(self._answer, request)
+            self._serve(event.inbound.request)
         elif isinstance(event, Ignore):
             log.debug("%s: %s", self.transport.name, event.why)
 
@@ -210,16 +218,64 @@ class ClientSession:
             except Exception:
                 log.exception("notification handler failed for %s", note.method)
 
-    def _spawn(self, fn: Callable[..., Any], *args: Any) -> None:
+    def _report(self, waiter: _Waiter, update: tuple[Any, ...]) -> None:
+        """Call the progress callback. An async one runs one update at a time: while it
+        runs, only the latest update waits (progress is a level that only grows, so the
+        latest holds the ones before it). A task per update let a server that streams
+        notifications faster than the callback takes them pile up tasks without bound."""
+        if waiter.reporting is not None:
+            waiter.latest = update
+            return
+        assert waiter.progress is not None
         try:
-            result = fn(*args)
+            result = waiter.progress(*update)
         except Exception:
-            log.exception("callback %r failed", fn)
+            log.exception("progress callback failed")
             return
         if asyncio.iscoroutine(result):
             task = asyncio.get_running_loop().create_task(result)
+            waiter.reporting = task
             self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            task.add_done_callback(lambda done: self._reported(waiter, done))
+
+    def _reported(self, waiter: _Waiter, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        waiter.reporting = None
+        if not task.cancelled() and task.exception() is not None:
+            log.error("progress callback failed", exc_info=task.exception())
+        update, waiter.latest = waiter.latest, None
+        if update is not None and not task.cancelled():
+            self._report(waiter, update)
+
+    def _serve(self, request: Request) -> None:
+        if self._answering < MAX_SERVER_REQUESTS:
+            self._answering += 1
+            self._track(self._answer(request), self._answered)
+        elif self._refusing < MAX_REFUSALS:
+            self._refusing += 1
+            self._track(self._refuse(request), self._refused)
+        else:
+            if self._dropped % 10_000 == 0:  # one line per burst, not one per request
+                log.warning(
+                    "%s: %d server requests are already being answered and %d refused; %s (id %r) "
+                    "and others beyond that bound are dropped unanswered (%d so far)",
+                    self.transport.name, MAX_SERVER_REQUESTS, MAX_REFUSALS, request.method, request.id,
+                    self._dropped + 1,
+                )
+            self._dropped += 1
+
+    def _track(self, work: Awaitable[None], done: Callable[[asyncio.Task[Any]], None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(done)
+
+    def _answered(self, task: asyncio.Task[Any]) -> None:
+        self._answering -= 1
+        self._tasks.discard(task)
+
+    def _refused(self, task: asyncio.Task[Any]) -> None:
+        self._refusing -= 1
+        self._tasks.discard(task)
 
     async def _refuse(self, request: Request) -> None:
         """Answer a server request past ``MAX_SERVER_REQUESTS`` with an error, at once."""
@@ -231,10 +287,7 @@ class ClientSession:
 
     async def _answer(self, request: Request) -> None:
         """Answer a handshake-era server-to-client request."""
-        try:
-            await self._send_answer(await self._answer_of(request))
-        finally:
-            self._answering -= 1
+        await self._send_answer(await self._answer_of(request))
 
     async def _answer_of(self, request: Request) -> dict[str, Any]:
         try:
@@ -336,7 +389,7 @@ class ClientSession:
             result: dict[str, Any] = await future
             return result
         except _Expired:
-            await self._cancel_on_wire(request_id)
+            self._cancel_in_background(request_id)
             raise self._timeout(
                 f"no answer to {method} within {loop.time() - started:.1f}s (request id {request_id})"
             ) from None
@@ -344,7 +397,7 @@ class ClientSession:
             if not future.done() or future.cancelled():
                 future.cancel()
                 self.connection.finish(outbound)
-                await self._cancel_on_wire(request_id)
+                self._cancel_in_background(request_id)
             raise
         finally:
             self.connection.finish(outbound)
@@ -358,6 +411,15 @@ class ClientSession:
         # server's stderr tail and stdout lines that were not JSON-RPC).
         details = self.transport.diagnostics()
         return RequestTimeout(f"{self.transport.name}: {what}" + (f"\n{details}" if details else ""))
+
+    def _cancel_in_background(self, request_id: str | int) -> None:
+        """Cancel the request on the wire without holding up the caller: its timeout or
+        cancellation is reported at once, even to a server that reads nothing (a frozen
+        handshake-era HTTP server held a 0.5 s timeout back for the 5 s the
+        notifications/cancelled POST may take). ``aclose`` stops what is still sending."""
+        task = asyncio.get_running_loop().create_task(self._cancel_on_wire(request_id))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _cancel_on_wire(self, request_id: str | int) -> None:
         try:

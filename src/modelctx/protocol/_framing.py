@@ -157,6 +157,15 @@ class SSEParser:
             raise EventTooLarge(f"an SSE event exceeded {self._max} bytes", events)
         return events
 
+    def end_of_stream(self) -> None:
+        """The connection ended: an event it left incomplete is never dispatched (HTML
+        standard, "If the file ends in the middle of an event... the incomplete event is
+        not dispatched"), and an ``id`` seen in it is forgotten, so a reconnection with
+        ``last_id`` resumes after the last whole event."""
+        self._drop()
+        self._after_cr = False
+        self._id = self.last_id
+
     def _drop(self) -> None:
         self._buf.clear()
         self._data, self._event, self._size = [], b"", 0

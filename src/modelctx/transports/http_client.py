@@ -339,6 +339,7 @@ class HttpClientTransport(ClientTransport):
                     return None
             except HttpError as exc:  # broken mid-stream: like an early end
                 broken = f" ({_cause(exc)})"
+        stream.end_of_stream()
         if exchange.handshake and stream.last_id is not None:
             return await self._resume(exchange, stream)
         # 2026-07-28 has no resumption: a broken stream is a lost request (changelog).
@@ -367,6 +368,7 @@ class HttpClientTransport(ClientTransport):
                         return None
             except HttpError as exc:
                 cause = _cause(exc)
+            stream.end_of_stream()
             misses = 0 if stream.dispatched > seen else misses + 1
         return ConnectionClosed(
             f"{self.name}: the SSE stream of {exchange.what} closed before the response, and "
@@ -533,6 +535,7 @@ class HttpClientTransport(ClientTransport):
                 log.info("%s: the GET stream broke: %s", self.name, _cause(exc))
             except Exception as exc:  # noqa: BLE001 - the auth hook's: keep the loop, say why
                 log.warning("%s: the GET stream failed: %s", self.name, _cause(exc))
+            stream.end_of_stream()
             opened.set()
             retry = stream.retry_ms / 1000 if stream.retry_ms is not None else None
             if stream.dispatched > seen:  # it worked for a while: reconnect as the server asks
@@ -543,12 +546,15 @@ class HttpClientTransport(ClientTransport):
                 backoff = min(backoff * 2, _LISTEN_BACKOFF_MAX)
 
     async def _delete_session(self, session_id: str) -> None:
-        """End the session (2025-11-25: DELETE; the server may answer 405). Best effort."""
+        """End the session (2025-11-25: DELETE; the server may answer 405). Best effort,
+        within ``_CLOSE_WAIT`` as a whole: a server that accepts and never answers (a
+        frozen process) held close() for the whole connect timeout."""
         try:
-            headers = await asyncio.wait_for(self._get_headers(session_id, None), _CLOSE_WAIT)
-            headers.pop("accept", None)
-            async with self._open("DELETE", headers, b"", quick=True):
-                pass
+            async with asyncio.timeout(_CLOSE_WAIT):
+                headers = await self._get_headers(session_id, None)
+                headers.pop("accept", None)
+                async with self._open("DELETE", headers, b"", quick=True):
+                    pass
         except Exception as exc:  # noqa: BLE001 - closing must not fail
             log.debug("%s: DELETE of session %s failed: %s", self.name, session_id, _cause(exc))
 

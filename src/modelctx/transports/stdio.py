@@ -185,17 +185,26 @@ async def serve_stdio_async(
             await asyncio.wait({reading, stopping}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             reading.cancel()
+            # Listen streams end with their final response (subscriptions.mdx, Ending);
+            # after stdin closed, running requests may still answer, until a signal
+            # ends the grace. The handlers stay until the end: a client SIGTERMs a
+            # server that has not exited once its own grace is over (stdio.mdx,
+            # Shutdown), and without them that signal killed the process mid-grace,
+            # its handlers never told.
+            server.close_subscriptions()
+            if stop.is_set():
+                await served.drain(0.2)
+            else:
+                draining = loop.create_task(served.drain(_GRACE_SECONDS))
+                await asyncio.wait({draining, stopping}, return_when=asyncio.FIRST_COMPLETED)
+                draining.cancel()
             stopping.cancel()
+            clean = await served.shutdown(_GRACE_SECONDS)
             for signum in (signal.SIGTERM, signal.SIGINT):
                 try:
                     loop.remove_signal_handler(signum)
                 except (NotImplementedError, RuntimeError, ValueError):
                     pass
-            # Listen streams end with their final response (subscriptions.mdx, Ending);
-            # after stdin closed, running requests may still answer.
-            server.close_subscriptions()
-            await served.drain(_GRACE_SECONDS if not stop.is_set() else 0.2)
-            clean = await served.shutdown(_GRACE_SECONDS)
             await writer.close()
     return clean
 

@@ -192,7 +192,7 @@ class StdioClientTransport(ClientTransport):
                 chunk = b""
             if not chunk:
                 if tail := lines.tail():
-                    self._on_line(tail)
+                    self._on_last_line(tail)
                 return
             try:
                 complete = lines.feed(chunk)
@@ -219,6 +219,20 @@ class StdioClientTransport(ClientTransport):
             self._events.message(message)
         except Exception:
             log.exception("%s: the session failed to take %r", self.name, message)
+
+    def _on_last_line(self, line: bytes) -> None:
+        """Stdout ended without a newline after ``line``. A whole message is taken (a
+        server may leave out the last newline); anything else was cut off by the end of
+        the stream (the server died while writing it), which is the connection closing,
+        not an unreadable answer: the request it began to answer fails with the closed
+        connection's cause, and the fragment is kept for the diagnostics."""
+        try:
+            decode(line)
+        except Exception as exc:  # noqa: BLE001 - whatever a peer's frame provokes
+            why = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+            self._not_jsonrpc(line, f"cut off by the end of stdout: {why}")
+            return
+        self._on_line(line)
 
     def _unreadable(self, frame: bytes, why: str, *, quote: bool = True) -> None:
         """A line that could not be decoded: fail the request it answers, if its id
