@@ -2,7 +2,9 @@
 
 ``modelctx serve PATH[:OBJECT]`` loads a Python file (or an importable module) and
 serves the ``Server`` in it: on stdio by default, on Streamable HTTP with ``--http``
-(the URL goes to stderr; stdout stays free). ``modelctx --version`` prints the version.
+(the URL goes to stderr; stdout stays free). ``modelctx chat --config FILE`` chats with
+a model that uses the configured servers (``host/_chat.py``). ``modelctx --version``
+prints the version.
 
 Mistakes in the command line (a directory, a file or module that is not there, no
 ``Server`` in it) end with one line on stderr saying what to do and status 2, not a
@@ -217,6 +219,10 @@ def _parser() -> argparse.ArgumentParser:
         default=10.0,
         help="seconds for a request's headers to arrive, else 408 (default 10)",
     )
+    chat = commands.add_parser("chat", help="chat with a model that uses the servers of a configuration file")
+    chat.add_argument("--config", required=True, metavar="FILE", help='a JSON file with "mcpServers"')
+    chat.add_argument("--provider", choices=["anthropic", "openai"], help="default: the one whose API key is set")
+    chat.add_argument("--model", help="the model name (default: MODELCTX_MODEL, else the provider's default)")
     return parser
 
 
@@ -271,6 +277,16 @@ def main(argv: list[str] | None = None) -> None:
             )
         else:
             server.run("stdio")
+    elif args.command == "chat":
+        raise SystemExit(_chat(args))
+
+
+def _chat(args: argparse.Namespace) -> int:
+    try:
+        from .host._chat import run_chat
+    except ImportError as exc:
+        _fail(f"the chat needs {exc.name or 'rich'}: pip install 'modelctx[host]'")
+    return run_chat(args.config, provider=args.provider, model=args.model)
 
 
 if __name__ == "__main__":
