@@ -1,0 +1,98 @@
+"""Pieces of ``modelctx chat`` that need no terminal: reading typed form fields and prompt
+arguments, and a server's sampling request as a conversation."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+pytest.importorskip("rich")
+
+from modelctx.host._chat import (  # noqa: E402
+    NO_KEY_MESSAGE,
+    field_hint,
+    make_model,
+    parse_field,
+    parse_prompt_arguments,
+    sampling_conversation,
+)
+from modelctx.host._model import AssistantMessage, ModelSetupError, UserMessage  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    ("prop", "typed", "value"),
+    [
+        ({"type": "integer"}, "42", 42),
+        ({"type": "number"}, "2.5", 2.5),
+        ({"type": "boolean"}, "y", True),
+        ({"type": "boolean"}, "no", False),
+        ({"type": "string"}, "Ada", "Ada"),
+        ({"type": "string", "enum": ["red", "blue"]}, "blue", "blue"),
+        ({"type": "string", "oneOf": [{"const": "s", "title": "Small"}]}, "s", "s"),
+        ({"type": "array", "items": {"enum": ["a", "b", "c"]}}, "a, c", ["a", "c"]),
+        ({"type": "integer", "default": 7}, "", 7),
+    ],
+)
+def test_a_typed_answer_becomes_the_fields_value(prop: dict[str, object], typed: str, value: object) -> None:
+    assert parse_field(typed, prop, required=True) == value
+
+
+@pytest.mark.parametrize(
+    ("prop", "typed", "says"),
+    [
+        ({"type": "integer"}, "old", "type an integer"),
+        ({"type": "number", "minimum": 0}, "-1", "the least is 0"),
+        ({"type": "integer", "maximum": 10}, "11", "the most is 10"),
+        ({"type": "boolean"}, "maybe", "answer y or n"),
+        ({"type": "string", "enum": ["red", "blue"]}, "green", "choose one of red, blue"),
+        ({"type": "array", "items": {"enum": ["a", "b"]}}, "a, z", "z: choose from a, b"),
+        ({"type": "string"}, "", "this field is required"),
+    ],
+)
+def test_a_wrong_answer_says_what_to_type(prop: dict[str, object], typed: str, says: str) -> None:
+    with pytest.raises(ValueError, match=says):
+        parse_field(typed, prop, required=True)
+
+
+def test_an_optional_field_left_empty_is_left_out() -> None:
+    from modelctx.host._chat import _SKIPPED
+
+    assert parse_field("", {"type": "string"}, required=False) is _SKIPPED
+
+
+def test_the_hint_names_the_type_choices_and_default() -> None:
+    assert field_hint({"type": "integer"}, True) == "(integer)"
+    assert field_hint({"type": "boolean", "default": False}, False) == "(y/n; default False)"
+    assert field_hint({"type": "string", "enum": ["a", "b"]}, False) == "(one of a, b; optional)"
+
+
+def test_prompt_arguments_are_name_value_words_with_shell_quoting() -> None:
+    assert parse_prompt_arguments("city=Oslo note='two words'") == {"city": "Oslo", "note": "two words"}
+    with pytest.raises(ValueError, match="name=value"):
+        parse_prompt_arguments("Oslo")
+
+
+def test_a_sampling_request_becomes_a_conversation() -> None:
+    conversation = sampling_conversation(
+        {
+            "systemPrompt": "Be brief.",
+            "messages": [
+                {"role": "user", "content": {"type": "text", "text": "Summarize: x"}},
+                {"role": "assistant", "content": [{"type": "text", "text": "x."}]},
+            ],
+            "maxTokens": 50,
+        }
+    )
+    assert conversation.system == "Be brief."
+    assert conversation.messages == [UserMessage("Summarize: x"), AssistantMessage("x.")]
+
+
+def test_the_provider_is_the_one_whose_key_is_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ModelSetupError) as raised:
+        make_model(None, None, {})
+    assert str(raised.value) == NO_KEY_MESSAGE
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    chosen = make_model(None, "local-model", os.environ)
+    assert type(chosen).__name__ == "OpenAIModel" and chosen.model == "local-model"  # type: ignore[attr-defined]
