@@ -143,7 +143,10 @@ def tool_results(body: dict[str, Any]) -> list[str]:
 
 def test_a_question_an_approval_and_the_answer_on_the_screen(chat: Any) -> None:
     api, terminal = chat(
-        [Turn("Deleting it now.", calls=[("files_delete_file", {"path": "/tmp/report.txt"})]), Turn("Done: it is gone.")]
+        [
+            Turn("Deleting it now.", calls=[("files_delete_file", {"path": "/tmp/report.txt"})]),
+            Turn("Done: it is gone."),
+        ]
     )
     terminal.type("please delete /tmp/report.txt")
     screen = terminal.wait_for("[a]llow once / al[w]ays / [d]eny")
