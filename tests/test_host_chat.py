@@ -331,3 +331,31 @@ def test_ctrl_c_stops_a_turn_and_the_next_question_starts_clean(chat: Any) -> No
     assert api.requests[1].body["messages"] == [{"role": "user", "content": [{"type": "text", "text": "hello"}]}]
     terminal.press("C-d")
     terminal.wait_for("[exited 0]")
+
+
+def test_the_readme_config_works_as_printed(tmp_path: Path) -> None:
+    """The README's config is examples/host.json, and `modelctx chat --config examples/host.json`
+    run from the repository asks before a forecast and shows its result."""
+    readme = (ROOT / "README.md").read_text("utf-8")
+    section = readme[readme.index("\n## A terminal chat and a gateway\n") :]
+    printed = section.split("```json\n", 1)[1].split("```", 1)[0]
+    assert json.loads(printed) == json.loads((ROOT / "examples" / "host.json").read_text("utf-8"))
+    assert "modelctx chat --config examples/host.json" in section
+
+    script = [Turn(calls=[("weather_list_cities", {}), ("weather_forecast", {"city": "Oslo"})]), Turn("Snow in Oslo.")]
+    with ScriptedModelServer(script) as api:
+        env = {**base_env(tmp_path), "ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": api.url}
+        terminal = Terminal(["modelctx", "chat", "--config", "examples/host.json"], env, ROOT)
+        try:
+            terminal.wait_for("you>")
+            terminal.type("what is the weather in Oslo?")
+            screen = terminal.wait_for("[a]llow once")
+            asked = screen.split("approve this tool call?")[-1]
+            assert "forecast" in asked and "list_cities" not in asked  # read-only: allowed by default
+            terminal.type("a")
+            screen = terminal.wait_for("Snow in Oslo.")
+        finally:
+            terminal.close()
+    assert screen.count("[a]llow once") == 1
+    assert "✓ result weather_list_cities: " in screen and "lisbon" in screen
+    assert "✓ result weather_forecast:" in screen and '"sky":"snow"' in screen
