@@ -96,3 +96,39 @@ def test_the_provider_is_the_one_whose_key_is_set(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     chosen = make_model(None, "local-model", os.environ)
     assert type(chosen).__name__ == "OpenAIModel" and chosen.model == "local-model"  # type: ignore[attr-defined]
+
+
+def test_a_question_withdrawn_says_so_and_the_next_line_goes_to_the_next_question() -> None:
+    """An approval that times out (Approvals' deadline) is denied on the screen, and the
+    line typed afterwards is the answer to whatever is asked next, not to the old question."""
+    import asyncio
+    import io
+
+    from rich.console import Console
+
+    from modelctx.host._approval import ApprovalRequest
+    from modelctx.host._chat import LineReader, TerminalUI
+    from modelctx.protocol.types.v2026_07_28 import Tool
+
+    read_end, write_end = os.pipe()
+    screen = io.StringIO()
+    console = Console(file=screen, width=120)
+    tool = Tool(name="delete_file", input_schema={"type": "object"})
+    request = ApprovalRequest("files", "python files.py", tool, {"path": "x"})
+
+    async def scenario() -> str | None:
+        ui = TerminalUI(console, LineReader(console, os.fdopen(read_end)))
+        try:
+            await asyncio.wait_for(ui.approve(request), 0.2)
+        except TimeoutError:
+            pass
+        os.write(write_end, b"hello\n")
+        return await asyncio.wait_for(ui.reader.read("you> "), 10)
+
+    try:
+        assert asyncio.run(scenario()) == "hello"
+    finally:
+        os.close(write_end)
+    shown = screen.getvalue()
+    assert "delete_file" in shown and '"path": "x"' in shown
+    assert "(no answer in time: denied)" in shown

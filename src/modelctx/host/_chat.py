@@ -27,7 +27,7 @@ import queue
 import signal
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -173,13 +173,19 @@ class TerminalUI:
     always: list[Remembered] = field(default_factory=list)
     #: Held while a question is on the screen: questions come one at a time.
     asking: asyncio.Lock = field(default_factory=asyncio.Lock)
+    #: Set when the person stopped the turn (Ctrl-C): a question withdrawn then needs no notice.
+    interrupted: bool = False
 
     async def approve(self, request: ApprovalRequest) -> Decision:
         async with self.asking:  # parallel calls are asked about one at a time
             self.console.print(approval_panel(request))
-            answer = await _choose(
-                self.reader, "[bold]\\[a]llow once / al\\[w]ays / \\[d]eny (default)?[/] ", _APPROVAL_CHOICES, "deny"
-            )
+            with self._withdrawn_notice("no answer in time: denied"):
+                answer = await _choose(
+                    self.reader,
+                    "[bold]\\[a]llow once / al\\[w]ays / \\[d]eny (default)?[/] ",
+                    _APPROVAL_CHOICES,
+                    "deny",
+                )
         decision = _DECISIONS[answer]
         if decision is Decision.ALWAYS:
             self.always.append(Remembered(request.server, request.identity, request.tool.name))
@@ -190,9 +196,21 @@ class TerminalUI:
     async def elicit(self, server: str, elicitation: Elicitation) -> dict[str, Any]:
         server = _server_name(server)  # a host before handlers_for passed its HostServer
         async with self.asking:
-            if elicitation.mode == "url":
-                return await self._elicit_url(server, elicitation)
-            return await self._elicit_form(server, elicitation)
+            with self._withdrawn_notice("no answer in time: the question was withdrawn"):
+                if elicitation.mode == "url":
+                    return await self._elicit_url(server, elicitation)
+                return await self._elicit_form(server, elicitation)
+
+    @contextlib.contextmanager
+    def _withdrawn_notice(self, notice: str) -> Iterator[None]:
+        """Say so when a question on the screen is withdrawn (its deadline passed, or the
+        turn was stopped), so the next line typed is not taken as its answer."""
+        try:
+            yield
+        except asyncio.CancelledError:
+            if not self.interrupted:
+                self.console.print(f"\n[yellow]({escape(notice)})[/]")
+            raise
 
     async def _elicit_url(self, server: str, elicitation: Elicitation) -> dict[str, Any]:
         body = Table.grid(padding=(0, 2))
@@ -412,6 +430,7 @@ class Chat:
                 line = line.strip()
                 if not line:
                     continue
+                self.ui.interrupted = False
                 self.turn = asyncio.ensure_future(self.command(line) if line.startswith("/") else self.say(line))
                 try:
                     await self.turn
@@ -428,6 +447,7 @@ class Chat:
 
     def _interrupt(self) -> None:
         if self.turn is not None and not self.turn.done():
+            self.ui.interrupted = True
             self.turn.cancel()
         else:
             self.console.print("\n(type /quit or press Ctrl-D to leave)")
