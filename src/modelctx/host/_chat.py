@@ -116,7 +116,7 @@ class LineReader:
     async def read(self, prompt: str = "") -> str | None:
         if prompt:
             self.console.print(prompt, end="")
-        if self._pending is None or self._pending.done() and self._pending.cancelled():
+        if self._pending is None:  # else a cancelled read left its line to this one
             self._pending = asyncio.get_running_loop().create_future()
             self._wanted.put((asyncio.get_running_loop(), self._pending))
         pending = self._pending
