@@ -386,3 +386,19 @@ def test_an_approved_tool_whose_definition_changed_is_asked_about_again(chat: An
     terminal.type("d")
     terminal.wait_for("Not deleted.")
     assert "denied" in tool_results(api.requests[4].body)[-1]
+
+
+def test_an_openai_compatible_local_model_is_chosen_by_its_environment(tmp_path: Path) -> None:
+    write_config(tmp_path, {"files": stdio(APPROVAL_SERVER)})
+    with ScriptedModelServer([Turn(calls=[("files_weather", {"city": "Oslo"})]), Turn("Sunny, says the tool.")]) as api:
+        env = {**base_env(tmp_path), "OPENAI_API_KEY": "local", "OPENAI_BASE_URL": api.url + "/v1"}
+        terminal = Terminal([*CHAT, "--model", "llama-local"], env, tmp_path)
+        try:
+            assert "model: llama-local" in terminal.wait_for("you>")
+            terminal.type("weather in Oslo?")
+            screen = terminal.wait_for("Sunny, says the tool.")
+        finally:
+            terminal.close()
+    assert "✓ result files_weather: sunny in Oslo" in screen
+    assert [request.path for request in api.requests] == ["/v1/chat/completions"] * 2
+    assert api.requests[0].body["model"] == "llama-local"

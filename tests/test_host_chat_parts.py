@@ -4,6 +4,7 @@ arguments, and a server's sampling request as a conversation."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -132,3 +133,19 @@ def test_a_question_withdrawn_says_so_and_the_next_line_goes_to_the_next_questio
     shown = screen.getvalue()
     assert "delete_file" in shown and '"path": "x"' in shown
     assert "(no answer in time: denied)" in shown
+
+
+def test_a_configuration_that_cannot_be_read_is_one_line_and_status_2(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    (tmp_path / "bad.json").write_text('{"mcpServers": {"x": {"command": "a", "url": "http://127.0.0.1:1/mcp"}}}')
+    env = {**os.environ, "ANTHROPIC_API_KEY": "k"}
+    for config, says in (("missing.json", "cannot read the configuration"), ("bad.json", "give either 'command'")):
+        run = subprocess.run(
+            [sys.executable, "-m", "modelctx", "chat", "--config", config],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert run.returncode == 2, run.stderr
+        assert run.stderr.startswith("modelctx chat: ") and says in run.stderr and "Traceback" not in run.stderr
+        assert len(run.stderr.strip().splitlines()) == 1
