@@ -2,7 +2,9 @@
 
 ``modelctx serve PATH[:OBJECT]`` loads a Python file (or an importable module) and
 serves the ``Server`` in it: on stdio by default, on Streamable HTTP with ``--http``
-(the URL goes to stderr; stdout stays free). ``modelctx --version`` prints the version.
+(the URL goes to stderr; stdout stays free). ``modelctx chat --config FILE`` chats with
+a model that uses the configured servers (``host/_chat.py``). ``modelctx --version``
+prints the version.
 
 Mistakes in the command line (a directory, a file or module that is not there, no
 ``Server`` in it) end with one line on stderr saying what to do and status 2, not a
@@ -163,6 +165,14 @@ def load_server(target: str) -> Any:
         _fail(str(exc))
 
 
+def _chat(args: argparse.Namespace) -> int:
+    try:
+        from .host._chat import run_chat
+    except ImportError as exc:
+        _fail(f"the chat needs {exc.name or 'rich'}: pip install 'modelctx[host]'")
+    return run_chat(args.config, provider=args.provider, model=args.model)
+
+
 def _version() -> str:
     from . import __version__
 
@@ -173,6 +183,10 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="modelctx", description="Model Context Protocol tools")
     parser.add_argument("--version", action="version", version=_version())
     commands = parser.add_subparsers(dest="command", required=True)
+    chat = commands.add_parser("chat", help="chat with a model that uses the servers of a configuration file")
+    chat.add_argument("--config", required=True, metavar="FILE", help='a JSON file with "mcpServers"')
+    chat.add_argument("--provider", choices=["anthropic", "openai"], help="default: the one whose API key is set")
+    chat.add_argument("--model", help="the model name (default: MODELCTX_MODEL, else the provider's default)")
     serve = commands.add_parser("serve", help="serve a Server from a file or module")
     serve.add_argument("target", help="PATH[:OBJECT] or module[:OBJECT]")
     serve.add_argument("--http", action="store_true", help="serve Streamable HTTP instead of stdio")
@@ -252,6 +266,8 @@ def _url(host: str, port: int, path: str) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
+    if args.command == "chat":
+        raise SystemExit(_chat(args))
     if args.command == "serve":
         server = load_server(args.target)
         if args.http:

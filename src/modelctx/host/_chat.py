@@ -1,0 +1,736 @@
+"""``modelctx chat --config FILE``: a terminal chat with a model and the configured servers.
+
+Theory of operation. ``run_chat`` picks the model from the environment (before any
+server starts, so a missing key costs nothing and says what to set), connects the host
+(``Host`` with ``Approvals`` over the configuration's policy and a ``TerminalUI``), shows
+which servers are up and which failed, then reads lines: a slash command is run here, any
+other line is a user turn of the ``ModelLoop``, whose events are printed as they come
+(text streamed, each tool call with its server and arguments, each result summarized).
+
+The person answers the host's questions in the same terminal: approvals (allow once,
+always, deny), elicitation (form fields one by one; a URL is shown, never opened) and
+servers' sampling requests (shown, then answered by the same model, or refused).
+
+Input is read by one daemon thread (``LineReader``), so the event loop never blocks on
+the keyboard and Ctrl-C can stop a turn: the turn is cancelled and its partial messages
+dropped, so the conversation stays one the model API accepts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import queue
+import signal
+import sys
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+
+from ..errors import MCPError, ProtocolError
+from ..protocol.types.v2026_07_28 import EmbeddedResource, TextContent
+from ._approval import ApprovalConfigError, ApprovalPolicy, ApprovalRequest, Approvals, Decision
+from ._config import HostConfigError, load_config
+from ._host import Host
+from ._model import (
+    AssistantMessage,
+    Conversation,
+    Final,
+    Model,
+    ModelError,
+    ModelLoop,
+    ModelSetupError,
+    TextDelta,
+    ToolCallRequested,
+    ToolResultEvent,
+    UserMessage,
+    result_parts,
+)
+
+if TYPE_CHECKING:
+    from ..client import Elicitation
+    from ..protocol.types.v2026_07_28 import CallToolResult, Tool
+
+__all__ = ["NO_KEY_MESSAGE", "LineReader", "TerminalUI", "make_model", "parse_prompt_arguments", "run_chat"]
+
+USAGE_ERROR = 2
+
+log = logging.getLogger("modelctx.host.chat")
+
+NO_KEY_MESSAGE = (
+    "no model API key: set ANTHROPIC_API_KEY (Anthropic), or OPENAI_API_KEY and OPENAI_BASE_URL "
+    "(an OpenAI-compatible or local model, with MODELCTX_MODEL or --model naming it)"
+)
+
+HELP = """\
+[bold]/tools[/]                 the tools the model may call
+[bold]/servers[/]               the configured servers and their state
+[bold]/approve[/]               the tools you allowed "always"
+[bold]/resources[/]             the servers' resources
+[bold]/attach URI[/] [SERVER]   attach a resource's text to your next message
+[bold]/prompts[/]               the servers' prompts; run one as [bold]/NAME arg=value ...[/]
+[bold]/help[/]                  this list
+[bold]/quit[/]                  leave (or Ctrl-D); Ctrl-C stops a running turn"""
+
+# How much of a tool result or a sampling request is shown in one line.
+SUMMARY_CHARS = 240
+
+
+# -- the keyboard ---------------------------------------------------------------------------------
+class LineReader:
+    """Lines typed at the terminal, read by one daemon thread.
+
+    ``read(prompt)`` prints ``prompt`` and waits for a line without blocking the event
+    loop; it returns the line without its newline, or None at end of input. A read that
+    is cancelled leaves its line to the next read (the thread cannot be interrupted, and
+    a line typed after Ctrl-C belongs to whoever asks next)."""
+
+    def __init__(self, console: Console, stream: Any = None) -> None:
+        self.console = console
+        self._stream = stream if stream is not None else sys.stdin
+        self._wanted: queue.Queue[tuple[asyncio.AbstractEventLoop, asyncio.Future[str | None]]] = queue.Queue()
+        self._pending: asyncio.Future[str | None] | None = None
+        self._thread = threading.Thread(target=self._serve, name="modelctx-chat-input", daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            loop, future = self._wanted.get()
+            try:
+                raw = self._stream.readline()
+            except (OSError, ValueError):
+                raw = ""
+            line = raw.rstrip("\r\n") if raw else None
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(_settle, future, line)
+
+    async def read(self, prompt: str = "") -> str | None:
+        if prompt:
+            self.console.print(prompt, end="")
+        if self._pending is None:  # else a cancelled read left its line to this one
+            self._pending = asyncio.get_running_loop().create_future()
+            self._wanted.put((asyncio.get_running_loop(), self._pending))
+        pending = self._pending
+        line = await asyncio.shield(pending)
+        self._pending = None
+        return line
+
+
+def _settle(future: asyncio.Future[str | None], line: str | None) -> None:
+    if not future.done():
+        future.set_result(line)
+
+
+async def _choose(reader: LineReader, prompt: str, choices: dict[str, str], default: str) -> str:
+    """Ask until the answer is one of ``choices`` (answer text -> meaning); an empty line
+    is ``default``, end of input too."""
+    while True:
+        line = await reader.read(prompt)
+        if line is None:
+            return default
+        answer = line.strip().lower()
+        if not answer:
+            return default
+        if answer in choices:
+            return choices[answer]
+        reader.console.print(f"[red]please answer one of: {', '.join(sorted(set(choices)))}[/]")
+
+
+# -- the person's side of the host ----------------------------------------------------------------
+@dataclass
+class Remembered:
+    """One "always" answer given in this chat."""
+
+    server: str
+    identity: str
+    tool: str
+
+
+_APPROVAL_CHOICES = {
+    "a": "once", "allow": "once", "y": "once", "yes": "once",
+    "w": "always", "always": "always",
+    "d": "deny", "deny": "deny", "n": "deny", "no": "deny",
+}  # fmt: skip
+_DECISIONS = {"once": Decision.ALLOW_ONCE, "always": Decision.ALWAYS, "deny": Decision.DENY}
+
+
+@dataclass
+class TerminalUI:
+    """A ``HostUI`` that asks the person at the terminal. ``always`` holds the "always"
+    answers given in this chat (for ``/approve``)."""
+
+    console: Console
+    reader: LineReader
+    always: list[Remembered] = field(default_factory=list)
+    #: Held while a question is on the screen: questions come one at a time.
+    asking: asyncio.Lock = field(default_factory=asyncio.Lock)
+    #: Set when the person stopped the turn (Ctrl-C): a question withdrawn then needs no notice.
+    interrupted: bool = False
+
+    async def approve(self, request: ApprovalRequest) -> Decision:
+        async with self.asking:  # parallel calls are asked about one at a time
+            self.console.print(approval_panel(request))
+            with self._withdrawn_notice("no answer in time: denied"):
+                answer = await _choose(
+                    self.reader,
+                    "[bold]\\[a]llow once / al\\[w]ays / \\[d]eny (default)?[/] ",
+                    _APPROVAL_CHOICES,
+                    "deny",
+                )
+        decision = _DECISIONS[answer]
+        if decision is Decision.ALWAYS:
+            self.always.append(Remembered(request.server, request.identity, request.tool.name))
+        shown = {"once": "[green]allowed once[/]", "always": "[green]allowed always[/]", "deny": "[red]denied[/]"}
+        self.console.print(shown[answer])
+        return decision
+
+    async def elicit(self, server: str, elicitation: Elicitation) -> dict[str, Any]:
+        server = _server_name(server)  # a host before handlers_for passed its HostServer
+        async with self.asking:
+            with self._withdrawn_notice("no answer in time: the question was withdrawn"):
+                if elicitation.mode == "url":
+                    return await self._elicit_url(server, elicitation)
+                return await self._elicit_form(server, elicitation)
+
+    @contextlib.contextmanager
+    def _withdrawn_notice(self, notice: str) -> Iterator[None]:
+        """Say so when a question on the screen is withdrawn (its deadline passed, or the
+        turn was stopped), so the next line typed is not taken as its answer."""
+        try:
+            yield
+        except asyncio.CancelledError:
+            if not self.interrupted:
+                self.console.print(f"\n[yellow]({escape(notice)})[/]")
+            raise
+
+    async def _elicit_url(self, server: str, elicitation: Elicitation) -> dict[str, Any]:
+        body = Table.grid(padding=(0, 2))
+        body.add_row("server", escape(server))
+        body.add_row("asks", escape(elicitation.message))
+        body.add_row("URL", escape(elicitation.url or "(none)"))
+        self.console.print(Panel(body, title="a server asks you to open a page", border_style="yellow"))
+        self.console.print("modelctx does not open it; open it yourself if you trust it.")
+        choices = {"o": "accept", "opened": "accept", "a": "accept", "d": "decline", "c": "cancel"}
+        action = await _choose(self.reader, "\\[o]pened it / \\[d]ecline / \\[c]ancel (default)? ", choices, "cancel")
+        return {"action": action}
+
+    async def _elicit_form(self, server: str, elicitation: Elicitation) -> dict[str, Any]:
+        self.console.print(
+            Panel(escape(elicitation.message), title=f"{escape(server)} asks you", border_style="yellow")
+        )
+        choices = {"y": "accept", "yes": "accept", "n": "decline", "no": "decline", "c": "cancel"}
+        action = await _choose(self.reader, "answer? \\[y]es / \\[n]o / \\[c]ancel (default): ", choices, "cancel")
+        if action != "accept":
+            return {"action": action}
+        schema = elicitation.requested_schema or {}
+        required = set(schema.get("required") or ())
+        content: dict[str, Any] = {}
+        for name, prop in (schema.get("properties") or {}).items():
+            value = await self._field(name, prop if isinstance(prop, dict) else {}, name in required)
+            if value is _CANCELLED:
+                return {"action": "cancel"}
+            if value is not _SKIPPED:
+                content[name] = value
+        return {"action": "accept", "content": content}
+
+    async def _field(self, name: str, prop: dict[str, Any], required: bool) -> Any:
+        label = str(prop.get("title") or name)
+        hint = field_hint(prop, required)
+        if isinstance(prop.get("description"), str):
+            self.console.print(f"[dim]{escape(prop['description'])}[/]")
+        while True:
+            line = await self.reader.read(f"{escape(label)} [dim]{escape(hint)}[/]: ")
+            if line is None:
+                return _CANCELLED
+            try:
+                return parse_field(line.strip(), prop, required)
+            except ValueError as exc:
+                self.console.print(f"[red]{escape(str(exc))}[/]")
+
+    async def show(self, message: str) -> None:
+        self.console.print(f"[yellow]notice:[/] {escape(message)}")
+
+
+def approval_panel(request: ApprovalRequest) -> Panel:
+    """What a person reads before answering an approval: server, tool, annotations and
+    the full arguments (and what changed, when a pinned definition changed)."""
+    body = Table.grid(padding=(0, 2))
+    body.add_row("server", f"{escape(request.server)} [dim]({escape(request.identity)})[/]")
+    body.add_row("tool", f"[bold]{escape(request.tool.name)}[/]")
+    if isinstance(request.tool.description, str):
+        body.add_row("description", escape(request.tool.description))
+    annotations = request.annotations
+    if annotations is not None:
+        import msgspec
+
+        body.add_row("annotations", escape(json.dumps(msgspec.to_builtins(annotations), sort_keys=True)))
+    body.add_row("arguments", escape(json.dumps(request.arguments, indent=2, ensure_ascii=False, default=str)))
+    if request.why == "definition changed":
+        body.add_row("[red]definition changed[/]", escape(", ".join(request.changed) or "yes"))
+    title = "approve this tool call?" if request.why == "new" else "approve again: the tool changed"
+    return Panel(body, title=title, border_style="yellow" if request.why == "new" else "red")
+
+
+class _Marker:
+    pass
+
+
+_SKIPPED = _Marker()
+_CANCELLED = _Marker()
+
+
+def field_hint(prop: dict[str, Any], required: bool) -> str:
+    """How to answer one form field, in a few words: its type, choices, default."""
+    kind = prop.get("type", "string")
+    choices = _choices(prop)
+    parts = [f"one of {', '.join(choices)}" if choices else {"boolean": "y/n"}.get(str(kind), str(kind))]
+    if kind == "array":
+        parts = [f"comma-separated, from {', '.join(choices)}" if choices else "comma-separated"]
+    if "default" in prop:
+        parts.append(f"default {prop['default']}")
+    elif not required:
+        parts.append("optional")
+    return f"({'; '.join(parts)})"
+
+
+def _choices(prop: dict[str, Any]) -> list[str]:
+    items = prop.get("items") if prop.get("type") == "array" else prop
+    if not isinstance(items, dict):
+        return []
+    if isinstance(items.get("enum"), list):
+        return [str(value) for value in items["enum"]]
+    options = items.get("oneOf") or items.get("anyOf")
+    if isinstance(options, list):
+        return [str(option["const"]) for option in options if isinstance(option, dict) and "const" in option]
+    return []
+
+
+def parse_field(text: str, prop: dict[str, Any], required: bool) -> Any:
+    """The value typed for one form field (a primitive schema, elicitation.mdx); raises
+    ``ValueError`` saying what to type instead. An empty answer is the default, else
+    skipped when optional."""
+    if not text:
+        if "default" in prop:
+            return prop["default"]
+        if required:
+            raise ValueError("this field is required")
+        return _SKIPPED
+    kind = prop.get("type", "string")
+    choices = _choices(prop)
+    if kind == "array":
+        picked = [item.strip() for item in text.split(",") if item.strip()]
+        wrong = [item for item in picked if choices and item not in choices]
+        if wrong:
+            raise ValueError(f"{', '.join(wrong)}: choose from {', '.join(choices)}")
+        return picked
+    if kind == "boolean":
+        if text.lower() in ("y", "yes", "true"):
+            return True
+        if text.lower() in ("n", "no", "false"):
+            return False
+        raise ValueError("answer y or n")
+    if kind in ("integer", "number"):
+        try:
+            number: float = int(text) if kind == "integer" else float(text)
+        except ValueError:
+            raise ValueError(f"type a{'n integer' if kind == 'integer' else ' number'}") from None
+        low, high = prop.get("minimum"), prop.get("maximum")
+        if isinstance(low, int | float) and number < low:
+            raise ValueError(f"the least is {low}")
+        if isinstance(high, int | float) and number > high:
+            raise ValueError(f"the most is {high}")
+        return number
+    if choices and text not in choices:
+        raise ValueError(f"choose one of {', '.join(choices)}")
+    return text
+
+
+# -- the model -------------------------------------------------------------------------------------
+def make_model(provider: str | None, model: str | None, environ: Mapping[str, str]) -> Model:
+    """The model the environment configures. ``provider`` None: Anthropic when
+    ``ANTHROPIC_API_KEY`` is set, else OpenAI-compatible when ``OPENAI_API_KEY`` is.
+    Raises ``ModelSetupError`` saying what to set."""
+    if provider is None:
+        if environ.get("ANTHROPIC_API_KEY"):
+            provider = "anthropic"
+        elif environ.get("OPENAI_API_KEY"):
+            provider = "openai"
+        else:
+            raise ModelSetupError(NO_KEY_MESSAGE)
+    if provider == "anthropic":
+        from ._anthropic import AnthropicModel
+
+        return AnthropicModel(model=model)
+    from ._openai import OpenAIModel
+
+    return OpenAIModel(model=model)
+
+
+def _model_name(model: Model) -> str:
+    return str(getattr(model, "model", "unknown"))
+
+
+# -- the chat --------------------------------------------------------------------------------------
+class Chat:
+    """One chat session: the host, the model loop, the conversation and the terminal."""
+
+    def __init__(self, config_path: str, model: Model, console: Console, reader: LineReader) -> None:
+        self.config_path = config_path
+        self.model = model
+        self.console = console
+        self.reader = reader
+        self.ui = TerminalUI(console, reader)
+        self.conversation = Conversation()
+        self.attachments: list[str] = []
+        self.turn: asyncio.Task[None] | None = None
+        self.host: Host | None = None
+
+    async def run(self) -> int:
+        config = load_config(self.config_path)
+        approvals = Approvals(
+            ApprovalPolicy.from_config(config), self.ui, store=getattr(config, "approval_store", None)
+        )
+        host = Host(config, approvals=approvals, ui=self.ui, sample=self._sample)
+        self.host = host
+        quiet = logging.getLogger("modelctx")
+        level = quiet.level
+        quiet.setLevel(logging.ERROR)  # failures to start are shown below, once
+        self.console.print(f"connecting {len(config.servers)} server(s) from {escape(self.config_path)} ...")
+        try:
+            async with host:
+                quiet.setLevel(level)
+                await self.show_servers()
+                self.console.print(
+                    f"model: [bold]{escape(_model_name(self.model))}[/]. Type a message, or /help for commands."
+                )
+                await self.prompt_loop()
+        finally:
+            quiet.setLevel(level)
+        return 0
+
+    async def prompt_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signal.SIGINT, self._interrupt)
+        try:
+            while True:
+                line = await self.reader.read("\n[bold cyan]you>[/] ")
+                if line is None or line.strip() in ("/quit", "/exit"):
+                    self.console.print("bye")
+                    return
+                line = line.strip()
+                if not line:
+                    continue
+                self.ui.interrupted = False
+                self.turn = asyncio.ensure_future(self.command(line) if line.startswith("/") else self.say(line))
+                try:
+                    await self.turn
+                except asyncio.CancelledError:
+                    current = asyncio.current_task()
+                    if current is not None and current.cancelling():
+                        raise  # the chat itself is being stopped, not only this turn
+                    self.console.print("\n[yellow]interrupted[/]")
+                finally:
+                    self.turn = None
+        finally:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(signal.SIGINT)
+
+    def _interrupt(self) -> None:
+        if self.turn is not None and not self.turn.done():
+            self.ui.interrupted = True
+            self.turn.cancel()
+        else:
+            self.console.print("\n(type /quit or press Ctrl-D to leave)")
+
+    # -- a user turn ----------------------------------------------------------------------------
+    async def say(self, text: str, *, shown: str | None = None) -> None:
+        if self.attachments:
+            text = "\n\n".join([*self.attachments, text])
+            self.console.print(f"[dim]({len(self.attachments)} attachment(s) sent with this message)[/]")
+            self.attachments = []
+        if shown is not None:
+            self.console.print(shown)
+        assert self.host is not None
+        kept = len(self.conversation.messages)
+        streaming = False
+        try:
+            async for event in ModelLoop(self.host, self.model).run(self.conversation, text):
+                streaming = self._show_event(event, streaming)
+        except ModelError as exc:
+            del self.conversation.messages[kept:]
+            self.console.print(f"\n[red]model error:[/] {escape(str(exc))}")
+        except Exception as exc:  # noqa: BLE001 - a bug in one turn must not end the chat: show it, go on
+            del self.conversation.messages[kept:]
+            log.debug("the turn failed", exc_info=True)
+            self.console.print(f"\n[red]this turn failed ({type(exc).__name__}: {escape(str(exc))}); it was dropped[/]")
+        except BaseException:
+            # A turn cut short (Ctrl-C) may end between a tool call and its result:
+            # drop it, so the next request is one the API accepts.
+            del self.conversation.messages[kept:]
+            raise
+
+    def _show_event(self, event: object, streaming: bool) -> bool:
+        """Print one loop event; returns whether model text is being streamed."""
+        if isinstance(event, TextDelta):
+            if not streaming:
+                self.console.print("[bold magenta]model>[/] ", end="")
+            self.console.print(event.text, end="", markup=False, highlight=False)
+            return True
+        if streaming:
+            self.console.print()
+        if isinstance(event, ToolCallRequested):
+            where = f"{event.server} · {event.original}" if event.server else f"{event.name} (no such tool)"
+            arguments = json.dumps(event.arguments, ensure_ascii=False, default=str)
+            self.console.print(f"[cyan]→ tool call[/] [bold]{escape(where)}[/] {escape(_clip(arguments))}")
+        elif isinstance(event, ToolResultEvent):
+            mark = "[red]✗ error[/]" if event.is_error else "[green]✓ result[/]"
+            self.console.print(f"{mark} {escape(event.name)}: {escape(summarize(event.result))}")
+        elif isinstance(event, Final) and event.reason == "max_steps":
+            self.console.print(f"[yellow]{escape(event.text)}[/]")
+        return False
+
+    # -- servers' sampling requests ----------------------------------------------------------------
+    async def _sample(self, server: Any, params: dict[str, Any]) -> dict[str, Any]:
+        """A server's ``sampling/createMessage``, shown to the person, then answered by
+        the chat's model (no tools) or refused."""
+        name = _server_name(server)
+        conversation = sampling_conversation(params)
+        last = next((m.text for m in reversed(conversation.messages) if isinstance(m, UserMessage)), "")
+        async with self.ui.asking:
+            self.console.print(
+                Panel(escape(_clip(last)), title=f"{escape(name)} asks the model (sampling)", border_style="yellow")
+            )
+            allow = await _choose(
+                self.reader, "let the model answer? \\[y]es / \\[n]o (default): ",
+                {"y": "yes", "yes": "yes", "n": "no", "no": "no"}, "no",
+            )  # fmt: skip
+        if allow != "yes":
+            refused = ProtocolError("the user refused the sampling request")
+            refused.code = -1
+            raise refused
+        text = ""
+        async for item in self.model.stream(conversation, []):
+            if isinstance(item, AssistantMessage):
+                text = item.text
+        self.console.print(f"[dim]sampling answer for {escape(name)}: {escape(_clip(text))}[/]")
+        return {
+            "role": "assistant",
+            "content": {"type": "text", "text": text},
+            "model": _model_name(self.model),
+            "stopReason": "endTurn",
+        }
+
+    # -- slash commands ---------------------------------------------------------------------------
+    async def command(self, line: str) -> None:
+        name, _, rest = line[1:].partition(" ")
+        commands = {
+            "help": self.show_help,
+            "tools": self.show_tools,
+            "servers": self.show_servers,
+            "approve": self.show_approvals,
+            "resources": self.show_resources,
+            "prompts": self.show_prompts,
+        }
+        try:
+            if name in commands:
+                await commands[name]()
+            elif name == "attach":
+                await self.attach(rest.split())
+            else:
+                await self.run_prompt(name, rest)
+        except (MCPError, ValueError) as exc:
+            self.console.print(f"[red]{escape(str(exc))}[/]")
+
+    async def show_help(self) -> None:
+        self.console.print(HELP)
+
+    async def show_servers(self) -> None:
+        assert self.host is not None
+        table = Table(title="servers", title_justify="left")
+        for column in ("server", "state", "command or URL", "problem"):
+            table.add_column(column, overflow="fold")
+        for name, server in sorted(self.host.servers.items()):
+            state = {"ready": "[green]up[/]", "failed": "[red]failed[/]"}.get(server.status, server.status)
+            identity = server.spec.identity if server.spec is not None else ""
+            table.add_row(escape(name), state, escape(identity), escape(server.error or ""))
+        self.console.print(table)
+
+    async def show_tools(self) -> None:
+        assert self.host is not None
+        tools = await self.host.tools()
+        if not tools:
+            self.console.print("no tools: no server that is up offers any")
+            return
+        table = Table(title="tools", title_justify="left")
+        for column in ("name", "server", "hints", "description"):
+            table.add_column(column, overflow="fold")
+        for tool in tools:
+            try:
+                server = self.host.find_client_for(tool.name)[0].name
+            except (LookupError, MCPError):
+                server = "?"
+            table.add_row(escape(tool.name), escape(server), tool_hints(tool), escape(_first_line(tool.description)))
+        self.console.print(table)
+
+    async def show_approvals(self) -> None:
+        approvals = self.host.approvals if self.host is not None else None
+        store = getattr(approvals, "store", None)
+        rows: list[tuple[str, str, str]] = [(r.server, r.identity, r.tool) for r in self.ui.always]
+        if store is not None:
+            # Answers of earlier chats, from the file (this chat's are listed above).
+            this_chat = {(identity, tool) for _, identity, tool in rows}
+            with contextlib.suppress(MCPError):
+                saved = await asyncio.to_thread(store.load)
+                rows += [("(earlier)", identity, tool) for identity, tool in saved if (identity, tool) not in this_chat]
+        if not rows:
+            self.console.print('no tool is allowed "always" yet (answer w to an approval to add one)')
+            return
+        table = Table(title='allowed "always"', title_justify="left")
+        for column in ("server", "command or URL", "tool"):
+            table.add_column(column, overflow="fold")
+        for row in rows:
+            table.add_row(*map(escape, row))
+        self.console.print(table)
+        where = f"they are kept in {store.path}" if store is not None else "they last until you leave this chat"
+        self.console.print(f"[dim]{escape(where)}; a changed tool definition is asked about again.[/]")
+
+    async def show_resources(self) -> None:
+        assert self.host is not None
+        resources = await self.host.resources()
+        if not resources:
+            self.console.print("no resources")
+            return
+        table = Table(title="resources (attach one with /attach URI)", title_justify="left")
+        for column in ("server", "URI", "name", "type"):
+            table.add_column(column, overflow="fold")
+        for server, resource in resources:
+            mime = resource.mime_type if isinstance(resource.mime_type, str) else ""
+            table.add_row(escape(server), escape(resource.uri), escape(resource.name), escape(mime))
+        self.console.print(table)
+
+    async def attach(self, words: Sequence[str]) -> None:
+        if not words or len(words) > 2:
+            raise ValueError("usage: /attach URI [SERVER]")
+        assert self.host is not None
+        result = await self.host.read_resource(words[0], server=words[1] if len(words) == 2 else None)
+        texts = [str(c["text"]) for c in result.contents if isinstance(c.get("text"), str)]
+        if not texts:
+            raise ValueError(f"{words[0]} has no text to attach (binary contents are not attached)")
+        self.attachments.append(f"Attached resource {words[0]}:\n" + "\n".join(texts))
+        self.console.print(f"attached {escape(words[0])} ({sum(map(len, texts))} characters) to your next message")
+
+    async def show_prompts(self) -> None:
+        assert self.host is not None
+        prompts = await self.host.prompts()
+        if not prompts:
+            self.console.print("no prompts")
+            return
+        for prompt in prompts:
+            arguments = prompt.arguments if isinstance(prompt.arguments, list) else []
+            usage = " ".join(f"{a.name}=..." if a.required is True else f"[{a.name}=...]" for a in arguments)
+            self.console.print(
+                f"[bold]/{escape(prompt.name)}[/] {escape(usage)}  [dim]{escape(_first_line(prompt.description))}[/]"
+            )
+
+    async def run_prompt(self, name: str, rest: str) -> None:
+        assert self.host is not None
+        if name not in {prompt.name for prompt in await self.host.prompts()}:
+            raise ValueError(f"unknown command /{name}; /help lists the commands, /prompts the prompts")
+        result = await self.host.get_prompt(name, parse_prompt_arguments(rest))
+        texts: list[str] = []
+        for message in result.messages:
+            content = message.content
+            if isinstance(content, TextContent):
+                texts.append(content.text)
+            elif isinstance(content, EmbeddedResource) and isinstance(content.resource.get("text"), str):
+                texts.append(f"resource {content.resource.get('uri', '?')}:\n{content.resource['text']}")
+        if not texts:
+            raise ValueError(f"the prompt {name} gave no text to send")
+        await self.say("\n\n".join(texts), shown=f"[dim](prompt /{escape(name)}:)[/] {escape(_clip(texts[-1]))}")
+
+
+def parse_prompt_arguments(text: str) -> dict[str, str]:
+    """``name=value`` words (shell quoting allowed) as a prompt's arguments; raises
+    ``ValueError`` for a word without ``=``."""
+    import shlex
+
+    arguments: dict[str, str] = {}
+    for word in shlex.split(text):
+        key, equals, value = word.partition("=")
+        if not equals or not key:
+            raise ValueError(f"prompt arguments are name=value; {word!r} is not")
+        arguments[key] = value
+    return arguments
+
+
+def sampling_conversation(params: dict[str, Any]) -> Conversation:
+    """A sampling request's messages (text only) as a conversation for the model."""
+    system = params.get("systemPrompt")
+    conversation = Conversation(system=system if isinstance(system, str) else None)
+    for message in params.get("messages") or ():
+        content = message.get("content") if isinstance(message, dict) else None
+        blocks = content if isinstance(content, list) else [content]
+        text = "\n".join(b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str))
+        if message.get("role") == "assistant":
+            conversation.add_assistant(AssistantMessage(text))
+        else:
+            conversation.add_user(text)
+    return conversation
+
+
+def summarize(result: CallToolResult) -> str:
+    """A tool result in one line: its text, clipped."""
+    texts = [getattr(part, "text", "") or f"[{type(part).__name__}]" for part in result_parts(result)]
+    return _clip(" ".join(" ".join(texts).split()))
+
+
+def tool_hints(tool: Tool) -> str:
+    annotations = tool.annotations
+    hints = []
+    for attribute, word in (("read_only_hint", "read-only"), ("destructive_hint", "destructive")):
+        if getattr(annotations, attribute, None) is True:
+            hints.append(word)
+    return ", ".join(hints)
+
+
+def _server_name(server: object) -> str:
+    """The configured name, given the name or the host's ``HostServer``."""
+    return server if isinstance(server, str) else str(getattr(server, "name", server))
+
+
+def _first_line(text: object) -> str:
+    return text.strip().splitlines()[0] if isinstance(text, str) and text.strip() else ""
+
+
+def _clip(text: str, limit: int = SUMMARY_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# -- the command -----------------------------------------------------------------------------------
+def run_chat(config_path: str, *, provider: str | None = None, model: str | None = None) -> int:
+    """Run the chat until the person leaves; returns the exit status. Setup problems (no
+    API key, a configuration that cannot be read) are one line on stderr and status 2."""
+    try:
+        chosen = make_model(provider, model, os.environ)
+    except ModelSetupError as exc:
+        print(f"modelctx chat: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    console = Console(highlight=False)
+    chat = Chat(config_path, chosen, console, LineReader(console))
+    try:
+        return asyncio.run(chat.run())
+    except (HostConfigError, ApprovalConfigError, OSError) as exc:
+        print(f"modelctx chat: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    except KeyboardInterrupt:
+        return 130
