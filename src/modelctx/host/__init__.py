@@ -5,9 +5,11 @@ configuration (``HostConfig``, ``ServerSpec``, ``load_config``: the ``mcpServers
 format), names their tools for a model (``namespaced``, ``NameMap``), keeps each server
 running and its lists fresh (``HostServer``), asks an approval hook before each call
 (``ApprovalCheck``; default ``AllowAll``) and a ``HostUI`` when a server wants the user.
+``Gateway(host)`` serves the joined set again as one MCP server.
 """
 
 from ._config import HostConfig, HostConfigError, ServerSpec, ToolFilter, load_config
+from ._gateway import Gateway, GatewayUI, serve_gateway
 from ._host import AllowAll, ApprovalCheck, Host, SampleCallback, UnknownName
 from ._names import NAME_PATTERN, NameMap, namespaced
 from ._server import HostServer, RestartPolicy, ServerUnavailable
@@ -18,6 +20,8 @@ __all__ = [
     "AllowAll",
     "ApprovalCheck",
     "DenyAllUI",
+    "Gateway",
+    "GatewayUI",
     "Host",
     "HostConfig",
     "HostConfigError",
@@ -32,4 +36,5 @@ __all__ = [
     "UnknownName",
     "load_config",
     "namespaced",
+    "serve_gateway",
 ]
