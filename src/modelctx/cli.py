@@ -226,6 +226,11 @@ def _parser() -> argparse.ArgumentParser:
     gateway.add_argument("--port", type=_port, default=8000, help="HTTP port (default 8000)")
     gateway.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
     gateway.add_argument("--name", default="modelctx-gateway", help="the name the gateway gives itself")
+    gateway.add_argument(
+        "--bare-names",
+        action="store_true",
+        help="offer a tool under its server's own name when no other server has one of that name",
+    )
     return parser
 
 
@@ -234,7 +239,7 @@ def _gateway(args: argparse.Namespace) -> None:
     from .host._approval import ApprovalConfigError
 
     try:
-        gateway = Gateway(Host.from_file(args.config), name=args.name)
+        gateway = Gateway(Host.from_file(args.config), name=args.name, bare_names=args.bare_names)
     except (HostConfigError, ApprovalConfigError) as exc:
         _fail(str(exc))
     host = gateway.host

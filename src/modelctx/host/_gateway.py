@@ -39,8 +39,11 @@ streams, errors, ``input_required`` sealing) is the ordinary server machinery.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import logging
+import weakref
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -59,7 +62,8 @@ from ._host import AllowAll, Host, UnknownName
 from ._server import HostServer
 
 if TYPE_CHECKING:
-    from ..client import Elicitation
+    from ..client import Client, Elicitation
+    from ..protocol._jsonrpc import Notification
     from ..protocol.types.v2026_07_28 import Tool
 
 __all__ = ["Gateway", "GatewayUI", "serve_gateway"]
@@ -120,6 +124,10 @@ class GatewayUI:
         calls = self._inflight.get(scope.server)
         if calls is not None and scope in calls:
             calls.remove(scope)
+
+    def scope_for(self, server: str) -> _Scope | None:
+        """The gateway call that what ``server`` asks or says now belongs to, if known."""
+        return self._scope_for(server)
 
     def _scope_for(self, server: str) -> _Scope | None:
         scope = _current.get()
@@ -192,13 +200,26 @@ class Gateway(Server):
 
     The host is given a ``GatewayUI`` (``gateway.ui``); a host with no approval hook of
     its own gets ``Approvals`` over its configuration's policy and that UI.
+
+    ``bare_names``: offer each tool under its server's own name when no other server
+    has a tool of that name (the namespaced name otherwise): a gateway in front of one
+    server then looks like that server.
     """
 
-    def __init__(self, host: Host, name: str = "modelctx-gateway", version: str = "0.1.0", **options: Any) -> None:
+    def __init__(
+        self,
+        host: Host,
+        name: str = "modelctx-gateway",
+        version: str = "0.1.0",
+        *,
+        bare_names: bool = False,
+        **options: Any,
+    ) -> None:
         config = options.pop("config", None) or ServerConfig()
         config.middleware.insert(0, self._route)
         super().__init__(name, version, config=config, lifespan=_run_host, **options)
         self.host = host
+        self.bare_names = bare_names
         self.ui = GatewayUI()
         host.ui = self.ui
         if host.sample is None:
@@ -208,6 +229,8 @@ class Gateway(Server):
         elif isinstance(host.approvals, Approvals):
             host.approvals.ui = self.ui
         host.add_listener(self._upstream_changed)
+        self._hooked: weakref.WeakSet[Client] = weakref.WeakSet()
+        self._relays: set[asyncio.Task[None]] = set()
         self._index: dict[str, tuple[HostServer, Tool]] = {}
         self._routes: dict[str, Handler] = {
             "tools/list": self._tools_list,
@@ -256,14 +279,19 @@ class Gateway(Server):
         """The host's tools less those the policy denies; rebuilds the call index."""
         host = self.host
         policy = host.approvals.policy if isinstance(host.approvals, Approvals) else None
-        index: dict[str, tuple[HostServer, Tool]] = {}
-        shown = []
+        found: list[tuple[Tool, HostServer, Tool]] = []
         for tool in await host.tools():
             client, original = host.find_client_for(tool.name)
             server = host.servers[client.name]
             own = msgspec.structs.replace(tool, name=original)
-            if policy is not None and policy.hidden(server, own):
-                continue
+            if policy is None or not policy.hidden(server, own):
+                found.append((tool, server, own))
+        owners = Counter(own.name for _, _, own in found)
+        index: dict[str, tuple[HostServer, Tool]] = {}
+        shown = []
+        for tool, server, own in found:
+            if self.bare_names and owners[own.name] == 1 and own.name not in index:
+                tool = msgspec.structs.replace(tool, name=own.name)
             index[tool.name] = (server, own)
             shown.append(tool)
         self._index = index
@@ -306,6 +334,8 @@ class Gateway(Server):
             return _error(f"{tool.name!r} of server {server.name!r} was not run: {why}")
         try:
             client = await server.ready()
+            if client not in self._hooked:
+                await self._hook(server.name, client)
             progress = _relay_progress(scope.ctx) if call.progress_token is not None else None
             result = await client.call_tool(tool.name, arguments, progress=progress)
         except ProtocolError:
@@ -313,6 +343,41 @@ class Gateway(Server):
         except MCPError as exc:  # the upstream is down, timed out, answered garbage
             return _error(f"server {server.name!r} could not run {tool.name!r}: {exc}")
         return _passthrough(result)
+
+    async def _hook(self, server: str, client: Client) -> None:
+        """Have ``client``'s server send its log messages, and relay each to the gateway
+        call it belongs to (the one call to that server in flight; none: dropped)."""
+        self._hooked.add(client)
+        session = client.session
+        if session.log_level is None:
+            if client.modern:
+                session.log_level = "debug"  # every request asks for every level
+            elif client.server_capabilities.logging:
+                try:
+                    await session.request("logging/setLevel", {"level": "debug"})
+                except MCPError as exc:
+                    log.info("server %r refused logging/setLevel: %s", server, exc)
+        previous = session.on_notification
+
+        def on_notification(note: Notification) -> None:
+            if note.method == "notifications/message":
+                self._relay_log(server, note.params)
+            if previous is not None:
+                previous(note)
+
+        session.on_notification = on_notification
+
+    def _relay_log(self, server: str, params: dict[str, Any]) -> None:
+        scope = self.ui.scope_for(server)
+        level = params.get("level")
+        if scope is None or not isinstance(level, str):
+            return
+        logger = params.get("logger")
+        relay = asyncio.ensure_future(
+            scope.ctx.log(level, params.get("data"), logger if isinstance(logger, str) else None)
+        )
+        self._relays.add(relay)
+        relay.add_done_callback(self._relays.discard)
 
     async def _prompts_list(self, call: Call) -> dict[str, Any]:
         return {"prompts": [_wire(prompt) for prompt in await self.host.prompts()]}
@@ -407,11 +472,12 @@ def serve_gateway(
     *,
     transport: str = "stdio",
     name: str = "modelctx-gateway",
+    bare_names: bool = False,
     **options: Any,
 ) -> None:
     """Serve the servers of ``config`` (a path to an ``mcpServers`` file, or a
     ``HostConfig``) as one gateway until stopped: ``transport`` "stdio" or "http"
     (``host``, ``port`` and the other options of ``Server.run``)."""
     host = Host.from_file(config) if isinstance(config, str) else Host(config)
-    Gateway(host, name=name).run(transport, **options)
+    Gateway(host, name=name, bare_names=bare_names).run(transport, **options)
 
