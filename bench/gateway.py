@@ -12,7 +12,10 @@ ways, one after the other, by the same raw client (one request at a time, a 2026
 - **modelctx**: through ``modelctx gateway --config CFG --bare-names`` (the tool keeps
   its name ``echo``, so every request is byte for byte the same);
 - **fastmcp**: through ``fastmcp.server.create_proxy(...)`` (fastmcp from PyPI), run by
-  this file (``--fastmcp-proxy stdio|http``).
+  this file (``--fastmcp-proxy stdio|http``);
+- **relay** (stdio only): the floor of any stdio gateway, a process that copies each line
+  to the upstream and its answer back with blocking reads and writes, parsing nothing
+  (``--relay-floor``). What it adds is the cost of one more process hop on this machine.
 
 Over stdio the client writes to the front process's stdin and the front reaches the
 upstream over stdio; over HTTP every hop is Streamable HTTP on 127.0.0.1 (one kept-alive
@@ -32,6 +35,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -53,7 +57,7 @@ from harness import (  # noqa: E402 - the bench folder is put on the path first
     stdio_command,
 )
 
-FRONTS = ("direct", "modelctx", "fastmcp")
+FRONTS = ("direct", "relay", "modelctx", "fastmcp")
 DEFAULT_OUT = Path("/tmp/modelctx-bench/gateway.json")
 GOAL_RATIO = 3.0
 GOAL_STDIO_P50_US = 150.0
@@ -64,7 +68,7 @@ def log(message: str) -> None:
 
 
 # -- the fronts -----------------------------------------------------------------------------
-def _gateway_config(folder: Path, upstream: dict) -> Path:
+def _gateway_config(folder: Path, upstream: dict[str, Any]) -> Path:
     path = folder / "gateway.json"
     path.write_text(json.dumps({"mcpServers": {"echo": {**upstream, "approval": "allow"}}}))
     return path
@@ -77,7 +81,31 @@ def stdio_front(front: str, folder: Path) -> list[str]:
     if front == "modelctx":
         config = _gateway_config(folder, {"command": upstream[0], "args": upstream[1:]})
         return [MODELCTX_CLI, "gateway", "--config", str(config), "--bare-names"]
+    if front == "relay":
+        return [PYTHON, __file__, "--relay-floor", "--target", json.dumps(upstream)]
     return [PYTHON, __file__, "--fastmcp-proxy", "stdio", "--target", json.dumps(upstream)]
+
+
+def run_relay_floor(target: str) -> None:
+    """Copy each stdin line to the upstream ``target`` (an argv as JSON) and its one answer
+    line back, blocking, parsing nothing: the least a stdio gateway can do."""
+    import subprocess
+
+    upstream = subprocess.Popen(json.loads(target), stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+    assert upstream.stdin is not None and upstream.stdout is not None
+    answers = upstream.stdout
+    pending = b""
+    while True:
+        chunk = os.read(0, 65536)
+        if not chunk:
+            break
+        pending += chunk
+        while b"\n" in pending:
+            request, pending = pending.split(b"\n", 1)
+            upstream.stdin.write(request + b"\n")
+            os.write(1, answers.readline())
+    upstream.stdin.close()
+    upstream.wait(10)
 
 
 def http_front(front: str, folder: Path, upstream_url: str, port: int) -> list[str]:
@@ -93,11 +121,11 @@ def run_fastmcp_proxy(kind: str, target: str, port: int | None) -> None:
     from fastmcp.client.transports import StdioTransport
     from fastmcp.server import create_proxy
 
-    backend: object = target
     if kind == "stdio":
         argv = json.loads(target)
-        backend = StdioTransport(command=argv[0], args=argv[1:], env=dict(os.environ))
-    proxy = create_proxy(backend, name="fastmcp-proxy")
+        proxy = create_proxy(StdioTransport(command=argv[0], args=argv[1:], env=dict(os.environ)), name="fastmcp-proxy")
+    else:
+        proxy = create_proxy(target, name="fastmcp-proxy")
     if kind == "stdio":
         proxy.run("stdio", show_banner=False)
     else:
@@ -109,12 +137,14 @@ def measure_stdio(servers: Servers, name: str, argv: list[str], calls: int, warm
     proc = servers.spawn(name, argv, stdio=True)
     try:
         reader = LineReader(proc)
-        os.set_blocking(proc.popen.stdin.fileno(), False)
+        stdin = proc.popen.stdin
+        assert stdin is not None  # spawned with stdio=True
+        os.set_blocking(stdin.fileno(), False)
         check_echo_response(request_response(proc, reader, echo_call(1), timeout=60.0), 1)
         for i in range(2, warmup + 2):
             check_echo_response(request_response(proc, reader, echo_call(i)), i)
         template = echo_call_template()
-        fd = proc.popen.stdin.fileno()
+        fd = stdin.fileno()
         times: list[float] = []
         answers: list[bytes] = []
         first = warmup + 2
@@ -150,25 +180,25 @@ def _wait_listening(proc: Proc, port: int, deadline: float = 60.0) -> None:
             time.sleep(0.05)
 
 
-def _http_answer(response: http.client.HTTPResponse) -> dict:
+def _http_answer(response: http.client.HTTPResponse) -> dict[str, Any]:
     body = response.read()
     if response.status != 200:
         raise BenchError(f"HTTP {response.status}: {body[:300]!r}")
     if response.getheader("content-type", "").startswith("text/event-stream"):
         for event_line in body.decode().splitlines():
             if event_line.startswith("data:") and event_line[5:].strip():
-                message: dict = json.loads(event_line[5:])
+                message: dict[str, Any] = json.loads(event_line[5:])
                 if "id" in message:
                     return message
         raise BenchError(f"no response in the event stream: {body[:300]!r}")
-    answer: dict = json.loads(body)
+    answer: dict[str, Any] = json.loads(body)
     return answer
 
 
 def measure_http(url_port: int, calls: int, warmup: int, max_seconds: float) -> list[float]:
     connection = http.client.HTTPConnection("127.0.0.1", url_port, timeout=IO_TIMEOUT)
 
-    def call(request_id: int) -> dict:
+    def call(request_id: int) -> dict[str, Any]:
         body = json.dumps(echo_call(request_id), separators=(",", ":"))
         connection.request("POST", "/mcp", body=body, headers=HTTP_HEADERS)
         return _http_answer(connection.getresponse())
@@ -197,8 +227,8 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
-def summarize(times: dict[str, list[float]]) -> dict:
-    figures: dict = {}
+def summarize(times: dict[str, list[float]]) -> dict[str, Any]:
+    figures: dict[str, Any] = {}
     base = {q: percentile(times["direct"], q) for q in (0.5, 0.99)}
     for front, values in times.items():
         p50, p99 = percentile(values, 0.5), percentile(values, 0.99)
@@ -216,13 +246,14 @@ def summarize(times: dict[str, list[float]]) -> dict:
     return figures
 
 
-def print_table(transport: str, figures: dict) -> None:
+def print_table(transport: str, figures: dict[str, Any]) -> None:
     print(f"\n{transport}: per tools/call, one at a time (us)")
     print(f"  {'front':<10}{'calls':>8}{'p50':>10}{'p99':>10}{'added p50':>12}{'added p99':>12}")
     for front in FRONTS:
         row = figures.get(front)
         if row is None:
-            print(f"  {front:<10}{'error':>8}")
+            if transport == "stdio" or front != "relay":
+                print(f"  {front:<10}{'error':>8}")
             continue
         print(
             f"  {front:<10}{row['calls']:>8}{row['p50_us']:>10.0f}{row['p99_us']:>10.0f}"
@@ -238,12 +269,12 @@ def print_table(transport: str, figures: dict) -> None:
         print(f"  ours added at p50: {added:.0f} us (goal <= {GOAL_STDIO_P50_US:g} us: {verdict})")
 
 
-def run(transports: list[str], quick: bool, out: Path) -> dict:
+def run(transports: list[str], quick: bool, out: Path) -> dict[str, Any]:
     calls = 800 if quick else 4000
     warmup = 100 if quick else 300
     max_seconds = 8.0 if quick else 20.0
     servers = Servers()
-    results: dict = {}
+    results: dict[str, Any] = {}
     folder = Path(tempfile.mkdtemp(prefix="modelctx-gateway-bench-"))
     try:
         if "stdio" in transports:
@@ -268,6 +299,8 @@ def run(transports: list[str], quick: bool, out: Path) -> dict:
             for front in FRONTS:
                 log(f"  http / {front} ...")
                 try:
+                    if front == "relay":
+                        continue
                     if front == "direct":
                         times[front] = measure_http(upstream_port, calls, warmup, max_seconds)
                         continue
@@ -292,7 +325,7 @@ def run(transports: list[str], quick: bool, out: Path) -> dict:
     return results
 
 
-def goals_met(results: dict) -> bool:
+def goals_met(results: dict[str, Any]) -> bool:
     """Ours at most a third of fastmcp's added latency (p50, both transports), and at most
     150 us added at p50 on stdio."""
     checks: list[bool] = []
@@ -311,9 +344,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"JSON results (default {DEFAULT_OUT})")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a goal is missed")
     parser.add_argument("--fastmcp-proxy", choices=["stdio", "http"], help=argparse.SUPPRESS)
+    parser.add_argument("--relay-floor", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--target", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.relay_floor:
+        run_relay_floor(args.target)
+        return 0
     if args.fastmcp_proxy:
         run_fastmcp_proxy(args.fastmcp_proxy, args.target, args.port)
         return 0
