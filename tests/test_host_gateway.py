@@ -286,3 +286,25 @@ async def test_prompts_and_resources_are_served_too(tmp_path):
 def _resource_text(result: Any) -> str:
     content = result.contents[0]
     return str(content["text"] if isinstance(content, dict) else content.text)
+
+
+def test_a_bad_configuration_is_reported_naming_the_file_and_the_problem(tmp_path):
+    import subprocess
+
+    broken = tmp_path / "mcp.json"
+    broken.write_text('{"mcpServers": {"x": {"args": []}}}')
+    missing = tmp_path / "absent.json"
+    runs = [
+        subprocess.run(
+            [sys.executable, "-m", "modelctx", "gateway", "--config", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL,
+        )
+        for path in (broken, missing)
+    ]
+
+    assert [run.returncode for run in runs] == [2, 2]
+    assert str(broken) in runs[0].stderr and "'x'" in runs[0].stderr
+    assert str(missing) in runs[1].stderr

@@ -179,15 +179,17 @@ class GatewayUI:
             reply["content"] = answer.content
         return reply
 
-    async def sample(self, server: HostServer, params: dict[str, Any]) -> dict[str, Any]:
-        scope = self._scope_for(server.name)
+    async def sample(self, server: HostServer | str, params: dict[str, Any]) -> dict[str, Any]:
+        """The host's sampling callback: the gateway's client samples (its model)."""
+        name = server if isinstance(server, str) else server.name
+        scope = self._scope_for(name)
         if scope is None:
-            raise LocalError(f"server {server.name!r} asked for sampling outside a gateway call; nobody to ask")
+            raise LocalError(f"server {name!r} asked for sampling outside a gateway call; there is no one to ask")
         scope.questions += 1
         options = {k: v for k, v in params.items() if k not in ("messages", "maxTokens", "_meta")}
-        return await scope.ctx.sample(
-            params.get("messages") or [], int(params.get("maxTokens") or 1000), key=f"gateway-{server.name}-{scope.questions}", **options
-        )
+        messages = params.get("messages") or []
+        max_tokens = int(params.get("maxTokens") or 1000)
+        return await scope.ctx.sample(messages, max_tokens, key=f"gateway-{name}-{scope.questions}", **options)
 
     async def show(self, message: str) -> None:
         log.warning("%s", message)
