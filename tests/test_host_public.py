@@ -15,6 +15,7 @@ def test_host_names():
             "NAME_PATTERN", "AllowAll", "ApprovalCheck", "DenyAllUI", "Host", "HostConfig",
             "HostConfigError", "HostServer", "HostUI", "NameMap", "RestartPolicy", "SampleCallback", "ServerSpec",
             "ServerUnavailable", "ToolFilter", "UnknownName", "load_config", "namespaced",
+            "Gateway", "GatewayUI", "serve_gateway",
         ]
     )
     assert modelctx.Host is modelctx.host.Host

@@ -157,7 +157,9 @@ class GatewayUI:
             scope.refused = "the gateway's client denied it"
         return decision
 
-    async def elicit(self, server: str, elicitation: Elicitation) -> dict[str, Any]:
+    async def elicit(self, server: str | HostServer, elicitation: Elicitation) -> dict[str, Any]:
+        # The configured name (the host of this writing passes its HostServer instead).
+        server = server if isinstance(server, str) else server.name
         scope = self._scope_for(server)
         if scope is None:
             log.warning("declined: server %r asked %r outside a gateway call", server, elicitation.message)
