@@ -34,7 +34,14 @@ streams, errors, ``input_required`` sealing) is the ordinary server machinery.
   sessions turn into ``notifications/*/list_changed``.
 - **Progress** of an upstream call is relayed to the gateway's client when it asked for
   progress; **cancellation** of a gateway call cancels the upstream request (the
-  client sends ``notifications/cancelled``).
+  client sends ``notifications/cancelled``); upstream **log messages** go to the call
+  they belong to (the one call to that server in flight), at the caller's level.
+
+Not relayed yet: ``completion/complete``, resource subscriptions (``resources/updated``),
+and a question a handshake-era upstream asks while the gateway's own client speaks
+2026-07-28 (the question arrives outside the call's task, where ``input_required``
+cannot be raised; it is declined). Several calls in flight to one handshake-era
+upstream: its questions and logs cannot be told apart and are declined / dropped.
 """
 
 from __future__ import annotations
