@@ -5,6 +5,7 @@
     python bench/run.py --only http --only startup
     python bench/run.py --only client    # the client matrices only
     python bench/run.py --list
+    python bench/run.py --only gateway   # bench/gateway.py: direct vs modelctx gateway vs fastmcp proxy
 
 Each server scenario (bench/scenarios/) runs the same client against every server, one
 after the other: ours (its echo tool async, sync on a worker thread, and sync inline), the
@@ -38,6 +39,7 @@ from harness import IMPLS, BenchError, Servers
 from scenarios import SCENARIOS, ClientRun, Context, Metric, Scenario
 
 DEFAULT_OUT = Path("/tmp/modelctx-bench/latest.json")
+GATEWAY_BENCH = "tools/call direct vs through modelctx gateway vs through fastmcp's proxy (bench/gateway.py)"
 
 
 def log(message: str) -> None:
@@ -367,7 +369,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         for s in SCENARIOS:
             print(f"{s.name:22} [{s.section}] {s.description}")
+        print(f"{'gateway':22} [separate] {GATEWAY_BENCH}")
         return 0
+    if "gateway" in args.only:  # its own runner: four fronts per transport, not ours vs official
+        import gateway
+
+        args.only.remove("gateway")
+        code = gateway.main(["--quick"] if args.quick else [])
+        if not args.only:
+            return code
 
     wrk = shutil.which("wrk")
     if wrk is None:

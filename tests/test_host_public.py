@@ -12,11 +12,14 @@ import modelctx.host
 def test_host_names():
     assert sorted(modelctx.host.__all__) == sorted(
         [
-            "NAME_PATTERN", "AllowAll", "ApprovalCheck", "ApprovalConfigError", "ApprovalPolicy",
-            "ApprovalRequest", "ApprovalStore", "ApprovalStoreError", "Approvals", "DeclineUI", "Decision",
-            "Host", "HostConfig", "HostConfigError", "HostServer", "HostUI", "NameMap", "RestartPolicy",
-            "SampleCallback", "ScriptExhausted", "ScriptedUI", "ServerRules", "ServerSpec", "ServerUnavailable",
-            "ToolFilter", "UnknownName", "handlers_for", "load_config", "namespaced", "tool_digest",
+            "NAME_PATTERN", "AllowAll", "AnthropicModel", "ApprovalCheck", "ApprovalConfigError",
+            "ApprovalPolicy", "ApprovalRequest", "ApprovalStore", "ApprovalStoreError", "Approvals",
+            "Conversation", "DeclineUI", "Decision", "Final", "Gateway", "GatewayUI", "Host", "HostConfig",
+            "HostConfigError", "HostServer", "HostUI", "Model", "ModelError", "ModelLoop", "ModelSetupError",
+            "NameMap", "OpenAIModel", "RestartPolicy", "SampleCallback", "ScriptExhausted", "ScriptedUI",
+            "ServerRules", "ServerSpec", "ServerUnavailable", "TextDelta", "ToolCallRequested", "ToolFilter",
+            "ToolResultEvent", "ToolSet", "UnknownName", "handlers_for", "load_config", "namespaced",
+            "serve_gateway", "tool_digest",
         ]
     )
     assert modelctx.Host is modelctx.host.Host

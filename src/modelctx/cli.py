@@ -231,7 +231,43 @@ def _parser() -> argparse.ArgumentParser:
         default=10.0,
         help="seconds for a request's headers to arrive, else 408 (default 10)",
     )
+    gateway = commands.add_parser(
+        "gateway", help="serve the servers of an mcpServers file as one MCP server (a gateway)"
+    )
+    gateway.add_argument("--config", required=True, type=Path, help="the mcpServers JSON file")
+    gateway.add_argument("--http", action="store_true", help="serve Streamable HTTP instead of stdio")
+    gateway.add_argument("--host", default="127.0.0.1", help="HTTP host (default 127.0.0.1)")
+    gateway.add_argument("--port", type=_port, default=8000, help="HTTP port (default 8000)")
+    gateway.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
+    gateway.add_argument("--name", default="modelctx-gateway", help="the name the gateway gives itself")
+    gateway.add_argument(
+        "--bare-names",
+        action="store_true",
+        help="offer a tool under its server's own name when no other server has one of that name",
+    )
     return parser
+
+
+def _gateway(args: argparse.Namespace) -> None:
+    from .host import Gateway, Host, HostConfigError
+    from .host._approval import ApprovalConfigError
+
+    try:
+        gateway = Gateway(Host.from_file(args.config), name=args.name, bare_names=args.bare_names)
+    except (HostConfigError, ApprovalConfigError) as exc:
+        _fail(str(exc))
+    host = gateway.host
+    if args.http:
+        url = _url(args.host, args.port, args.path)
+        gateway.run(
+            "http",
+            host=args.host,
+            port=args.port,
+            path=args.path,
+            ready_message=f"modelctx: gateway for {len(host.config.servers)} servers on Streamable HTTP at {url}",
+        )
+    else:
+        gateway.run("stdio")
 
 
 def _positive(kind: type[int] | type[float]) -> Any:
@@ -287,6 +323,8 @@ def main(argv: list[str] | None = None) -> None:
             )
         else:
             server.run("stdio")
+    elif args.command == "gateway":
+        _gateway(args)
 
 
 if __name__ == "__main__":

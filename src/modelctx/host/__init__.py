@@ -12,7 +12,15 @@ UI with an ``ApprovalRequest`` and remembers a ``Decision.ALWAYS`` pinned to the
 definition (``tool_digest``), across runs in an ``ApprovalStore``. ``AllowAll`` is the
 hook for a host that wants no approval. ``handlers_for`` answers a server's elicitation,
 sampling and roots requests.
+
+``ModelLoop`` runs a ``Conversation`` with a ``Model`` (``AnthropicModel``,
+``OpenAIModel``) over the host's tools, yielding ``TextDelta``, ``ToolCallRequested``,
+``ToolResultEvent`` and ``Final``. ``Gateway(host)`` serves the joined set again as one
+MCP server (``serve_gateway``). The providers and the gateway load on first use: a host
+that runs no model imports no model SDK, one that serves nothing no server.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from ._approval import (
     ApprovalConfigError,
@@ -27,13 +35,50 @@ from ._approval import (
 )
 from ._config import HostConfig, HostConfigError, ServerSpec, ToolFilter, load_config
 from ._host import AllowAll, ApprovalCheck, Host, UnknownName
+from ._model import (
+    Conversation,
+    Final,
+    Model,
+    ModelError,
+    ModelLoop,
+    ModelSetupError,
+    TextDelta,
+    ToolCallRequested,
+    ToolResultEvent,
+    ToolSet,
+)
 from ._names import NAME_PATTERN, NameMap, namespaced
 from ._server import HostServer, RestartPolicy, ServerUnavailable
 from ._ui import DeclineUI, HostUI, SampleCallback, ScriptedUI, ScriptExhausted, handlers_for
 
+if TYPE_CHECKING:
+    from ._anthropic import AnthropicModel
+    from ._gateway import Gateway, GatewayUI, serve_gateway
+    from ._openai import OpenAIModel
+
+# Name -> the module that defines it, imported on first use.
+_LAZY = {
+    "Gateway": "_gateway",
+    "GatewayUI": "_gateway",
+    "serve_gateway": "_gateway",
+    "AnthropicModel": "_anthropic",
+    "OpenAIModel": "_openai",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'modelctx.host' has no attribute {name!r}")
+    from importlib import import_module
+
+    return getattr(import_module(f".{module}", __name__), name)
+
+
 __all__ = [
     "NAME_PATTERN",
     "AllowAll",
+    "AnthropicModel",
     "ApprovalCheck",
     "ApprovalConfigError",
     "ApprovalPolicy",
@@ -41,14 +86,23 @@ __all__ = [
     "ApprovalStore",
     "ApprovalStoreError",
     "Approvals",
+    "Conversation",
     "DeclineUI",
     "Decision",
+    "Final",
+    "Gateway",
+    "GatewayUI",
     "Host",
     "HostConfig",
     "HostConfigError",
     "HostServer",
     "HostUI",
+    "Model",
+    "ModelError",
+    "ModelLoop",
+    "ModelSetupError",
     "NameMap",
+    "OpenAIModel",
     "RestartPolicy",
     "SampleCallback",
     "ScriptExhausted",
@@ -56,10 +110,15 @@ __all__ = [
     "ServerRules",
     "ServerSpec",
     "ServerUnavailable",
+    "TextDelta",
+    "ToolCallRequested",
     "ToolFilter",
+    "ToolResultEvent",
+    "ToolSet",
     "UnknownName",
     "handlers_for",
     "load_config",
     "namespaced",
+    "serve_gateway",
     "tool_digest",
 ]

@@ -1,0 +1,363 @@
+"""What a gateway adds to one ``tools/call``: direct vs ``modelctx gateway`` vs fastmcp's proxy.
+
+    python bench/gateway.py              # stdio and HTTP, about a minute
+    python bench/gateway.py --quick      # fewer calls
+    python bench/gateway.py --only stdio --out /tmp/gateway.json
+
+The same upstream (our echo server, ``bench/servers/modelctx_echo.py``) is called three
+ways, one after the other, by the same raw client (one request at a time, a 2026-07-28
+``tools/call`` of ``echo`` with the envelope in ``_meta``):
+
+- **direct**: the client talks to the upstream itself;
+- **modelctx**: through ``modelctx gateway --config CFG --bare-names`` (the tool keeps
+  its name ``echo``, so every request is byte for byte the same);
+- **fastmcp**: through ``fastmcp.server.create_proxy(...)`` (fastmcp from PyPI), run by
+  this file (``--fastmcp-proxy stdio|http``);
+- **relay** (stdio only): the floor of any stdio gateway, a process that copies each line
+  to the upstream and its answer back with blocking reads and writes, parsing nothing
+  (``--relay-floor``). What it adds is the cost of one more process hop on this machine.
+
+Over stdio the client writes to the front process's stdin and the front reaches the
+upstream over stdio; over HTTP every hop is Streamable HTTP on 127.0.0.1 (one kept-alive
+connection for the client). Added latency = a front's per-call time minus direct's,
+at p50 and p99 (each percentile taken over its own run). The ratio is fastmcp's added
+latency over ours. Goal (issue 8): ours at most a third of fastmcp's, and at most 150 us
+at p50 on stdio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from harness import (  # noqa: E402 - the bench folder is put on the path first
+    HTTP_HEADERS,
+    IO_TIMEOUT,
+    MODELCTX_CLI,
+    PYTHON,
+    BenchError,
+    LineReader,
+    Proc,
+    Servers,
+    check_echo_response,
+    echo_call,
+    echo_call_template,
+    free_port,
+    http_command,
+    request_response,
+    stdio_command,
+)
+
+FRONTS = ("direct", "relay", "modelctx", "fastmcp")
+DEFAULT_OUT = Path("/tmp/modelctx-bench/gateway.json")
+GOAL_RATIO = 3.0
+GOAL_STDIO_P50_US = 150.0
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# -- the fronts -----------------------------------------------------------------------------
+def _gateway_config(folder: Path, upstream: dict[str, Any]) -> Path:
+    path = folder / "gateway.json"
+    path.write_text(json.dumps({"mcpServers": {"echo": {**upstream, "approval": "allow"}}}))
+    return path
+
+
+def stdio_front(front: str, folder: Path) -> list[str]:
+    upstream = stdio_command("modelctx")
+    if front == "direct":
+        return upstream
+    if front == "modelctx":
+        config = _gateway_config(folder, {"command": upstream[0], "args": upstream[1:]})
+        return [MODELCTX_CLI, "gateway", "--config", str(config), "--bare-names"]
+    if front == "relay":
+        return [PYTHON, __file__, "--relay-floor", "--target", json.dumps(upstream)]
+    return [PYTHON, __file__, "--fastmcp-proxy", "stdio", "--target", json.dumps(upstream)]
+
+
+def run_relay_floor(target: str) -> None:
+    """Copy each stdin line to the upstream ``target`` (an argv as JSON) and its one answer
+    line back, blocking, parsing nothing: the least a stdio gateway can do."""
+    import subprocess
+
+    upstream = subprocess.Popen(json.loads(target), stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+    assert upstream.stdin is not None and upstream.stdout is not None
+    answers = upstream.stdout
+    pending = b""
+    while True:
+        chunk = os.read(0, 65536)
+        if not chunk:
+            break
+        pending += chunk
+        while b"\n" in pending:
+            request, pending = pending.split(b"\n", 1)
+            upstream.stdin.write(request + b"\n")
+            os.write(1, answers.readline())
+    upstream.stdin.close()
+    upstream.wait(10)
+
+
+def http_front(front: str, folder: Path, upstream_url: str, port: int) -> list[str]:
+    if front == "modelctx":
+        config = _gateway_config(folder, {"url": upstream_url})
+        return [MODELCTX_CLI, "gateway", "--config", str(config), "--bare-names", "--http", "--port", str(port)]
+    return [PYTHON, __file__, "--fastmcp-proxy", "http", "--target", upstream_url, "--port", str(port)]
+
+
+def run_fastmcp_proxy(kind: str, target: str, port: int | None) -> None:
+    """The fastmcp proxy in front of ``target`` (an argv as JSON for stdio, a URL for HTTP),
+    served on stdio or on HTTP ``port``: fastmcp's documented ``create_proxy``."""
+    from fastmcp.client.transports import StdioTransport
+    from fastmcp.server import create_proxy
+
+    if kind == "stdio":
+        argv = json.loads(target)
+        proxy = create_proxy(StdioTransport(command=argv[0], args=argv[1:], env=dict(os.environ)), name="fastmcp-proxy")
+    else:
+        proxy = create_proxy(target, name="fastmcp-proxy")
+    if kind == "stdio":
+        proxy.run("stdio", show_banner=False)
+    else:
+        proxy.run("http", host="127.0.0.1", port=port, show_banner=False, log_level="warning")
+
+
+# -- one client, one call at a time ----------------------------------------------------------
+def measure_stdio(servers: Servers, name: str, argv: list[str], calls: int, warmup: int, max_seconds: float) -> list[float]:
+    proc = servers.spawn(name, argv, stdio=True)
+    try:
+        reader = LineReader(proc)
+        stdin = proc.popen.stdin
+        assert stdin is not None  # spawned with stdio=True
+        os.set_blocking(stdin.fileno(), False)
+        check_echo_response(request_response(proc, reader, echo_call(1), timeout=60.0), 1)
+        for i in range(2, warmup + 2):
+            check_echo_response(request_response(proc, reader, echo_call(i)), i)
+        template = echo_call_template()
+        fd = stdin.fileno()
+        times: list[float] = []
+        answers: list[bytes] = []
+        first = warmup + 2
+        stop_at = time.perf_counter() + max_seconds
+        for i in range(first, first + calls):
+            data = template % i
+            start = time.perf_counter()
+            if os.write(fd, data) != len(data):
+                raise BenchError(f"{name}: partial write of one request line")
+            answers.append(reader.readline(IO_TIMEOUT))
+            times.append(time.perf_counter() - start)
+            if time.perf_counter() > stop_at:
+                break
+        for offset, answer in enumerate(answers):
+            check_echo_response(answer, first + offset)
+        return times
+    finally:
+        servers.stop(proc)
+
+
+def _wait_listening(proc: Proc, port: int, deadline: float = 60.0) -> None:
+    end = time.monotonic() + deadline
+    while True:
+        proc.check_alive()
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
+            connection.connect()
+            connection.close()
+            return
+        except OSError:
+            if time.monotonic() > end:
+                raise BenchError(f"{proc.name} did not listen on {port} within {deadline:g}s") from None
+            time.sleep(0.05)
+
+
+def _http_answer(response: http.client.HTTPResponse) -> dict[str, Any]:
+    body = response.read()
+    if response.status != 200:
+        raise BenchError(f"HTTP {response.status}: {body[:300]!r}")
+    if response.getheader("content-type", "").startswith("text/event-stream"):
+        for event_line in body.decode().splitlines():
+            if event_line.startswith("data:") and event_line[5:].strip():
+                message: dict[str, Any] = json.loads(event_line[5:])
+                if "id" in message:
+                    return message
+        raise BenchError(f"no response in the event stream: {body[:300]!r}")
+    answer: dict[str, Any] = json.loads(body)
+    return answer
+
+
+def measure_http(url_port: int, calls: int, warmup: int, max_seconds: float) -> list[float]:
+    connection = http.client.HTTPConnection("127.0.0.1", url_port, timeout=IO_TIMEOUT)
+
+    def call(request_id: int) -> dict[str, Any]:
+        body = json.dumps(echo_call(request_id), separators=(",", ":"))
+        connection.request("POST", "/mcp", body=body, headers=HTTP_HEADERS)
+        return _http_answer(connection.getresponse())
+
+    try:
+        check_echo_response(call(1), 1)
+        for i in range(2, warmup + 2):
+            check_echo_response(call(i), i)
+        times: list[float] = []
+        stop_at = time.perf_counter() + max_seconds
+        for i in range(warmup + 2, warmup + 2 + calls):
+            start = time.perf_counter()
+            answer = call(i)
+            times.append(time.perf_counter() - start)
+            check_echo_response(answer, i)
+            if time.perf_counter() > stop_at:
+                break
+        return times
+    finally:
+        connection.close()
+
+
+# -- figures ----------------------------------------------------------------------------------------
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def summarize(times: dict[str, list[float]]) -> dict[str, Any]:
+    figures: dict[str, Any] = {}
+    base = {q: percentile(times["direct"], q) for q in (0.5, 0.99)}
+    for front, values in times.items():
+        p50, p99 = percentile(values, 0.5), percentile(values, 0.99)
+        figures[front] = {
+            "calls": len(values),
+            "p50_us": p50 * 1e6,
+            "p99_us": p99 * 1e6,
+            "added_p50_us": (p50 - base[0.5]) * 1e6,
+            "added_p99_us": (p99 - base[0.99]) * 1e6,
+        }
+    for q in ("p50", "p99"):
+        ours = figures.get("modelctx", {}).get(f"added_{q}_us")
+        theirs = figures.get("fastmcp", {}).get(f"added_{q}_us")
+        figures[f"fastmcp_over_ours_{q}"] = theirs / ours if ours and theirs and ours > 0 else None
+    return figures
+
+
+def print_table(transport: str, figures: dict[str, Any]) -> None:
+    print(f"\n{transport}: per tools/call, one at a time (us)")
+    print(f"  {'front':<10}{'calls':>8}{'p50':>10}{'p99':>10}{'added p50':>12}{'added p99':>12}")
+    for front in FRONTS:
+        row = figures.get(front)
+        if row is None:
+            if transport == "stdio" or front != "relay":
+                print(f"  {front:<10}{'error':>8}")
+            continue
+        print(
+            f"  {front:<10}{row['calls']:>8}{row['p50_us']:>10.0f}{row['p99_us']:>10.0f}"
+            f"{row['added_p50_us']:>12.0f}{row['added_p99_us']:>12.0f}"
+        )
+    for q in ("p50", "p99"):
+        ratio = figures.get(f"fastmcp_over_ours_{q}")
+        shown = f"{ratio:.1f}x" if ratio else "n/a"
+        print(f"  fastmcp added / ours added at {q}: {shown} (goal >= {GOAL_RATIO:g}x)")
+    if transport == "stdio" and "modelctx" in figures:
+        added = figures["modelctx"]["added_p50_us"]
+        verdict = "met" if added <= GOAL_STDIO_P50_US else "missed"
+        print(f"  ours added at p50: {added:.0f} us (goal <= {GOAL_STDIO_P50_US:g} us: {verdict})")
+
+
+def run(transports: list[str], quick: bool, out: Path) -> dict[str, Any]:
+    calls = 800 if quick else 4000
+    warmup = 100 if quick else 300
+    max_seconds = 8.0 if quick else 20.0
+    servers = Servers()
+    results: dict[str, Any] = {}
+    folder = Path(tempfile.mkdtemp(prefix="modelctx-gateway-bench-"))
+    try:
+        if "stdio" in transports:
+            times: dict[str, list[float]] = {}
+            for front in FRONTS:
+                log(f"  stdio / {front} ...")
+                try:
+                    times[front] = measure_stdio(
+                        servers, f"{front}-stdio", stdio_front(front, folder), calls, warmup, max_seconds
+                    )
+                except Exception as exc:  # noqa: BLE001 - one front failing must not hide the others
+                    log(f"  stdio / {front}: ERROR {type(exc).__name__}: {exc}")
+            if "direct" in times:
+                results["stdio"] = summarize(times)
+                print_table("stdio", results["stdio"])
+        if "http" in transports:
+            upstream_port = free_port()
+            upstream = servers.spawn("upstream-http", http_command("modelctx", upstream_port), stdio=False)
+            _wait_listening(upstream, upstream_port)
+            upstream_url = f"http://127.0.0.1:{upstream_port}/mcp"
+            times = {}
+            for front in FRONTS:
+                log(f"  http / {front} ...")
+                try:
+                    if front == "relay":
+                        continue
+                    if front == "direct":
+                        times[front] = measure_http(upstream_port, calls, warmup, max_seconds)
+                        continue
+                    port = free_port()
+                    proc = servers.spawn(f"{front}-http", http_front(front, folder, upstream_url, port), stdio=False)
+                    try:
+                        _wait_listening(proc, port)
+                        times[front] = measure_http(port, calls, warmup, max_seconds)
+                    finally:
+                        servers.stop(proc)
+                except Exception as exc:  # noqa: BLE001
+                    log(f"  http / {front}: ERROR {type(exc).__name__}: {exc}")
+            servers.stop(upstream)
+            if "direct" in times:
+                results["http"] = summarize(times)
+                print_table("http", results["http"])
+    finally:
+        servers.close()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2))
+    log(f"results in {out}")
+    return results
+
+
+def goals_met(results: dict[str, Any]) -> bool:
+    """Ours at most a third of fastmcp's added latency (p50, both transports), and at most
+    150 us added at p50 on stdio."""
+    checks: list[bool] = []
+    for transport in ("stdio", "http"):
+        ratio = results.get(transport, {}).get("fastmcp_over_ours_p50")
+        checks.append(ratio is not None and ratio >= GOAL_RATIO)
+    stdio = results.get("stdio", {}).get("modelctx")
+    checks.append(stdio is not None and stdio["added_p50_us"] <= GOAL_STDIO_P50_US)
+    return all(checks)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--quick", action="store_true", help="fewer calls")
+    parser.add_argument("--only", action="append", choices=["stdio", "http"], help="one transport (repeatable)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"JSON results (default {DEFAULT_OUT})")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when a goal is missed")
+    parser.add_argument("--fastmcp-proxy", choices=["stdio", "http"], help=argparse.SUPPRESS)
+    parser.add_argument("--relay-floor", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--target", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.relay_floor:
+        run_relay_floor(args.target)
+        return 0
+    if args.fastmcp_proxy:
+        run_fastmcp_proxy(args.fastmcp_proxy, args.target, args.port)
+        return 0
+    results = run(args.only or ["stdio", "http"], args.quick, args.out)
+    return 1 if args.strict and not goals_met(results) else 0
+
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,494 @@
+"""``Gateway``: a host's joined tool set served again as one MCP server.
+
+::
+
+    host = Host.from_file("mcp.json")
+    Gateway(host).run()                      # stdio; .run("http", port=8000) for HTTP
+
+    modelctx gateway --config mcp.json [--http --host 127.0.0.1 --port 8000]
+
+Theory of operation. ``Gateway`` is a ``Server`` whose tools, prompts and resources are
+not registered but asked of the host at each list (the host's lists are cached by each
+upstream's ``ttlMs`` and dropped at its ``list_changed``, so a list costs no upstream
+request while it is fresh). One middleware answers the list, call, get and read methods
+from the host; everything else (eras, ``initialize``/``server/discover``, listen
+streams, errors, ``input_required`` sealing) is the ordinary server machinery.
+
+- **Upstream connections** are the host's: opened once when the gateway starts (the
+  server's lifespan starts the host) and reused by every call.
+- **Names** are the host's: ``<server>_<tool>``, filtered by the configured globs;
+  tools the approval policy denies are left out of the list, and a call to one is
+  refused without reaching the server.
+- **Approval** ``ask`` becomes a form elicitation (allow once / always / deny, with the
+  server, the tool and the arguments) to the gateway's own client, through the
+  ``GatewayUI`` the gateway gives the host. The UI finds the request it belongs to in a
+  context variable the call handler sets (asyncio copies it into the tasks the host's
+  approval check starts). On 2026-07-28 the question travels as ``input_required`` and
+  the retry replays the call with the answer; in the handshake era it is a request on
+  the same connection. Declined, cancelled, unanswered, or a client that cannot elicit:
+  the call never reaches the upstream server and the result is an ``isError`` saying so.
+- **What an upstream asks** while one of our calls runs (elicitation, sampling) is
+  asked of the gateway's client the same way.
+- **Changes**: the host tells its listeners when an upstream list changed; the gateway
+  publishes it on its own bus, which ``subscriptions/listen`` streams and handshake
+  sessions turn into ``notifications/*/list_changed``.
+- **Progress** of an upstream call is relayed to the gateway's client when it asked for
+  progress; **cancellation** of a gateway call cancels the upstream request (the
+  client sends ``notifications/cancelled``); upstream **log messages** go to the call
+  they belong to (the one call to that server in flight), at the caller's level.
+
+Not relayed yet: ``completion/complete``, resource subscriptions (``resources/updated``),
+and a question a handshake-era upstream asks while the gateway's own client speaks
+2026-07-28 (the question arrives outside the call's task, where ``input_required``
+cannot be raised; it is declined). Several calls in flight to one handshake-era
+upstream: its questions and logs cannot be told apart and are declined / dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import weakref
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ..errors import InvalidParams, LocalError, MCPError, ProtocolError, ResourceNotFound
+from ..protocol import _meta
+from ..server import Context, Server, ServerConfig
+from ..server._bus import Event
+from ..server._context import Call, ElicitResult, InputRequired
+from ..server._methods import _input_required, _load_answers
+from ._approval import ApprovalPolicy, ApprovalRequest, Approvals, Decision
+from ._host import AllowAll, Host, UnknownName
+from ._server import HostServer
+
+if TYPE_CHECKING:
+    from ..client import Client, Elicitation
+    from ..protocol._jsonrpc import Notification
+    from ..protocol.types.v2026_07_28 import Tool
+
+__all__ = ["Gateway", "GatewayUI", "serve_gateway"]
+
+log = logging.getLogger("modelctx.host")
+
+Handler = Callable[[Call], Awaitable[dict[str, Any] | None]]
+
+#: The form an ``ask`` approval shows the gateway's client.
+DECISION_FORM: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "decision": {
+            "type": "string",
+            "title": "Decision",
+            "oneOf": [
+                {"const": "allow_once", "title": "Allow once"},
+                {"const": "always", "title": "Always allow"},
+                {"const": "deny", "title": "Deny"},
+            ],
+        }
+    },
+    "required": ["decision"],
+}
+_DECISIONS = {"allow_once": Decision.ALLOW_ONCE, "always": Decision.ALWAYS, "deny": Decision.DENY}
+
+
+@dataclass
+class _Scope:
+    """One gateway ``tools/call`` in flight: its context and, when it was refused, why."""
+
+    ctx: Context
+    server: str
+    refused: str | None = None
+    questions: int = field(default=0)
+
+
+_current: contextvars.ContextVar[_Scope | None] = contextvars.ContextVar("modelctx_gateway_call", default=None)
+
+
+class GatewayUI:
+    """The ``HostUI`` of a gateway: the person is behind the gateway's own client.
+
+    ``approve`` asks that client with a form elicitation; ``elicit`` relays what an
+    upstream server asks. Both reach the client of the call being served (see the
+    module docstring); outside a call there is no one to ask: denied, declined.
+    """
+
+    def __init__(self) -> None:
+        self._inflight: dict[str, list[_Scope]] = {}
+
+    def enter(self, scope: _Scope) -> contextvars.Token[_Scope | None]:
+        self._inflight.setdefault(scope.server, []).append(scope)
+        return _current.set(scope)
+
+    def leave(self, scope: _Scope, token: contextvars.Token[_Scope | None]) -> None:
+        _current.reset(token)
+        calls = self._inflight.get(scope.server)
+        if calls is not None and scope in calls:
+            calls.remove(scope)
+
+    def scope_for(self, server: str) -> _Scope | None:
+        """The gateway call that what ``server`` asks or says now belongs to, if known."""
+        return self._scope_for(server)
+
+    def _scope_for(self, server: str) -> _Scope | None:
+        scope = _current.get()
+        if scope is not None:
+            return scope
+        # A handshake-era upstream asks on its own connection, outside our call's task:
+        # it belongs to our call only when exactly one call to that server is running.
+        calls = self._inflight.get(server) or []
+        return calls[0] if len(calls) == 1 else None
+
+    async def approve(self, request: ApprovalRequest) -> Decision:
+        scope = self._scope_for(request.server)
+        if scope is None:
+            log.warning("denied %r of server %r: no gateway call to ask through", request.tool.name, request.server)
+            return Decision.DENY
+        message = "Approve this tool call?\n" + request.describe()
+        try:
+            answer = await scope.ctx.elicit(message, DECISION_FORM, key="gateway-approval")
+        except ProtocolError as exc:  # the client cannot elicit (MissingRequiredClientCapability), ...
+            scope.refused = f"it needs approval and the gateway's client cannot be asked ({exc.message})"
+            return Decision.DENY
+        if answer.action != "accept" or not isinstance(answer.content, dict):
+            scope.refused = f"the gateway's client answered {answer.action!r} to the approval"
+            return Decision.DENY
+        decision = _DECISIONS.get(str(answer.content.get("decision")), Decision.DENY)
+        if decision is Decision.DENY:
+            scope.refused = "the gateway's client denied it"
+        return decision
+
+    async def elicit(self, server: str | HostServer, elicitation: Elicitation) -> dict[str, Any]:
+        # The configured name (the host of this writing passes its HostServer instead).
+        server = server if isinstance(server, str) else server.name
+        scope = self._scope_for(server)
+        if scope is None:
+            log.warning("declined: server %r asked %r outside a gateway call", server, elicitation.message)
+            return {"action": "decline"}
+        scope.questions += 1
+        key = f"gateway-{server}-{scope.questions}"
+        answer: ElicitResult[Any]
+        try:
+            if elicitation.mode == "url" and elicitation.url is not None:
+                answer = await scope.ctx.elicit_url(elicitation.message, elicitation.url, key=key)
+            else:
+                schema = elicitation.requested_schema or {"type": "object", "properties": {}}
+                answer = await scope.ctx.elicit(elicitation.message, schema, key=key)
+        except ProtocolError as exc:
+            log.warning("declined: server %r asked the gateway's client, which cannot answer: %s", server, exc)
+            return {"action": "decline"}
+        reply: dict[str, Any] = {"action": answer.action}
+        if answer.action == "accept" and isinstance(answer.content, dict):
+            reply["content"] = answer.content
+        return reply
+
+    async def sample(self, server: HostServer | str, params: dict[str, Any]) -> dict[str, Any]:
+        """The host's sampling callback: the gateway's client samples (its model)."""
+        name = server if isinstance(server, str) else server.name
+        scope = self._scope_for(name)
+        if scope is None:
+            raise LocalError(f"server {name!r} asked for sampling outside a gateway call; there is no one to ask")
+        scope.questions += 1
+        options = {k: v for k, v in params.items() if k not in ("messages", "maxTokens", "_meta")}
+        messages = params.get("messages") or []
+        max_tokens = int(params.get("maxTokens") or 1000)
+        return await scope.ctx.sample(messages, max_tokens, key=f"gateway-{name}-{scope.questions}", **options)
+
+    async def show(self, message: str) -> None:
+        log.warning("%s", message)
+
+
+class Gateway(Server):
+    """A ``Server`` that serves ``host``'s tools, prompts and resources (see the module
+    docstring). Serving it starts the host (and closes it after), unless the host was
+    started already. ``name``/``version``: what the gateway calls itself.
+
+    The host is given a ``GatewayUI`` (``gateway.ui``); a host with no approval hook of
+    its own gets ``Approvals`` over its configuration's policy and that UI.
+
+    ``bare_names``: offer each tool under its server's own name when no other server
+    has a tool of that name (the namespaced name otherwise): a gateway in front of one
+    server then looks like that server.
+    """
+
+    def __init__(
+        self,
+        host: Host,
+        name: str = "modelctx-gateway",
+        version: str = "0.1.0",
+        *,
+        bare_names: bool = False,
+        **options: Any,
+    ) -> None:
+        config = options.pop("config", None) or ServerConfig()
+        config.middleware.insert(0, self._route)
+        super().__init__(name, version, config=config, lifespan=_run_host, **options)
+        self.host = host
+        self.bare_names = bare_names
+        self.ui = GatewayUI()
+        host.ui = self.ui
+        if host.sample is None:
+            host.sample = self.ui.sample
+        if isinstance(host.approvals, AllowAll):
+            host.approvals = Approvals(ApprovalPolicy.from_config(host.config), self.ui)
+        elif isinstance(host.approvals, Approvals):
+            host.approvals.ui = self.ui
+        host.add_listener(self._upstream_changed)
+        self._hooked: weakref.WeakSet[Client] = weakref.WeakSet()
+        self._relays: set[asyncio.Task[None]] = set()
+        self._index: dict[str, tuple[HostServer, Tool]] = {}
+        self._routes: dict[str, Handler] = {
+            "tools/list": self._tools_list,
+            "tools/call": self._tools_call,
+            "prompts/list": self._prompts_list,
+            "prompts/get": self._prompts_get,
+            "resources/list": self._resources_list,
+            "resources/templates/list": self._templates_list,
+            "resources/read": self._resources_read,
+        }
+
+    # -- what the gateway declares ------------------------------------------------------------
+    def _upstream_kinds(self) -> set[str]:
+        kinds: set[str] = set()
+        for client in self.host.mcp_clients():
+            caps = client.server_capabilities
+            kinds.update(kind for kind in ("tools", "prompts", "resources") if getattr(caps, kind))
+        return kinds
+
+    def capabilities(self) -> dict[str, Any]:
+        caps = super().capabilities()
+        kinds = self._upstream_kinds() | {"tools"}  # tools always: a gateway is for tools
+        for kind in kinds:
+            caps[kind] = {"listChanged": True}
+        return caps
+
+    def serves(self, method: str) -> bool:
+        kind = method.split("/", 1)[0]
+        if kind in ("tools", "prompts", "resources"):
+            return kind == "tools" or kind in self._upstream_kinds()
+        return super().serves(method)
+
+    def _upstream_changed(self, server: str, kind: str) -> None:
+        kinds = ("tools", "prompts", "resources") if kind == "all" else (kind,)
+        for changed in kinds:
+            if changed == "tools":
+                self._index = {}
+            self._publish(Event(changed))
+
+    # -- the middleware ---------------------------------------------------------------------
+    async def _route(self, call: Call, call_next: Handler) -> dict[str, Any] | None:
+        handler = self._routes.get(call.method)
+        return await (handler or call_next)(call)
+
+    async def _refresh(self) -> list[Tool]:
+        """The host's tools less those the policy denies; rebuilds the call index."""
+        host = self.host
+        policy = host.approvals.policy if isinstance(host.approvals, Approvals) else None
+        found: list[tuple[Tool, HostServer, Tool]] = []
+        for tool in await host.tools():
+            client, original = host.find_client_for(tool.name)
+            server = host.servers[client.name]
+            own = msgspec.structs.replace(tool, name=original)
+            if policy is None or not policy.hidden(server, own):
+                found.append((tool, server, own))
+        owners = Counter(own.name for _, _, own in found)
+        index: dict[str, tuple[HostServer, Tool]] = {}
+        shown = []
+        for tool, server, own in found:
+            if self.bare_names and owners[own.name] == 1 and own.name not in index:
+                tool = msgspec.structs.replace(tool, name=own.name)
+            index[tool.name] = (server, own)
+            shown.append(tool)
+        self._index = index
+        return shown
+
+    async def _tools_list(self, call: Call) -> dict[str, Any]:
+        return {"tools": [_wire(tool) for tool in await self._refresh()]}
+
+    async def _tools_call(self, call: Call) -> dict[str, Any]:
+        params = call.params
+        name = params.get("name")
+        if not isinstance(name, str):
+            raise InvalidParams("Invalid params: tools/call needs name (a string)")
+        arguments = params.get("arguments")
+        if arguments is not None and not isinstance(arguments, dict):
+            return _error("Invalid arguments: expected an object")
+        found = self._index.get(name)
+        if found is None:
+            await self._refresh()
+            found = self._index.get(name)
+            if found is None:
+                raise InvalidParams(f"Unknown tool: {name}")
+        server, tool = found
+        _load_answers(call)
+        ctx = Context(call)
+        scope = _Scope(ctx, server.name)
+        token = self.ui.enter(scope)
+        try:
+            return await self._forward(call, scope, server, tool, dict(arguments or {}))
+        except InputRequired as asked:
+            return _input_required(call, asked)
+        finally:
+            self.ui.leave(scope, token)
+
+    async def _forward(
+        self, call: Call, scope: _Scope, server: HostServer, tool: Tool, arguments: dict[str, Any]
+    ) -> dict[str, Any]:
+        if not await self.host.approvals.check(server, tool, arguments):
+            why = scope.refused or "the approval policy denies it"
+            return _error(f"{tool.name!r} of server {server.name!r} was not run: {why}")
+        try:
+            client = await server.ready()
+            if client not in self._hooked:
+                await self._hook(server.name, client)
+            progress = _relay_progress(scope.ctx) if call.progress_token is not None else None
+            result = await client.call_tool(tool.name, arguments, progress=progress)
+        except ProtocolError:
+            raise  # the upstream's JSON-RPC error, as it sent it
+        except MCPError as exc:  # the upstream is down, timed out, answered garbage
+            return _error(f"server {server.name!r} could not run {tool.name!r}: {exc}")
+        return _passthrough(result)
+
+    async def _hook(self, server: str, client: Client) -> None:
+        """Have ``client``'s server send its log messages, and relay each to the gateway
+        call it belongs to (the one call to that server in flight; none: dropped)."""
+        self._hooked.add(client)
+        session = client.session
+        if session.log_level is None:
+            if client.modern:
+                session.log_level = "debug"  # every request asks for every level
+            elif client.server_capabilities.logging:
+                try:
+                    await session.request("logging/setLevel", {"level": "debug"})
+                except MCPError as exc:
+                    log.info("server %r refused logging/setLevel: %s", server, exc)
+        previous = session.on_notification
+
+        def on_notification(note: Notification) -> None:
+            if note.method == "notifications/message":
+                self._relay_log(server, note.params)
+            if previous is not None:
+                previous(note)
+
+        session.on_notification = on_notification
+
+    def _relay_log(self, server: str, params: dict[str, Any]) -> None:
+        scope = self.ui.scope_for(server)
+        level = params.get("level")
+        if scope is None or not isinstance(level, str):
+            return
+        logger = params.get("logger")
+        relay = asyncio.ensure_future(
+            scope.ctx.log(level, params.get("data"), logger if isinstance(logger, str) else None)
+        )
+        self._relays.add(relay)
+        relay.add_done_callback(self._relays.discard)
+
+    async def _prompts_list(self, call: Call) -> dict[str, Any]:
+        return {"prompts": [_wire(prompt) for prompt in await self.host.prompts()]}
+
+    async def _prompts_get(self, call: Call) -> dict[str, Any]:
+        name = call.params.get("name")
+        if not isinstance(name, str):
+            raise InvalidParams("Invalid params: prompts/get needs name (a string)")
+        arguments = call.params.get("arguments")
+        try:
+            result = await self.host.get_prompt(name, arguments if isinstance(arguments, dict) else None)
+        except UnknownName:
+            raise InvalidParams(f"Unknown prompt: {name}") from None
+        return _passthrough(result)
+
+    async def _resources_list(self, call: Call) -> dict[str, Any]:
+        return {"resources": [_wire(resource) for _, resource in await self.host.resources()]}
+
+    async def _templates_list(self, call: Call) -> dict[str, Any]:
+        templates: list[dict[str, Any]] = []
+        for client in self.host.mcp_clients():
+            if client.server_capabilities.resources:
+                try:
+                    templates.extend(_wire(t) for t in await client.resource_templates())
+                except MCPError as exc:
+                    log.warning("server %r: could not list its resource templates: %s", client.name, exc)
+        return {"resourceTemplates": templates}
+
+    async def _resources_read(self, call: Call) -> dict[str, Any]:
+        uri = call.params.get("uri")
+        if not isinstance(uri, str):
+            raise InvalidParams("Invalid params: resources/read needs uri (a string)")
+        try:
+            return _passthrough(await self.host.read_resource(uri))
+        except UnknownName:
+            pass
+        # Not listed by exactly one server: a template's URI, say. Ask each that serves resources.
+        for client in self.host.mcp_clients():
+            if client.server_capabilities.resources:
+                try:
+                    return _passthrough(await client.read_resource(uri))
+                except ResourceNotFound:
+                    continue
+        raise ResourceNotFound(uri)
+
+
+@asynccontextmanager
+async def _run_host(server: Server) -> AsyncIterator[Host]:
+    assert isinstance(server, Gateway)
+    host = server.host
+    if host.servers:  # started by its owner: not ours to close
+        yield host
+        return
+    async with host:
+        for name, problem in host.failures.items():
+            log.warning("gateway: server %r is not available: %s", name, problem)
+        yield host
+
+
+def _relay_progress(ctx: Context) -> Callable[[float, float | None, str | None], Awaitable[None]]:
+    async def relay(progress: float, total: float | None, message: str | None) -> None:
+        await ctx.report_progress(progress, total, message)
+
+    return relay
+
+
+def _wire(item: Any) -> dict[str, Any]:
+    wire: dict[str, Any] = msgspec.to_builtins(item)
+    return wire
+
+
+def _passthrough(result: Any) -> dict[str, Any]:
+    """An upstream result as the gateway sends it: what the dispatcher adds for this
+    gateway (its resultType, serverInfo and cache hints) taken out."""
+    wire = _wire(result)
+    for key in ("resultType", "ttlMs", "cacheScope"):
+        wire.pop(key, None)
+    meta = wire.get("_meta")
+    if isinstance(meta, dict):
+        meta.pop(_meta.SERVER_INFO, None)
+        if not meta:
+            del wire["_meta"]
+    return wire
+
+
+def _error(text: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+def serve_gateway(
+    config: str | Any,
+    *,
+    transport: str = "stdio",
+    name: str = "modelctx-gateway",
+    bare_names: bool = False,
+    **options: Any,
+) -> None:
+    """Serve the servers of ``config`` (a path to an ``mcpServers`` file, or a
+    ``HostConfig``) as one gateway until stopped: ``transport`` "stdio" or "http"
+    (``host``, ``port`` and the other options of ``Server.run``)."""
+    host = Host.from_file(config) if isinstance(config, str) else Host(config)
+    Gateway(host, name=name, bare_names=bare_names).run(transport, **options)
+
