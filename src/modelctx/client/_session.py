@@ -23,8 +23,10 @@ or a cancellation reaches the caller at once; the cancellation is sent in the ba
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import math
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -62,7 +64,7 @@ class _Waiter:
     (cancelled when the deadline passes while it is still sending), the progress
     callback."""
 
-    __slots__ = ("future", "task", "sending", "progress", "reporting", "latest")
+    __slots__ = ("future", "task", "sending", "progress", "reporting", "pending")
 
     def __init__(self, future: asyncio.Future[Any], progress: ProgressCallback | None) -> None:
         self.future = future
@@ -70,7 +72,8 @@ class _Waiter:
         self.sending = False
         self.progress = progress
         self.reporting: asyncio.Task[Any] | None = None  # an async progress callback running
-        self.latest: tuple[Any, ...] | None = None  # the update that waits for it
+        # Updates that arrived while it ran, in order; in a flood the oldest are dropped.
+        self.pending: deque[tuple[Any, ...]] = deque(maxlen=MAX_PENDING_PROGRESS)
 
 
 # What a hostile or runaway server can make this client hold (SECURITY.md, Limits).
@@ -84,6 +87,10 @@ MAX_SERVER_REQUESTS = 64
 #: reading the answers blocks every answer on its full pipe; without these bounds each one
 #: held a task (300,000 pings grew a client to 700 MB).
 MAX_REFUSALS = 1000
+#: Progress updates that wait while an async progress callback runs (oldest dropped).
+MAX_PENDING_PROGRESS = 64
+#: Seconds a result waits for the progress callbacks before it to finish.
+PROGRESS_DRAIN = 5.0
 
 
 class EventQueue(asyncio.Queue[Any]):
@@ -219,33 +226,46 @@ class ClientSession:
                 log.exception("notification handler failed for %s", note.method)
 
     def _report(self, waiter: _Waiter, update: tuple[Any, ...]) -> None:
-        """Call the progress callback. An async one runs one update at a time: while it
-        runs, only the latest update waits (progress is a level that only grows, so the
-        latest holds the ones before it). A task per update let a server that streams
-        notifications faster than the callback takes them pile up tasks without bound."""
+        """Call the progress callback. An async one runs one update at a time, in order;
+        updates that arrive meanwhile wait, at most ``MAX_PENDING_PROGRESS`` of them (a
+        server streaming faster than the callback takes them loses its oldest updates,
+        never memory: a task per update piled up without bound)."""
         if waiter.reporting is not None:
-            waiter.latest = update
+            waiter.pending.append(update)
             return
+        result = self._call_progress(waiter, update)
+        if result is not None:
+            task = asyncio.get_running_loop().create_task(self._drain(waiter, result))
+            waiter.reporting = task
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    def _call_progress(self, waiter: _Waiter, update: tuple[Any, ...]) -> Awaitable[Any] | None:
+        """Call the callback; the awaitable an async one returned, else None."""
         assert waiter.progress is not None
         try:
             result = waiter.progress(*update)
         except Exception:
             log.exception("progress callback failed")
-            return
-        if asyncio.iscoroutine(result):
-            task = asyncio.get_running_loop().create_task(result)
-            waiter.reporting = task
-            self._tasks.add(task)
-            task.add_done_callback(lambda done: self._reported(waiter, done))
+            return None
+        return result if inspect.isawaitable(result) else None
 
-    def _reported(self, waiter: _Waiter, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        waiter.reporting = None
-        if not task.cancelled() and task.exception() is not None:
-            log.error("progress callback failed", exc_info=task.exception())
-        update, waiter.latest = waiter.latest, None
-        if update is not None and not task.cancelled():
-            self._report(waiter, update)
+    async def _drain(self, waiter: _Waiter, running: Awaitable[Any]) -> None:
+        """Await the async callback, then call it with each update that waited."""
+        try:
+            while True:
+                try:
+                    await running
+                except Exception:
+                    log.exception("progress callback failed")
+                next_one = None
+                while next_one is None and waiter.pending:
+                    next_one = self._call_progress(waiter, waiter.pending.popleft())
+                if next_one is None:
+                    return
+                running = next_one
+        finally:
+            waiter.reporting = None
 
     def _serve(self, request: Request) -> None:
         if self._answering < MAX_SERVER_REQUESTS:
@@ -387,6 +407,10 @@ class ClientSession:
             finally:
                 waiter.sending = False
             result: dict[str, Any] = await future
+            if waiter.reporting is not None:
+                # The caller sees every progress update before the result (bounded: a
+                # callback that hangs does not hold the result past PROGRESS_DRAIN).
+                await asyncio.wait({waiter.reporting}, timeout=PROGRESS_DRAIN)
             return result
         except _Expired:
             self._cancel_in_background(request_id)
