@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from ..errors import ConnectionClosed, HttpStatusError, MalformedResponse, RequestTimeout, UrlRefused
-from ..transports._http11 import HttpError, Response
+from ..transports._http11 import ConnectTimeout, HttpError, ReadTimeout, Response, WriteTimeout
 from ..transports._http_requests import Http11Client
 from ..transports._url_guard import UrlPolicy, check_scheme
 
@@ -49,7 +49,8 @@ async def fetch_json(
     http = Http11Client(max_idle=0, url_policy=policy)
     try:
         return await asyncio.wait_for(_fetch(http, url, request_headers, timeout, max_bytes), timeout)
-    except TimeoutError:
+    except (TimeoutError, ConnectTimeout, ReadTimeout, WriteTimeout):
+        # The whole fetch and each of its steps share one bound: whichever notices first.
         raise RequestTimeout(f"GET {url} took longer than {timeout:g}s") from None
     except UrlRefused:
         raise
