@@ -1,11 +1,21 @@
 #!/usr/bin/env bash
-# Install everything the tests need (a venv with the test extras, Node 22, the MCP
+# Install everything the tests need (tmux, a venv with the test extras, Node 22, the MCP
 # conformance suite and the reference everything server from npm), then run ruff,
 # mypy --strict and the whole test suite. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 PY=${PYTHON:-python3}
+
+# tmux: the terminal chat is tested in a real terminal (tests/test_host_chat.py).
+if ! command -v tmux >/dev/null; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq >/dev/null && apt-get install -y -qq tmux >/dev/null
+  else
+    echo "scripts/test.sh: tmux is missing; install it (apt-get install tmux)" >&2
+    exit 1
+  fi
+fi
 
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
