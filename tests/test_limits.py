@@ -134,6 +134,20 @@ class Held:
             call(http, server, session_id, who, marker.name, "sleepy", marker=str(marker))
 
 
+# -- the session table's cap -------------------------------------------------------------------
+def test_at_the_session_cap_initialize_evicts_the_least_recently_used_idle_session(start, client):
+    # Three principals, one session each, so no quota is involved: only the table's cap.
+    server = start(max_sessions=3)
+    first, second, third = (open_session(client, server, who) for who in ("ann", "bea", "cy"))
+    assert alive(client, server, first, "ann")  # used: now the second is the least recent
+
+    fourth = initialize(client, server, "dee")
+
+    assert fourth.status_code == 200
+    assert not alive(client, server, second, "bea")
+    assert alive(client, server, first, "ann") and alive(client, server, third, "cy")
+
+
 # -- sessions per principal -------------------------------------------------------------------
 def test_a_principal_at_its_quota_evicts_its_own_least_recently_used_idle_session(start, client):
     server = start(max_sessions=50, max_sessions_per_principal=3)
@@ -390,8 +404,12 @@ def test_the_header_deadline_is_per_request_not_per_connection(start):
     with socket.create_connection(("127.0.0.1", server.port)) as sock:
         sock.settimeout(DEADLINE)
         for _ in range(6):
-            sock.sendall(get)
+            # Each head in two writes: a deadline counted from the connection's start
+            # (not the head's) is past by the later heads and would cut them.
+            sock.sendall(get[:20])
+            time.sleep(0.1)
+            sock.sendall(get[20:])
             statuses.append(read_response(sock))
-            time.sleep(0.5)
+            time.sleep(0.4)
 
     assert statuses == [b"HTTP/1.1 405 Method Not Allowed"] * 6  # no session: answered, never 408
