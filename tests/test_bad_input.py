@@ -385,6 +385,26 @@ def test_http_a_tool_that_raises_gets_a_generic_is_error_result(http):
     assert_still_serving_http(http)
 
 
+def test_stdio_a_resource_handler_that_raises_gets_a_generic_internal_error(stdio_server):
+    # Not a tool: the dispatcher's own boundary answers -32603 "Internal error"; the
+    # exception's text goes to the server's log (stderr), never to the client.
+    stdio_server.send(request(1, "resources/read", {"uri": "sample://items/boom"}))
+    response = stdio_server.recv_until(1)[-1]
+
+    assert error_of(response) == {"code": -32603, "message": "Internal error"}
+    assert not any(b"secret detail" in line or b"kaboom" in line for line in stdio_server.stdout_raw)
+    wait_until(lambda: SECRET in stdio_server.stderr, "the exception in the server log")
+    assert_still_serving_stdio(stdio_server)
+
+
+def test_http_a_resource_handler_that_raises_gets_a_generic_internal_error(http):
+    response = http.post(request(1, "resources/read", {"uri": "sample://items/boom"}))
+
+    assert error_of(response.json()) == {"code": -32603, "message": "Internal error"}
+    assert SECRET not in response.text and "kaboom" not in response.text
+    assert_still_serving_http(http)
+
+
 def test_stdio_a_tool_error_is_an_is_error_result_with_its_message(stdio_server):
     response = stdio_server.call(request(1, "tools/call", {"name": "refuse", "arguments": {"reason": "no"}}))
 

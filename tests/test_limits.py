@@ -134,6 +134,20 @@ class Held:
             call(http, server, session_id, who, marker.name, "sleepy", marker=str(marker))
 
 
+# -- the session table's cap -------------------------------------------------------------------
+def test_at_the_session_cap_initialize_evicts_the_least_recently_used_idle_session(start, client):
+    # Three principals, one session each, so no quota is involved: only the table's cap.
+    server = start(max_sessions=3)
+    first, second, third = (open_session(client, server, who) for who in ("ann", "bea", "cy"))
+    assert alive(client, server, first, "ann")  # used: now the second is the least recent
+
+    fourth = initialize(client, server, "dee")
+
+    assert fourth.status_code == 200
+    assert not alive(client, server, second, "bea")
+    assert alive(client, server, first, "ann") and alive(client, server, third, "cy")
+
+
 # -- sessions per principal -------------------------------------------------------------------
 def test_a_principal_at_its_quota_evicts_its_own_least_recently_used_idle_session(start, client):
     server = start(max_sessions=50, max_sessions_per_principal=3)
@@ -319,6 +333,29 @@ def test_an_sse_reply_the_client_never_reads_holds_the_handler_not_memory(start,
     assert held < 32, f"the server grew {held:.0f} MB for a client that reads nothing"
 
 
+def test_a_get_stream_the_client_never_reads_keeps_its_newest_notifications_not_all(start, client):
+    # The session's GET stream queue holds 1,024 messages, the oldest dropped: 20,000
+    # notifications of 8 KB each (160 MB) to a client that reads nothing stay a bound.
+    server = start()
+    session = open_session(client, server, None)
+    uri = "limits://changes/" + "x" * 8000
+    subscribe = {"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": uri}}
+    assert client.post(server.url, json=subscribe, headers=in_session(session, None)).json()["result"] == {}
+    before = rss_mb(server.process.pid)
+    head = "".join(f"{k}: {v}\r\n" for k, v in in_session(session, None).items() if k != "accept")
+    with socket.create_connection(("127.0.0.1", server.port)) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.sendall(f"GET /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: text/event-stream\r\n{head}\r\n".encode())
+        sock.settimeout(DEADLINE)
+        assert sock.recv(12) == b"HTTP/1.1 200"  # the stream is open; nothing more is read
+
+        announced = call(client, server, session, None, 2, "updates", uri=uri, count=20_000)
+
+        held = rss_mb(server.process.pid) - before
+    assert announced.status_code == 200 and "announced" in announced.text
+    assert held < 48, f"the server grew {held:.0f} MB for a GET stream nobody reads"
+
+
 # -- the request head's deadline --------------------------------------------------------------
 def read_all(sock: socket.socket) -> bytes:
     chunks = []
@@ -390,8 +427,12 @@ def test_the_header_deadline_is_per_request_not_per_connection(start):
     with socket.create_connection(("127.0.0.1", server.port)) as sock:
         sock.settimeout(DEADLINE)
         for _ in range(6):
-            sock.sendall(get)
+            # Each head in two writes: a deadline counted from the connection's start
+            # (not the head's) is past by the later heads and would cut them.
+            sock.sendall(get[:20])
+            time.sleep(0.1)
+            sock.sendall(get[20:])
             statuses.append(read_response(sock))
-            time.sleep(0.5)
+            time.sleep(0.4)
 
     assert statuses == [b"HTTP/1.1 405 Method Not Allowed"] * 6  # no session: answered, never 408

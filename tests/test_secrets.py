@@ -97,11 +97,37 @@ def make_server(elsewhere: str) -> Server:
 
     @server.tool
     async def whoami(ctx: Context) -> str:
-        seen = {name: repr(getattr(ctx, name)) for name in dir(ctx) if not name.startswith("_")}
-        leaked = [name for name, text in seen.items() if TOKEN in text]
+        leaked = [path for path, text in reachable(ctx, "ctx", depth=4) if TOKEN in text]
         return f"{ctx.principal.subject} leaked={leaked}"
 
     return server
+
+
+def reachable(value: Any, path: str, depth: int) -> list[tuple[str, str]]:
+    """``(path, repr)`` of ``value`` and of what it holds, ``depth`` levels down: public
+    attributes (and an object's ``__dict__``, which a plain ``repr`` does not show),
+    mapping keys and values, sequence items. A secret hidden in an attribute of an
+    attribute (a principal carrying the request's headers) is found too."""
+    found = [(path, repr(value))]
+    if depth == 0 or isinstance(value, (str, bytes, int, float, bool, type(None))):
+        return found
+    children: list[tuple[str, Any]] = []
+    if isinstance(value, dict):
+        children = [(f"{path}[{k!r}]", v) for k, v in value.items()] + [(f"{path}.keys", list(value))]
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        children = [(f"{path}[{n}]", item) for n, item in enumerate(value)]
+    else:
+        held = getattr(value, "__dict__", {})
+        children = [(f"{path}.{k}", v) for k, v in held.items()]
+        for name in dir(value):
+            if name.startswith("_") or name in held:
+                continue
+            attribute = getattr(value, name)
+            if not callable(attribute):
+                children.append((f"{path}.{name}", attribute))
+    for child_path, child in children:
+        found.extend(reachable(child, child_path, depth - 1))
+    return found
 
 
 def recording(app: Any, bodies: list[bytes]) -> Any:

@@ -58,5 +58,23 @@ async def chatty(count: int, size: int, marker: str, ctx: Context) -> str:
     return "said it all"
 
 
+
+@server.resource("limits://changes/{name}", mime_type="text/plain")
+def changes(name: str) -> str:
+    """A resource to subscribe to; ``updates`` announces its changes."""
+    return name
+
+
+@server.tool
+async def updates(uri: str, count: int) -> str:
+    """Announce ``count`` changes of ``uri``, each with a URI string of its own (so
+    nothing is shared between the queued notifications), yielding now and then so the
+    session's listener keeps up with the bus."""
+    for sent in range(count):
+        server.resource_updated(uri[:1] + uri[1:])
+        if sent % 32 == 0:
+            await asyncio.sleep(0)
+    return "announced"
+
 if __name__ == "__main__":
     serve_http(server, port=int(sys.argv[1]), authenticate=bearer, ready_message="ready", **options)

@@ -115,6 +115,8 @@ def greeting() -> str:
 
 @server.resource("sample://items/{id}", mime_type="text/plain", description="One item by id.")
 def item(id: str) -> str:
+    if id == "boom":  # a handler bug: tests/test_bad_input.py checks its text stays in the log
+        raise RuntimeError(SECRET)
     return f"item {id}"
 
 
