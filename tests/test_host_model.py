@@ -5,6 +5,7 @@ sent is read from the requests the model API recorded."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import sys
@@ -364,3 +365,34 @@ async def test_the_whole_path_through_a_host_with_approval(monkeypatch: pytest.M
     assert denied["is_error"] and "denied" in denied["text"]
     assert not looked_up["is_error"] and json.loads(looked_up["text"])["key"] == "k"
     assert events[-1] == Final("ok", "answered", 2)
+
+
+@async_test(60)
+async def test_a_tool_list_changed_by_a_server_reaches_the_models_next_turn_without_a_restart(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The host's list is fresh for the model: a tool a server adds (it sends list_changed)
+    is in the tools of the next request to the model, with no restart of anything."""
+    from modelctx.host import Host, HostConfig, ServerSpec
+
+    counting = Path(__file__).parent / "servers" / "counting_server.py"
+    command = serve_command(counting)
+    spec = ServerSpec(name="c", command=command[0], args=tuple(command[1:]), approval="allow")
+    script = [Turn(calls=[("c_grow", {"name": "fresh"})]), Turn("grown"), Turn("now I see it")]
+    with ScriptedModelServer(script) as api:
+        model = model_for("anthropic", api, monkeypatch)
+        async with Host(HostConfig({"c": spec})) as host:
+            heard: list[str] = []
+            host.add_listener(lambda server, kind: heard.append(kind))
+            loop, conversation = ModelLoop(host, model), Conversation()
+            first = [e async for e in loop.run(conversation, "Grow a tool")]
+            for _ in range(200):  # the list_changed travels on its own stream
+                if "tools" in heard:
+                    break
+                await asyncio.sleep(0.05)
+            second = [e async for e in loop.run(conversation, "What can you do now?")]
+
+    offered = [{tool["name"] for tool in request.body["tools"]} for request in api.requests]
+    assert "c_fresh" not in offered[0]
+    assert "c_fresh" in offered[2]  # the next user turn: the list was rebuilt, nothing restarted
+    assert first[-1] == Final("grown", "answered", 2) and second[-1] == Final("now I see it", "answered", 1)
