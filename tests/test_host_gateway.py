@@ -308,3 +308,51 @@ def test_a_bad_configuration_is_reported_naming_the_file_and_the_problem(tmp_pat
     assert [run.returncode for run in runs] == [2, 2]
     assert str(broken) in runs[0].stderr and "'x'" in runs[0].stderr
     assert str(missing) in runs[1].stderr
+
+
+EXTENDED_UPSTREAM = textwrap.dedent(
+    """
+    from modelctx import Server
+
+
+    class Extended(Server):
+        # Results may carry members the schema does not name (Result: [key: string]: unknown).
+        async def handle(self, request, peer, send, stream=None):
+            response = await super().handle(request, peer, send, stream)
+            result = (response or {}).get("result")
+            if request.method == "tools/call" and isinstance(result, dict):
+                result["x-extension"] = {"kept": True}
+                if request.params.get("name") == "broken":
+                    del result["content"]
+            return response
+
+
+    server = Extended("extended")
+
+
+    @server.tool
+    def echo(text: str) -> str:
+        return text
+
+
+    @server.tool
+    def broken() -> str:
+        return "its result loses its content on the way out"
+    """
+)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@async_test(60)
+async def test_a_call_result_reaches_the_gateway_client_as_the_upstream_sent_it(tmp_path, mode):
+    script = tmp_path / "extended.py"
+    script.write_text(EXTENDED_UPSTREAM)
+    config = _config(tmp_path, extended=_upstream(script, approval="allow"))
+    async with _gateway(config, mode) as gateway:
+        relayed = await gateway.call_tool_raw("extended_echo", {"text": "as sent"})
+        malformed = await gateway.call_tool("extended_broken", {})
+
+    assert relayed["content"] == [{"type": "text", "text": "as sent"}]
+    assert relayed["x-extension"] == {"kept": True}  # a member the gateway does not know, kept
+    assert malformed.is_error is True
+    assert "server 'extended' could not run 'broken'" in _text(malformed) and "content" in _text(malformed)
