@@ -5,7 +5,8 @@
     python bench/gateway.py --only stdio --out /tmp/gateway.json
 
 The same upstream (our echo server, ``bench/servers/modelctx_echo.py``) is called three
-ways, one after the other, by the same raw client (one request at a time, a 2026-07-28
+ways by the same raw client (over stdio the fronts take turns, 100 calls each, so a
+shared machine's load falls on all of them alike; every process runs this checkout) (one request at a time, a 2026-07-28
 ``tools/call`` of ``echo`` with the envelope in ``_meta``):
 
 - **direct**: the client talks to the upstream itself;
