@@ -5,7 +5,8 @@
     python bench/gateway.py --only stdio --out /tmp/gateway.json
 
 The same upstream (our echo server, ``bench/servers/modelctx_echo.py``) is called three
-ways, one after the other, by the same raw client (one request at a time, a 2026-07-28
+ways by the same raw client (over stdio the fronts take turns, 100 calls each, so a
+shared machine's load falls on all of them alike; every process runs this checkout) (one request at a time, a 2026-07-28
 ``tools/call`` of ``echo`` with the envelope in ``_meta``):
 
 - **direct**: the client talks to the upstream itself;
@@ -44,6 +45,7 @@ from harness import (  # noqa: E402 - the bench folder is put on the path first
     IO_TIMEOUT,
     MODELCTX_CLI,
     PYTHON,
+    REPO,
     BenchError,
     LineReader,
     Proc,
@@ -58,6 +60,10 @@ from harness import (  # noqa: E402 - the bench folder is put on the path first
 )
 
 FRONTS = ("direct", "relay", "modelctx", "fastmcp")
+#: Calls a stdio front makes in one turn (the fronts take turns).
+STDIO_BLOCK = 100
+#: The processes run this checkout's modelctx (not whichever copy is installed).
+CHECKOUT_ENV = {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")]))}
 DEFAULT_OUT = Path("/tmp/modelctx-bench/gateway.json")
 GOAL_RATIO = 3.0
 GOAL_STDIO_P50_US = 150.0
@@ -133,36 +139,68 @@ def run_fastmcp_proxy(kind: str, target: str, port: int | None) -> None:
 
 
 # -- one client, one call at a time ----------------------------------------------------------
-def measure_stdio(servers: Servers, name: str, argv: list[str], calls: int, warmup: int, max_seconds: float) -> list[float]:
-    proc = servers.spawn(name, argv, stdio=True)
-    try:
-        reader = LineReader(proc)
-        stdin = proc.popen.stdin
+class _StdioFront:
+    """One front started on stdio and warmed up, ready for timed calls."""
+
+    def __init__(self, servers: Servers, name: str, argv: list[str], warmup: int) -> None:
+        self.name = name
+        self.proc = servers.spawn(name, argv, stdio=True, env=CHECKOUT_ENV)
+        self.reader = LineReader(self.proc)
+        stdin = self.proc.popen.stdin
         assert stdin is not None  # spawned with stdio=True
         os.set_blocking(stdin.fileno(), False)
-        check_echo_response(request_response(proc, reader, echo_call(1), timeout=60.0), 1)
+        self.fd = stdin.fileno()
+        check_echo_response(request_response(self.proc, self.reader, echo_call(1), timeout=60.0), 1)
         for i in range(2, warmup + 2):
-            check_echo_response(request_response(proc, reader, echo_call(i)), i)
-        template = echo_call_template()
-        fd = stdin.fileno()
-        times: list[float] = []
+            check_echo_response(request_response(self.proc, self.reader, echo_call(i)), i)
+        self.next_id = warmup + 2
+        self.times: list[float] = []
+
+    def calls(self, template: bytes, count: int) -> None:
+        """``count`` timed calls, one at a time; every answer is checked afterwards."""
         answers: list[bytes] = []
-        first = warmup + 2
-        stop_at = time.perf_counter() + max_seconds
-        for i in range(first, first + calls):
+        first = self.next_id
+        for i in range(first, first + count):
             data = template % i
             start = time.perf_counter()
-            if os.write(fd, data) != len(data):
-                raise BenchError(f"{name}: partial write of one request line")
-            answers.append(reader.readline(IO_TIMEOUT))
-            times.append(time.perf_counter() - start)
-            if time.perf_counter() > stop_at:
-                break
+            if os.write(self.fd, data) != len(data):
+                raise BenchError(f"{self.name}: partial write of one request line")
+            answers.append(self.reader.readline(IO_TIMEOUT))
+            self.times.append(time.perf_counter() - start)
+        self.next_id = first + count
         for offset, answer in enumerate(answers):
             check_echo_response(answer, first + offset)
-        return times
+
+
+def measure_stdio(
+    servers: Servers, fronts: dict[str, list[str]], calls: int, warmup: int, max_seconds: float
+) -> dict[str, list[float]]:
+    """Each front's per-call times. The fronts take turns, ``STDIO_BLOCK`` calls each: on
+    a machine others share, every front sees the same load (one after the other, a burst
+    of someone else's work lands on one front only), and each stays warm within a block."""
+    started: list[_StdioFront] = []
+    try:
+        for name, argv in fronts.items():
+            log(f"  stdio / {name} ...")
+            try:
+                started.append(_StdioFront(servers, f"{name}-stdio", argv, warmup))
+            except Exception as exc:  # noqa: BLE001 - one front failing must not hide the others
+                log(f"  stdio / {name}: ERROR {type(exc).__name__}: {exc}")
+        template = echo_call_template()
+        stop_at = time.perf_counter() + max_seconds * max(1, len(started))
+        for _ in range(0, calls, STDIO_BLOCK):
+            for front in list(started):
+                try:
+                    front.calls(template, STDIO_BLOCK)
+                except Exception as exc:  # noqa: BLE001
+                    log(f"  stdio / {front.name}: ERROR {type(exc).__name__}: {exc}")
+                    started.remove(front)
+            if time.perf_counter() > stop_at:
+                break
+        return {front.name.removesuffix("-stdio"): front.times for front in started}
     finally:
-        servers.stop(proc)
+        for front in started:
+            servers.stop(front.proc)
 
 
 def _wait_listening(proc: Proc, port: int, deadline: float = 60.0) -> None:
@@ -278,21 +316,16 @@ def run(transports: list[str], quick: bool, out: Path) -> dict[str, Any]:
     folder = Path(tempfile.mkdtemp(prefix="modelctx-gateway-bench-"))
     try:
         if "stdio" in transports:
-            times: dict[str, list[float]] = {}
-            for front in FRONTS:
-                log(f"  stdio / {front} ...")
-                try:
-                    times[front] = measure_stdio(
-                        servers, f"{front}-stdio", stdio_front(front, folder), calls, warmup, max_seconds
-                    )
-                except Exception as exc:  # noqa: BLE001 - one front failing must not hide the others
-                    log(f"  stdio / {front}: ERROR {type(exc).__name__}: {exc}")
+            fronts = {front: stdio_front(front, folder) for front in FRONTS}
+            times = measure_stdio(servers, fronts, calls, warmup, max_seconds)
             if "direct" in times:
                 results["stdio"] = summarize(times)
                 print_table("stdio", results["stdio"])
         if "http" in transports:
             upstream_port = free_port()
-            upstream = servers.spawn("upstream-http", http_command("modelctx", upstream_port), stdio=False)
+            upstream = servers.spawn(
+                "upstream-http", http_command("modelctx", upstream_port), stdio=False, env=CHECKOUT_ENV
+            )
             _wait_listening(upstream, upstream_port)
             upstream_url = f"http://127.0.0.1:{upstream_port}/mcp"
             times = {}
@@ -305,7 +338,8 @@ def run(transports: list[str], quick: bool, out: Path) -> dict[str, Any]:
                         times[front] = measure_http(upstream_port, calls, warmup, max_seconds)
                         continue
                     port = free_port()
-                    proc = servers.spawn(f"{front}-http", http_front(front, folder, upstream_url, port), stdio=False)
+                    argv = http_front(front, folder, upstream_url, port)
+                    proc = servers.spawn(f"{front}-http", argv, stdio=False, env=CHECKOUT_ENV)
                     try:
                         _wait_listening(proc, port)
                         times[front] = measure_http(port, calls, warmup, max_seconds)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -308,3 +309,75 @@ def test_a_bad_configuration_is_reported_naming_the_file_and_the_problem(tmp_pat
     assert [run.returncode for run in runs] == [2, 2]
     assert str(broken) in runs[0].stderr and "'x'" in runs[0].stderr
     assert str(missing) in runs[1].stderr
+
+
+EXTENDED_UPSTREAM = textwrap.dedent(
+    """
+    from modelctx import Server
+
+
+    class Extended(Server):
+        # Results may carry members the schema does not name (Result: [key: string]: unknown).
+        async def handle(self, request, peer, send, stream=None):
+            response = await super().handle(request, peer, send, stream)
+            result = (response or {}).get("result")
+            if request.method == "tools/call" and isinstance(result, dict):
+                result["x-extension"] = {"kept": True}
+                if request.params.get("name") == "broken":
+                    del result["content"]
+            return response
+
+
+    server = Extended("extended")
+
+
+    @server.tool
+    def echo(text: str) -> str:
+        return text
+
+
+    @server.tool
+    def broken() -> str:
+        return "its result loses its content on the way out"
+    """
+)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@async_test(60)
+async def test_a_call_result_reaches_the_gateway_client_as_the_upstream_sent_it(tmp_path, mode):
+    script = tmp_path / "extended.py"
+    script.write_text(EXTENDED_UPSTREAM)
+    config = _config(tmp_path, extended=_upstream(script, approval="allow"))
+    async with _gateway(config, mode) as gateway:
+        relayed = await gateway.call_tool_raw("extended_echo", {"text": "as sent"})
+        malformed = await gateway.call_tool("extended_broken", {})
+
+    assert relayed["content"] == [{"type": "text", "text": "as sent"}]
+    assert relayed["x-extension"] == {"kept": True}  # a member the gateway does not know, kept
+    assert malformed.is_error is True
+    assert "server 'extended' could not run 'broken'" in _text(malformed) and "content" in _text(malformed)
+
+
+def test_a_gateway_whose_stdout_is_a_regular_file_still_answers_and_exits_cleanly(tmp_path):
+    # On pipes the gateway serves on uvloop when it is installed; uvloop aborts the
+    # process on a stdout that is a regular file, so there it must stay on plain asyncio.
+    script = tmp_path / "extended.py"
+    script.write_text(EXTENDED_UPSTREAM)
+    config = _config(tmp_path, extended=_upstream(script, approval="allow"))
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "extended_echo", "arguments": {"text": "to a file"}, "_meta": meta}}
+    out = tmp_path / "out.jsonl"
+    with out.open("wb") as stdout:
+        done = subprocess.run(
+            [sys.executable, "-m", "modelctx", "gateway", "--config", str(config)],
+            input=(json.dumps(call) + "\n").encode(), stdout=stdout, stderr=subprocess.PIPE, timeout=60,
+        )
+
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    answer = json.loads(out.read_text().splitlines()[0])
+    assert answer["id"] == 7 and answer["result"]["content"] == [{"type": "text", "text": "to a file"}]

@@ -227,3 +227,33 @@ def test_the_gateway_passes_the_conformance_tools_scenarios(version, fixture_gat
             failed.append(f"{scenario}:\n{report[-1500:]}")
 
     assert not failed, "\n\n".join(failed)
+
+
+def test_the_readme_gateway_runs_as_printed_with_the_official_client(tmp_path):
+    """The README's `modelctx gateway --config examples/host.json`, reached by its official
+    `mcp` client example run from the repository root, lists and calls the weather tools."""
+    readme = (ROOT / "README.md").read_text("utf-8")
+    section = readme[readme.index("\n### `modelctx gateway`\n") :]
+    command = section.split("```\n", 1)[1].splitlines()[0].split("#")[0].split()
+    assert command == ["modelctx", "gateway", "--config", "examples/host.json"]
+    example = section.split("```python\n", 1)[1].split("```", 1)[0]
+    assert 'args=["gateway", "--config", "examples/host.json"]' in example
+    (tmp_path / "client.py").write_text(example)
+    # `modelctx` on PATH is this checkout's (the SDK passes only PATH and a few more to the gateway).
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "modelctx").write_text(
+        f'#!/bin/sh\nPYTHONPATH="{ROOT / "src"}" exec "{sys.executable}" -m modelctx "$@"\n'
+    )
+    (bin_dir / "modelctx").chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+    run = subprocess.run(
+        [sys.executable, str(tmp_path / "client.py")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.splitlines() == [
+        "['weather_list_cities', 'weather_forecast']",
+        "{'result': ['lisbon', 'oslo', 'paris']}",
+    ], run.stderr

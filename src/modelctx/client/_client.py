@@ -595,6 +595,22 @@ class Client:
         ``x-mcp-header`` annotations changed, send the call once more with the new
         headers (streamable-http.mdx, Client Behavior: SHOULD).
         """
+        result = await self.call_tool_raw(name, arguments, progress=progress, timeout=timeout)
+        return _convert(result, wire.CallToolResult)
+
+    async def call_tool_raw(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """``call_tool``, but the complete result is the JSON object the server sent,
+        not converted to ``CallToolResult`` (nor checked against that type; its
+        ``structuredContent`` is still checked against the tool's ``outputSchema``).
+        For relays that pass a result on as it came: a gateway saves two conversions.
+        """
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
@@ -624,7 +640,7 @@ class Client:
             except MCPError as exc:
                 log.debug("%s: could not list tools to check output: %s", self.transport.name, exc)
         self._check_output(name, result)
-        return _convert(result, wire.CallToolResult)
+        return result
 
     async def _header_paths_changed(self, name: str) -> bool:
         """List the tools afresh; True when ``name`` is still there with other header paths."""

@@ -25,6 +25,7 @@ import stat
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO
 
@@ -226,8 +227,10 @@ def _threads_stopped(executor: ThreadPoolExecutor, grace: float) -> bool:
         time.sleep(0.02)
 
 
-def serve_stdio(server: ServerApp) -> None:
+def serve_stdio(server: ServerApp, loop_factory: Callable[[], asyncio.AbstractEventLoop] | None = None) -> None:
     """Run ``server`` on this process's stdin and stdout until stdin closes or SIGTERM.
+
+    ``loop_factory``: the event loop to serve on (default: plain asyncio's).
 
     Returns when everything has stopped; when a handler will not stop (it swallows
     its cancellation, or a sync handler is stuck in its thread) the process exits
@@ -240,8 +243,9 @@ def serve_stdio(server: ServerApp) -> None:
             format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         )
     settle_heap()
-    # Plain asyncio: uvloop's pipe transports abort the process when stdio closes.
-    loop = asyncio.new_event_loop()
+    # Plain asyncio by default: uvloop's pipe transports abort the process in some stdio
+    # setups (stdout a regular file, for one); a caller that passes uvloop checks first.
+    loop = (loop_factory or asyncio.new_event_loop)()
     executor = ThreadPoolExecutor(thread_name_prefix=_THREAD_PREFIX)
     loop.set_default_executor(executor)
     clean = False
