@@ -383,7 +383,11 @@ class ClientSession:
             headers = self._handshake_headers() if method != "initialize" else {}
         else:
             params = self.envelope(params, token)
-            headers = request_headers(method, params, self.version or "", param_paths)
+            headers = (
+                request_headers(method, params, self.version or "", param_paths)
+                if self.transport.sends_headers
+                else {}
+            )
         loop = asyncio.get_running_loop()
         started = loop.time()
         outbound = self.connection.request(

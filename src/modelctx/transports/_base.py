@@ -64,6 +64,8 @@ class ClientTransport(abc.ABC):
     name: str = "server"
     #: Which era a probe should try first over this transport ("stdio" or "http").
     kind: str = "stdio"
+    #: Whether ``send`` uses ``Outgoing.headers``: False lets the session skip computing them.
+    sends_headers: bool = True
 
     @abc.abstractmethod
     async def connect(self, events: TransportEvents) -> None:

@@ -81,6 +81,10 @@ class DuplexServer:
         if message is not None:
             await self._send(message)
 
+    def busy(self, limit: int) -> bool:
+        """Whether ``limit`` or more requests are being served."""
+        return len(self._tasks) >= limit
+
     async def room(self, limit: int) -> None:
         """Wait until fewer than ``limit`` requests are being served (back-pressure:
         the caller reads no more frames until then)."""

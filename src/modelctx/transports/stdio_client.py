@@ -29,7 +29,7 @@ import logging
 import os
 import shlex
 import signal
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from ..errors import ConnectionClosed, ParseError
@@ -66,9 +66,19 @@ class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
     inherited stdout can put off forever; the watcher and ``close`` must not.
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, on_stdout: Callable[[bytes], None]) -> None:
         super().__init__(limit=_CHUNK, loop=loop)
         self.exited = asyncio.Event()
+        self._on_stdout = on_stdout
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        # Stdout's data is taken in this callback, not by a task woken to read it: an
+        # answer reaches its caller one loop pass sooner. Its end still reaches the
+        # stream reader (``_read_stdout``).
+        if fd == 1 and isinstance(data, bytes):
+            self._on_stdout(data)
+        else:
+            super().pipe_data_received(fd, data)
 
     def process_exited(self) -> None:
         super().process_exited()
@@ -84,6 +94,7 @@ class StdioClientTransport(ClientTransport):
     """
 
     kind = "stdio"
+    sends_headers = False  # a line on a pipe has no headers
 
     def __init__(
         self,
@@ -110,6 +121,7 @@ class StdioClientTransport(ClientTransport):
         self._transport: asyncio.SubprocessTransport | None = None
         self._protocol: _Protocol | None = None
         self._readers: tuple[asyncio.Task[None], asyncio.Task[None]] | None = None  # stdout, stderr
+        self._stdout_lines = LineBuffer()
         self._watcher: asyncio.Task[None] | None = None
         self._closing = False
         self._shutdown: asyncio.Task[None] | None = None
@@ -146,7 +158,7 @@ class StdioClientTransport(ClientTransport):
         try:
             self._transport, self._protocol = await asyncio.wait_for(
                 loop.subprocess_exec(
-                    lambda: _Protocol(loop),
+                    lambda: _Protocol(loop, self._stdout_data),
                     *self.argv,
                     stdin=asyncio.subprocess.PIPE,
                     stdout=asyncio.subprocess.PIPE,
@@ -180,10 +192,23 @@ class StdioClientTransport(ClientTransport):
         return text
 
     # -- reading -------------------------------------------------------------------------
+    def _stdout_data(self, chunk: bytes) -> None:
+        try:
+            complete = self._stdout_lines.feed(chunk)
+        except LineTooLong as exc:  # dropped up to its newline; the lines after it go on
+            complete = exc.lines
+            too_long: LineTooLong | None = exc
+        else:
+            too_long = None
+        for line in complete:
+            self._on_line(line)
+        if too_long is not None:
+            self._unreadable(too_long.head, str(too_long), quote=False)
+
     async def _read_stdout(self) -> None:
+        """Wait for stdout's end (its data went to ``_stdout_data``); take its last line."""
         assert self._protocol is not None and self._protocol.stdout is not None
         reader = self._protocol.stdout
-        lines = LineBuffer()
         while True:
             try:
                 chunk = await reader.read(_CHUNK)
@@ -191,20 +216,10 @@ class StdioClientTransport(ClientTransport):
                 log.debug("%s: reading stdout failed: %s", self.name, exc)
                 chunk = b""
             if not chunk:
-                if tail := lines.tail():
+                if tail := self._stdout_lines.tail():
                     self._on_last_line(tail)
                 return
-            try:
-                complete = lines.feed(chunk)
-            except LineTooLong as exc:  # dropped up to its newline; the lines after it go on
-                complete = exc.lines
-                too_long: LineTooLong | None = exc
-            else:
-                too_long = None
-            for line in complete:
-                self._on_line(line)
-            if too_long is not None:
-                self._unreadable(too_long.head, str(too_long), quote=False)
+            self._stdout_data(chunk)
 
     def _on_line(self, line: bytes) -> None:
         if not line.strip() or self._closed_exc is not None:
