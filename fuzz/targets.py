@@ -16,7 +16,7 @@ from typing import Any
 import atheris
 
 with atheris.instrument_imports():
-    from modelctx import Client, ClientHandlers, Server, ToolError
+    from modelctx import Client, ClientHandlers, ClientOptions, Server, ToolError
     from modelctx.errors import HeaderMismatch, InvalidParams, MCPError, ProtocolError, RegistrationError
     from modelctx.protocol._connection import ClientConnection, ServerConnection
     from modelctx.protocol._framing import LineBuffer, LineTooLong, SSEParser, response_id
@@ -236,9 +236,11 @@ async def _client_calls(lines: list[bytes]) -> None:
     async def elicit(params: Any) -> dict[str, Any]:
         return {"action": "accept", "content": {"name": "x"}}
 
+    # Two input rounds at most: a "retry later" round backs off (sleeps), and ten of them
+    # cost seconds of wall time an input that find nothing the first two do not.
     client = Client(
         _ScriptedServer(lines), mode="2026-07-28", timeout=1.0,
-        handlers=ClientHandlers(elicitation=elicit),
+        handlers=ClientHandlers(elicitation=elicit), options=ClientOptions(max_rounds=2),
     )
     await client.connect()
     calls = (
