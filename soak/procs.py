@@ -43,7 +43,10 @@ def free_port() -> int:
 
 
 async def start_http(port: int, stderr_file: Path) -> asyncio.subprocess.Process:
-    """``modelctx serve soak/server.py --http`` on 127.0.0.1:``port``, ready to answer."""
+    """``modelctx serve soak/server.py --http`` on 127.0.0.1:``port``, ready to answer.
+
+    Ready means an HTTP answer: the socket is bound (and accepts connections) before the
+    server has started, so a connection alone says nothing of its descriptors or memory."""
     with stderr_file.open("ab") as err:
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "modelctx", "serve", str(SERVER), "--http", "--host", "127.0.0.1",
@@ -54,15 +57,27 @@ async def start_http(port: int, stderr_file: Path) -> asyncio.subprocess.Process
     while asyncio.get_running_loop().time() < deadline:
         if process.returncode is not None:
             raise RuntimeError(f"the HTTP server exited at start with {process.returncode}; see {stderr_file}")
-        try:
-            _, writer = await asyncio.open_connection("127.0.0.1", port)
-        except OSError:
-            await asyncio.sleep(0.1)
-            continue
-        writer.close()
-        return process
+        if await _answers_http(port):
+            return process
+        await asyncio.sleep(0.1)
     await stop(process)
     raise RuntimeError(f"the HTTP server did not listen on port {port} within {START_TIMEOUT} s")
+
+
+async def _answers_http(port: int) -> bool:
+    """Whether an HTTP request to the endpoint gets a status line back within a second."""
+    try:
+        reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), 1.0)
+    except (OSError, TimeoutError):
+        return False
+    try:
+        writer.write(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        status = await asyncio.wait_for(reader.readline(), 1.0)
+        return status.startswith(b"HTTP/1.1 ")
+    except (OSError, TimeoutError):
+        return False
+    finally:
+        writer.close()
 
 
 async def stop(process: asyncio.subprocess.Process, grace: float = 10.0) -> int | None:
