@@ -99,3 +99,7 @@ def test_a_mistake_at_the_top_or_in_the_file_is_named(tmp_path):
         load_config(broken)
     with pytest.raises(HostConfigError, match="cannot read the configuration"):
         load_config(tmp_path / "missing.json")
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"mcpServers": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(HostConfigError, match="deep.json is nested too deeply"):
+        load_config(deep)

@@ -166,6 +166,8 @@ def load_config(path: str | os.PathLike[str], *, environ: Mapping[str, str] | No
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise HostConfigError(f"{where} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise HostConfigError(f"{where} is nested too deeply to be a configuration") from None
     try:
         return HostConfig.from_dict(data, environ=environ)
     except HostConfigError as exc:
