@@ -299,6 +299,13 @@ def test_fetch_json_refuses_a_reply_larger_than_max_bytes():
     run(main())
 
 
+@pytest.mark.parametrize("host", ["a" * 70, "a..b", "." * 3], ids=["a label of 70 characters", "an empty label", "dots only"])
+def test_a_malformed_host_name_is_a_connection_error_naming_it(host):
+    # The IDNA codec refuses these before any lookup: still one of fetch_json's errors.
+    with pytest.raises(ConnectionClosed, match="not a well-formed host name"):
+        asyncio.run(fetch_json(f"https://{host}/", timeout=5))
+
+
 def test_fetch_json_reports_an_error_status():
     async def main() -> None:
         async with serving(lambda path, body: (404, {"content-type": "text/plain"}, b"no such document")) as server:

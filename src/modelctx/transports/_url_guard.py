@@ -162,6 +162,8 @@ async def resolve(host: str, port: int, timeout: float) -> tuple[str, ...]:
         raise ConnectTimeout(f"resolving {host} took longer than {timeout:g}s") from None
     except OSError as exc:  # socket.gaierror: no such name
         raise ConnectError(f"cannot resolve {host}: {exc}") from exc
+    except UnicodeError:  # the IDNA codec: an empty label, one over 63 characters
+        raise ConnectError(f"cannot resolve {host[:100]!r}: it is not a well-formed host name") from None
     found: dict[str, None] = {}
     for _family, _type, _proto, _name, sockaddr in infos:
         found[str(sockaddr[0])] = None
