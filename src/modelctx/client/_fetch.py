@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from ..errors import ConnectionClosed, HttpStatusError, MalformedResponse, RequestTimeout, UrlRefused
-from ..transports._http11 import ConnectTimeout, HttpError, ReadTimeout, Response, WriteTimeout
+from ..transports._http11 import ConnectTimeout, HttpError, ReadTimeout, WriteTimeout
 from ..transports._http_requests import Http11Client
 from ..transports._url_guard import UrlPolicy, check_scheme
 
@@ -65,7 +65,7 @@ async def _fetch(http: Http11Client, url: str, headers: dict[str, str], timeout:
         "GET", url, headers, connect_timeout=timeout, read_timeout=timeout, write_timeout=timeout, check_first=True
     )
     try:
-        body = await _read(response, max_bytes + 1)
+        body = await response.read_at_most(max_bytes + 1)
         if not response.is_success:
             excerpt = body[:_EXCERPT].decode("utf-8", "replace")
             raise HttpStatusError(url, "GET", response.status_code, excerpt, response.headers)
@@ -80,15 +80,3 @@ async def _fetch(http: Http11Client, url: str, headers: dict[str, str], timeout:
             raise MalformedResponse(f"GET {url}: the reply is not JSON: {exc}") from None
     finally:
         response.release()
-
-
-async def _read(response: Response, limit: int) -> bytes:
-    """The body, or its first ``limit`` bytes (a huge body is never buffered whole)."""
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_bytes():
-        chunks.append(chunk)
-        size += len(chunk)
-        if size >= limit:
-            break
-    return b"".join(chunks)

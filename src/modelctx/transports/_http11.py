@@ -350,6 +350,21 @@ class Response:
             return None
         return conn.take() if conn.chunks else b""
 
+    async def read_at_most(self, limit: int) -> bytes:
+        """The body, or its first ``limit`` bytes or a little more (a huge body is never
+        buffered whole)."""
+        body = self.complete_body(limit)  # usually the whole body is in already
+        if body is not None:
+            return body
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in self.aiter_bytes():
+            chunks.append(chunk)
+            size += len(chunk)
+            if size >= limit:
+                break
+        return b"".join(chunks)
+
     async def aiter_bytes(self) -> AsyncIterator[bytes]:
         conn = self._conn
         decoder = self._decoder

@@ -322,7 +322,7 @@ class HttpClientTransport(ClientTransport):
                 return self._expired(exchange.session_id, await _excerpt(response))
             if not _is_sse(response):
                 limit = self._max_message
-                reply = await _read(response, limit + 1)
+                reply = await response.read_at_most(limit + 1)
                 if "json" in response.headers.get("content-type", ""):
                     if len(reply) > limit:
                         return ParseError(
@@ -472,7 +472,7 @@ class HttpClientTransport(ClientTransport):
             headers = await self._post_headers(outgoing, session_id)
             async with self._post(encode(outgoing.message), headers, quick=True) as response:
                 status, success = response.status_code, response.is_success
-                content = await _read(response, _EXCERPT * 4)
+                content = await response.read_at_most(_EXCERPT * 4)
         except HttpError as exc:
             log.warning("%s: sending %s failed: %s", self.name, what, _cause(exc))
             return False
@@ -609,20 +609,5 @@ def _clip(body: bytes) -> str:
     return text if len(text) <= _EXCERPT else text[: _EXCERPT - 1] + "…"
 
 
-async def _read(response: Response, limit: int) -> bytes:
-    """The body, or its first ``limit`` bytes (a huge body is not buffered whole)."""
-    body = response.complete_body(limit)  # usually the whole body is in already
-    if body is not None:
-        return body
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_bytes():
-        chunks.append(chunk)
-        size += len(chunk)
-        if size >= limit:
-            break
-    return b"".join(chunks)
-
-
 async def _excerpt(response: Response) -> str:
-    return _clip(await _read(response, _EXCERPT * 4))
+    return _clip(await response.read_at_most(_EXCERPT * 4))
