@@ -311,6 +311,25 @@ async def test_always_survives_a_restart_through_the_store_file(tmp_path):
 
 
 @async_test()
+async def test_a_forgotten_always_is_asked_about_again_in_this_run_and_the_next(tmp_path):
+    path = tmp_path / "approvals.json"
+    first = Approvals(ApprovalPolicy(), ScriptedUI([Decision.ALWAYS, Decision.DENY]), store=path)
+    assert await first.check(FILES, WRITE, {"path": "a"})
+    assert await first.remembered() == [(FILES.spec.identity, "delete_file")]
+
+    assert await first.forget(FILES.spec.identity, "delete_file")
+    assert not await first.forget(FILES.spec.identity, "delete_file")  # nothing left to forget
+    assert await first.remembered() == []
+    assert json.loads(path.read_text())["always"] == []  # the file no longer allows it
+    assert not await first.check(FILES, WRITE, {"path": "b"})  # asked again: the person denied
+    assert first.ui.requests[-1].why == "new"
+
+    ui = ScriptedUI([Decision.DENY])  # the next run asks too
+    assert not await Approvals(ApprovalPolicy(), ui, store=path).check(FILES, WRITE, {"path": "c"})
+    assert len(ui.requests) == 1
+
+
+@async_test()
 async def test_a_corrupt_store_is_reported_ignored_and_kept_aside(tmp_path):
     path = tmp_path / "approvals.json"
     path.write_text('{"version": 1, "always": [{"server": "x"')

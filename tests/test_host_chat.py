@@ -186,13 +186,15 @@ def test_a_denied_call_never_reaches_the_server(chat: Any) -> None:
     assert screen.count("[a]llow once") == 1  # the read-only tool was not asked about
 
 
-def test_always_is_not_asked_again_and_approve_lists_it(chat: Any) -> None:
+def test_always_is_not_asked_again_approve_lists_it_and_forget_withdraws_it(chat: Any) -> None:
     api, terminal = chat(
         [
             Turn(calls=[("files_delete_file", {"path": "a"})]),
             Turn("First done."),
             Turn(calls=[("files_delete_file", {"path": "b"})]),
             Turn("Second done."),
+            Turn(calls=[("files_delete_file", {"path": "c"})]),
+            Turn("Third done."),
         ]
     )
     terminal.type("delete a")
@@ -207,7 +209,15 @@ def test_always_is_not_asked_again_and_approve_lists_it(chat: Any) -> None:
     terminal.type("/approve")
     screen = terminal.wait_for('allowed "always"')
     listed = screen.split('allowed "always"')[-1]
-    assert "delete_file" in listed and "approval_server.py" in listed
+    assert "delete_file" in listed and "approval_server.py" in listed and "files" in listed
+
+    terminal.type("/approve forget 1")
+    screen = terminal.wait_for("forgot: delete_file of files")
+    terminal.type("delete c")
+    terminal.wait_for("[a]llow once")  # forgotten: asked again
+    terminal.type("d")
+    screen = terminal.wait_for("Third done.")
+    assert "denied" in screen.split("delete c")[-1]
 
 
 def test_tools_and_servers_show_what_is_up_and_why_a_server_failed(chat: Any) -> None:

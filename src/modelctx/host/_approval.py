@@ -559,11 +559,34 @@ class Approvals:
             )
         return decision
 
+    async def remembered(self) -> list[_Key]:
+        """The ``ALWAYS`` answers in force, sorted: ``(server identity, tool name)``, those of
+        earlier runs (from the store) and this one's. A server the host did not start has
+        ``unidentified:<name>`` for identity (its answers last for this run only)."""
+        await self.load()
+        return sorted({*self._always, *self._session})
+
+    async def forget(self, identity: str, tool: str) -> bool:
+        """Withdraw the ``ALWAYS`` answer for ``tool`` of the server ``identity`` (as
+        ``remembered`` lists it): its next call is asked about again. The store is
+        rewritten at once. False when there was no such answer."""
+        await self.load()
+        key = (identity, tool)
+        stored = self._always.pop(key, None) is not None
+        this_run = self._session.pop(key, None) is not None
+        self._seen.pop(key, None)
+        if stored:
+            await self._save()
+        return stored or this_run
+
     async def _remember(self, key: _Key, pin: _Pin, *, stored: bool) -> None:
         if not stored:
             self._session[key] = pin
             return
         self._always[key] = pin
+        await self._save()
+
+    async def _save(self) -> None:
         if self.store is None:
             return
         async with self._saving:  # one writer at a time: the last save holds every pin
@@ -572,6 +595,6 @@ class Approvals:
                 await asyncio.to_thread(self.store.save, snapshot, keep_corrupt=self._store_corrupt)
             except OSError as exc:
                 # The person decided; failing to write it down must not undo the call.
-                await self._report(f"could not save the approval to {self.store.path}: {exc}; it holds for this run")
+                await self._report(f"could not save the approvals to {self.store.path}: {exc}; the change holds for this run")
                 return
             self._store_corrupt = False

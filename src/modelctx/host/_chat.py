@@ -75,6 +75,7 @@ HELP = """\
 [bold]/tools[/]                 the tools the model may call
 [bold]/servers[/]               the configured servers and their state
 [bold]/approve[/]               the tools you allowed "always"
+[bold]/approve forget N[/]      ask about tool N of that list again ([bold]forget all[/]: every one)
 [bold]/resources[/]             the servers' resources
 [bold]/attach URI[/] [SERVER]   attach a resource's text to your next message
 [bold]/prompts[/]               the servers' prompts; run one as [bold]/NAME arg=value ...[/]
@@ -146,15 +147,6 @@ async def _choose(reader: LineReader, prompt: str, choices: dict[str, str], defa
 
 
 # -- the person's side of the host ----------------------------------------------------------------
-@dataclass
-class Remembered:
-    """One "always" answer given in this chat."""
-
-    server: str
-    identity: str
-    tool: str
-
-
 _APPROVAL_CHOICES = {
     "a": "once", "allow": "once", "y": "once", "yes": "once",
     "w": "always", "always": "always",
@@ -165,12 +157,10 @@ _DECISIONS = {"once": Decision.ALLOW_ONCE, "always": Decision.ALWAYS, "deny": De
 
 @dataclass
 class TerminalUI:
-    """A ``HostUI`` that asks the person at the terminal. ``always`` holds the "always"
-    answers given in this chat (for ``/approve``)."""
+    """A ``HostUI`` that asks the person at the terminal."""
 
     console: Console
     reader: LineReader
-    always: list[Remembered] = field(default_factory=list)
     #: Held while a question is on the screen: questions come one at a time.
     asking: asyncio.Lock = field(default_factory=asyncio.Lock)
     #: Set when the person stopped the turn (Ctrl-C): a question withdrawn then needs no notice.
@@ -187,8 +177,6 @@ class TerminalUI:
                     "deny",
                 )
         decision = _DECISIONS[answer]
-        if decision is Decision.ALWAYS:
-            self.always.append(Remembered(request.server, request.identity, request.tool.name))
         shown = {"once": "[green]allowed once[/]", "always": "[green]allowed always[/]", "deny": "[red]denied[/]"}
         self.console.print(shown[answer])
         return decision
@@ -537,13 +525,14 @@ class Chat:
             "help": self.show_help,
             "tools": self.show_tools,
             "servers": self.show_servers,
-            "approve": self.show_approvals,
             "resources": self.show_resources,
             "prompts": self.show_prompts,
         }
         try:
             if name in commands:
                 await commands[name]()
+            elif name == "approve":
+                await self.approvals_command(rest.split())
             elif name == "attach":
                 await self.attach(rest.split())
             else:
@@ -582,27 +571,54 @@ class Chat:
             table.add_row(escape(tool.name), escape(server), tool_hints(tool), escape(_first_line(tool.description)))
         self.console.print(table)
 
-    async def show_approvals(self) -> None:
+    async def approvals_command(self, words: list[str]) -> None:
+        """``/approve``: list the "always" answers; ``/approve forget N|all``: withdraw them."""
         approvals = self.host.approvals if self.host is not None else None
-        store = getattr(approvals, "store", None)
-        rows: list[tuple[str, str, str]] = [(r.server, r.identity, r.tool) for r in self.ui.always]
-        if store is not None:
-            # Answers of earlier chats, from the file (this chat's are listed above).
-            this_chat = {(identity, tool) for _, identity, tool in rows}
-            with contextlib.suppress(MCPError):
-                saved = await asyncio.to_thread(store.load)
-                rows += [("(earlier)", identity, tool) for identity, tool in saved if (identity, tool) not in this_chat]
+        if not isinstance(approvals, Approvals):
+            self.console.print("this chat does not ask for approvals")
+            return
+        rows = await approvals.remembered()
+        if not words:
+            self.show_approvals(approvals, rows)
+            return
+        if words[0] != "forget" or len(words) != 2:
+            raise ValueError("usage: /approve, or /approve forget N (a number /approve shows), or /approve forget all")
+        if words[1] == "all":
+            chosen = rows
+        elif words[1].isdigit() and 1 <= int(words[1]) <= len(rows):
+            chosen = [rows[int(words[1]) - 1]]
+        else:
+            raise ValueError(f"no approval numbered {words[1]!r}: /approve lists them, numbered from 1")
+        for identity, tool in chosen:
+            await approvals.forget(identity, tool)
+            self.console.print(f"forgot: {escape(tool)} of {escape(self._server_named(identity))}; it is asked about again")
+        if not chosen:
+            self.console.print('no tool is allowed "always"')
+
+    def show_approvals(self, approvals: Approvals, rows: list[tuple[str, str]]) -> None:
         if not rows:
             self.console.print('no tool is allowed "always" yet (answer w to an approval to add one)')
             return
         table = Table(title='allowed "always"', title_justify="left")
-        for column in ("server", "command or URL", "tool"):
+        for column in ("#", "server", "command or URL", "tool"):
             table.add_column(column, overflow="fold")
-        for row in rows:
-            table.add_row(*map(escape, row))
+        for number, (identity, tool) in enumerate(rows, 1):
+            table.add_row(str(number), escape(self._server_named(identity)), escape(identity), escape(tool))
         self.console.print(table)
+        store = approvals.store
         where = f"they are kept in {store.path}" if store is not None else "they last until you leave this chat"
-        self.console.print(f"[dim]{escape(where)}; a changed tool definition is asked about again.[/]")
+        self.console.print(
+            f"[dim]{escape(where)}; a changed tool definition is asked about again; "
+            "/approve forget N withdraws one.[/]"
+        )
+
+    def _server_named(self, identity: str) -> str:
+        """The configured name of the server whose identity (command or URL) this is."""
+        servers = self.host.servers if self.host is not None else {}
+        for name, server in sorted(servers.items()):
+            if server.spec is not None and server.spec.identity == identity:
+                return name
+        return identity.removeprefix("unidentified:") if identity.startswith("unidentified:") else "(not configured now)"
 
     async def show_resources(self) -> None:
         assert self.host is not None
