@@ -28,7 +28,7 @@ from conftest import DEADLINE, McpHttp, async_test, free_port, request
 from joserfc import jwt
 from joserfc.jwk import RSAKey
 
-from modelctx import Context, Server
+from modelctx import Client, Context, Server
 from modelctx.auth import AccessToken, IntrospectionVerifier, JwtVerifier, ProtectedResource
 from modelctx.client import UrlPolicy
 from modelctx.errors import InsufficientScope, InvalidToken
@@ -285,6 +285,7 @@ BAD_TOKENS = {
     "alg none": _unsigned,
     "HS256 with the public key": _hmac_with_the_public_key,
     "not a JWT": lambda s: "opaque-token-value",
+    "DPoP-bound, sent as a bearer token": lambda s: s.token(cnf={"jkt": "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"}),
 }
 
 
@@ -485,6 +486,17 @@ async def test_an_introspected_token_without_the_required_scope_gets_403():
         response = await setup.call("echo", "opaque-3", text="hi")
 
     assert response.status_code == 403 and 'error="insufficient_scope"' in challenge(response)
+
+
+@run
+async def test_without_authentication_a_tool_requiring_a_scope_is_refused_with_the_scopes_named():
+    ran: list[str] = []
+    async with Client(make_server(ran), timeout=DEADLINE) as client:
+        with pytest.raises(InsufficientScope) as refused:
+            await client.call_tool("write_file", {"path": "a.txt"})
+
+    assert refused.value.required == {"files:write"}
+    assert ran == []
 
 
 # -- the errors, through the public API -------------------------------------------------------------------------

@@ -139,6 +139,10 @@ class ProtectedResource:
         """
         token = bearer_token(headers.get("authorization"))
         principal = await self.verifier.verify(token)
+        if principal.jkt is not None:
+            # A DPoP-bound token (RFC 9449 cnf.jkt) sent as a plain bearer token: accepting
+            # it without checking a proof would undo its binding (RFC 9449 7.1).
+            raise InvalidToken("The access token is DPoP-bound; this resource accepts bearer tokens only")
         self.check_scopes(principal, self.required_scopes)
         return principal
 
