@@ -15,6 +15,8 @@ import hashlib
 import hmac
 import json
 import logging
+import subprocess
+import sys
 import time
 import urllib.parse
 import uuid
@@ -188,7 +190,7 @@ async def protected(**verifier_options: Any) -> AsyncIterator[Setup]:
     issuer = Issuer(f"http://127.0.0.1:{issuer_port}")
     url = f"http://127.0.0.1:{port}/mcp"
     ran: list[str] = []
-    verifier = JwtVerifier(issuer.url, url, url_policy=LOOPBACK, **verifier_options)
+    verifier = JwtVerifier(issuer.url, url, **verifier_options)  # a loopback issuer: loopback fetches allowed
     resource = ProtectedResource(
         url,
         authorization_servers=[issuer.url],
@@ -392,6 +394,17 @@ async def test_a_rotated_signing_key_is_fetched_when_a_token_names_it():
     assert setup.issuer.count("/jwks") == 2
 
 
+@run
+async def test_the_keys_are_fetched_behind_the_ssrf_guard():
+    # A policy admitting public https addresses only: the loopback issuer is never asked.
+    async with protected(url_policy=UrlPolicy()) as setup:
+        response = await setup.call("echo", setup.token(), text="hi")
+
+    assert response.status_code == 401
+    assert "could not fetch its issuer" in challenge(response)
+    assert setup.issuer.asked == [] and setup.ran == []
+
+
 def test_unsafe_algorithms_are_refused_when_the_verifier_is_built():
     for algorithms in (["none"], ["HS256"], ["RS256", "HS512"], []):
         with pytest.raises(ValueError, match="refused"):
@@ -432,7 +445,7 @@ async def introspected(**options: Any) -> AsyncIterator[Setup]:
     ran: list[str] = []
     verifier = IntrospectionVerifier(
         issuer.url + "/introspect", url, client_id=issuer.client[0], client_secret=issuer.client[1],
-        issuer=issuer.url, url_policy=LOOPBACK, **options,
+        issuer=issuer.url, **options,
     )
     resource = ProtectedResource(url, authorization_servers=[issuer.url], required_scopes=["mcp:tools"], verifier=verifier)
     async with served(issuer, issuer_port), served(make_server(ran).http_app(auth=resource), port):
@@ -499,7 +512,24 @@ async def test_without_authentication_a_tool_requiring_a_scope_is_refused_with_t
     assert ran == []
 
 
-# -- the errors, through the public API -------------------------------------------------------------------------
+# -- the public surface ---------------------------------------------------------------------------------------------
+def test_the_public_names_of_modelctx_auth():
+    import modelctx.auth
+
+    assert sorted(modelctx.auth.__all__) == [
+        "AccessToken", "IntrospectionVerifier", "JwtVerifier", "ProtectedResource", "TokenVerifier",
+    ]
+
+
+def test_the_server_and_its_http_transport_load_without_auth():
+    code = (
+        "import sys, modelctx, modelctx.server, modelctx.client, modelctx.transports.http\n"
+        "loaded = [m for m in ('modelctx.auth', 'joserfc', 'authlib') if m in sys.modules]\n"
+        "assert not loaded, loaded"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=DEADLINE)
+
+
 def test_the_refusals_are_modelctx_errors_that_never_quote_the_token():
     scope = InsufficientScope(["b", "a"])
     assert scope.to_error()["data"] == {"requiredScopes": ["a", "b"]}

@@ -31,7 +31,7 @@ from ..errors import InvalidToken, MCPError
 from ..transports._http11 import HttpError
 from ..transports._http_requests import Http11Client
 from ..transports._url_guard import UrlPolicy, check_scheme
-from ._jwt import scopes_of
+from ._jwt import default_policy, scopes_of
 from ._resource import AccessToken
 
 __all__ = ["IntrospectionVerifier"]
@@ -48,7 +48,7 @@ class IntrospectionVerifier:
     resource authenticates to the endpoint, sent as HTTP Basic (``auth_method=
     "client_secret_basic"``) or in the form (``"client_secret_post"``). ``issuer``:
     when given, the answer's ``iss`` must equal it. ``url_policy``: the SSRF guard
-    (default https to public addresses). ``timeout``: seconds for one introspection.
+    (default https to public addresses, and loopback as well for a loopback endpoint). ``timeout``: seconds for one introspection.
     """
 
     def __init__(
@@ -79,7 +79,7 @@ class IntrospectionVerifier:
         self._client_id = client_id
         self._client_secret = client_secret
         self._auth_method = auth_method
-        self._policy = url_policy or UrlPolicy()
+        self._policy = url_policy or default_policy(endpoint)
         self._cache: OrderedDict[bytes, tuple[float, AccessToken | InvalidToken]] = OrderedDict()
 
     async def verify(self, token: str) -> AccessToken:

@@ -21,6 +21,7 @@ server fetch on every request.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import time
 import urllib.parse
@@ -53,8 +54,7 @@ class JwtVerifier:
     ``jwks_uri``, or from the issuer's metadata. ``algorithms``: the allow-list
     (asymmetric only; ``ValueError`` for ``none`` or ``HS*``). ``leeway``: seconds of
     clock skew tolerated. ``url_policy``: the SSRF guard for the fetches (default:
-    https to public addresses; ``UrlPolicy(allow_loopback=True)`` for a development
-    issuer on this machine). ``fetch_timeout``, ``max_age``, ``refetch_interval``:
+    https to public addresses, and loopback as well when ``issuer`` is on loopback). ``fetch_timeout``, ``max_age``, ``refetch_interval``:
     seconds (see the module doc).
     """
 
@@ -82,7 +82,8 @@ class JwtVerifier:
         self.issuer = issuer
         self.audience = audience
         self.leeway = leeway
-        self._keys = _Jwks(issuer, jwks_uri, jwks, url_policy or UrlPolicy(), fetch_timeout, max_age, refetch_interval)
+        policy = url_policy or default_policy(issuer)
+        self._keys = _Jwks(issuer, jwks_uri, jwks, policy, fetch_timeout, max_age, refetch_interval)
 
     async def verify(self, token: str) -> AccessToken:
         """The token's ``AccessToken``; ``InvalidToken`` saying what failed otherwise."""
@@ -114,6 +115,18 @@ class JwtVerifier:
             registry.validate(claims)
         except JoseError as exc:
             raise InvalidToken(_claim_problem(exc)) from None
+
+
+def default_policy(url: str) -> UrlPolicy:
+    """The SSRF guard for fetches from the issuer at ``url``: https to public addresses,
+    or loopback too when the operator named a loopback issuer (a development setup on
+    one machine; the client side follows the same rule for loopback MCP servers)."""
+    host = (urllib.parse.urlsplit(url).hostname or "").lower()
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    return UrlPolicy(allow_loopback=loopback)
 
 
 def _header(token: str) -> dict[str, Any]:

@@ -8,6 +8,10 @@ One endpoint path; per request:
 1. DNS-rebinding guard: a missing or malformed ``Host`` gets 400, one outside the
    allowed names 421, an ``Origin`` outside the allowed origins 403 (loopback names
    are allowed by default).
+   With ``auth`` (an OAuth protected resource, ``ResourceAuth``) a GET of its
+   well-known metadata paths is answered with the document, and every request to the
+   endpoint must carry a valid bearer token: else 401 or 403 with ``WWW-Authenticate``
+   (basic/authorization/index.mdx), before anything is read or run.
 2. POST bodies above ``max_body`` get 413, bodies not whole within ``body_timeout``
    408; a Content-Type other than ``application/json`` gets 415, an Accept admitting
    neither JSON nor SSE 406; anything not a JSON-RPC message gets 400 with the
