@@ -30,8 +30,8 @@ from conftest import DEADLINE, McpHttp, async_test, free_port, request
 from joserfc import jwt
 from joserfc.jwk import RSAKey
 
-from modelctx import Client, Context, Server
-from modelctx.auth import AccessToken, IntrospectionVerifier, JwtVerifier, ProtectedResource
+from modelctx import Client, Context, Server, ServerConfig
+from modelctx.auth import AccessToken, IntrospectionVerifier, JwtVerifier, ProtectedResource, RequiredScopes
 from modelctx.client import UrlPolicy
 from modelctx.errors import InsufficientScope, InvalidToken
 
@@ -112,8 +112,8 @@ async def served(app: Any, port: int) -> AsyncIterator[None]:
 
 
 # -- the protected server ----------------------------------------------------------------------------------
-def make_server(ran: list[str]) -> Server:
-    server = Server("protected")
+def make_server(ran: list[str], *middleware: Any) -> Server:
+    server = Server("protected", config=ServerConfig(middleware=list(middleware)))
 
     @server.tool
     def echo(text: str) -> str:
@@ -185,7 +185,7 @@ class Setup:
 
 
 @contextlib.asynccontextmanager
-async def protected(**verifier_options: Any) -> AsyncIterator[Setup]:
+async def protected(*middleware: Any, **verifier_options: Any) -> AsyncIterator[Setup]:
     issuer_port, port = free_port(), free_port()
     issuer = Issuer(f"http://127.0.0.1:{issuer_port}")
     url = f"http://127.0.0.1:{port}/mcp"
@@ -199,7 +199,7 @@ async def protected(**verifier_options: Any) -> AsyncIterator[Setup]:
         verifier=verifier,
         resource_name="Protected test server",
     )
-    async with served(issuer, issuer_port), served(make_server(ran).http_app(auth=resource), port):
+    async with served(issuer, issuer_port), served(make_server(ran, *middleware).http_app(auth=resource), port):
         yield Setup(issuer, url, ran, resource)
 
 
@@ -366,6 +366,24 @@ async def test_a_tool_requiring_a_scope_answers_403_with_every_scope_needed_at_o
     assert setup.ran == ["write_file"]  # only the stepped-up call did the work
 
 
+@run
+async def test_scopes_declared_per_tool_are_checked_before_the_tool_runs():
+    async with protected(RequiredScopes(tools={"echo": ["files:write"]})) as setup:
+        refused = await setup.call("echo", setup.token(scope="mcp:tools"), text="hi")
+        served_ = await setup.call("echo", setup.token(scope="mcp:tools files:write"), id=2, text="hi")
+        other = await setup.call("whoami", setup.token(scope="mcp:tools"), id=3)
+
+    assert refused.status_code == 403
+    assert challenge(refused).startswith('Bearer error="insufficient_scope", scope="files:write mcp:tools", ')
+    assert served_.status_code == 200 and other.status_code == 200
+    assert setup.ran == ["echo"]
+
+
+def test_scopes_are_declared_as_lists():
+    with pytest.raises(TypeError, match=r"\['files:write'\]"):
+        RequiredScopes(tools={"echo": "files:write"})
+
+
 # -- the JWKS cache --------------------------------------------------------------------------------------------
 @run
 async def test_random_kids_do_not_make_the_server_fetch_the_jwks_each_time():
@@ -517,7 +535,7 @@ def test_the_public_names_of_modelctx_auth():
     import modelctx.auth
 
     assert sorted(modelctx.auth.__all__) == [
-        "AccessToken", "IntrospectionVerifier", "JwtVerifier", "ProtectedResource", "TokenVerifier",
+        "AccessToken", "IntrospectionVerifier", "JwtVerifier", "ProtectedResource", "RequiredScopes", "TokenVerifier",
     ]
 
 

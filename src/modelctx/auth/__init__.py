@@ -4,7 +4,8 @@ Resource server side: ``ProtectedResource`` declares an MCP endpoint's authoriza
 (issuers, scopes, how tokens are checked) and plugs into the HTTP app
 (``HttpApp(server, auth=...)``, ``serve_http(..., auth=...)``); ``JwtVerifier`` and
 ``IntrospectionVerifier`` check tokens; handlers see an ``AccessToken`` as
-``ctx.principal``.
+``ctx.principal`` and check scopes with ``ctx.require_scopes``, or a server declares
+them per tool, prompt or resource with the ``RequiredScopes`` middleware.
 
 Nothing below this package imports it: it needs ``joserfc`` (``modelctx[auth]``).
 """
@@ -12,11 +13,13 @@ Nothing below this package imports it: it needs ``joserfc`` (``modelctx[auth]``)
 from ._introspection import IntrospectionVerifier
 from ._jwt import JwtVerifier
 from ._resource import AccessToken, ProtectedResource, TokenVerifier
+from ._scopes import RequiredScopes
 
 __all__ = [
     "AccessToken",
     "IntrospectionVerifier",
     "JwtVerifier",
     "ProtectedResource",
+    "RequiredScopes",
     "TokenVerifier",
 ]
