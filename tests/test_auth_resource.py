@@ -384,6 +384,27 @@ def test_scopes_are_declared_as_lists():
         RequiredScopes(tools={"echo": "files:write"})
 
 
+@run
+async def test_a_resource_with_two_authorization_servers_checks_each_token_with_its_issuers_keys():
+    ports = free_port(), free_port(), free_port()
+    first, second = Issuer(f"http://127.0.0.1:{ports[0]}"), Issuer(f"http://127.0.0.1:{ports[1]}")
+    second.keys = [OTHER_KEY]  # the same kid as the first issuer's key, another key
+    url = f"http://127.0.0.1:{ports[2]}/mcp"
+    ran: list[str] = []
+    issuers = [first.url, second.url]
+    resource = ProtectedResource(url, authorization_servers=issuers, verifier=JwtVerifier(issuers, url))
+    async with served(first, ports[0]), served(second, ports[1]), served(make_server(ran).http_app(auth=resource), ports[2]):
+        setup = Setup(first, url, ran, resource)
+        from_first = await setup.call("echo", setup.token(), text="1")
+        from_second = await setup.call("echo", setup.token(key=OTHER_KEY, iss=second.url), id=2, text="2")
+        forged = await setup.call("echo", setup.token(key=KEY, iss=second.url), id=3, text="3")
+        elsewhere = await setup.call("echo", setup.token(iss="http://127.0.0.1:1"), id=4, text="4")
+
+    assert from_first.status_code == from_second.status_code == 200
+    assert forged.status_code == elsewhere.status_code == 401
+    assert ran == ["echo", "echo"]
+
+
 # -- the JWKS cache --------------------------------------------------------------------------------------------
 @run
 async def test_random_kids_do_not_make_the_server_fetch_the_jwks_each_time():

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import json
 import logging
 import time
 import urllib.parse
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -44,23 +45,27 @@ log = logging.getLogger("modelctx.auth")
 
 ASYMMETRIC_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
 _MAX_TOKEN = 16 * 1024  # bytes; real access tokens are a few hundred
+_OTHER_ISSUER = "The access token was issued by another authorization server"
 _NO_KEYS = "The access token cannot be checked now: this resource could not fetch its issuer's keys"
 
 
 class JwtVerifier:
     """Checks JWT access tokens issued by ``issuer`` for ``audience`` (the resource URL).
 
-    Keys: ``jwks`` (a JWKS dict, for tests and fixed keys), or fetched from
-    ``jwks_uri``, or from the issuer's metadata. ``algorithms``: the allow-list
-    (asymmetric only; ``ValueError`` for ``none`` or ``HS*``). ``leeway``: seconds of
-    clock skew tolerated. ``url_policy``: the SSRF guard for the fetches (default:
-    https to public addresses, and loopback as well when ``issuer`` is on loopback). ``fetch_timeout``, ``max_age``, ``refetch_interval``:
-    seconds (see the module doc).
+    ``issuer``: one issuer URL, or several (a resource listing several authorization
+    servers): a token is checked with the keys of the issuer its ``iss`` names, and
+    one naming none of them is refused. Keys: ``jwks`` (a JWKS dict, for tests and
+    fixed keys), or fetched from ``jwks_uri``, or from each issuer's metadata
+    (``jwks`` and ``jwks_uri`` only with a single issuer). ``algorithms``: the
+    allow-list (asymmetric only; ``ValueError`` for ``none`` or ``HS*``). ``leeway``:
+    seconds of clock skew tolerated. ``url_policy``: the SSRF guard for the fetches
+    (default: https to public addresses, and loopback as well for a loopback issuer).
+    ``fetch_timeout``, ``max_age``, ``refetch_interval``: seconds (see the module doc).
     """
 
     def __init__(
         self,
-        issuer: str,
+        issuer: str | Sequence[str],
         audience: str,
         *,
         jwks_uri: str | None = None,
@@ -79,11 +84,20 @@ class JwtVerifier:
                 f"algorithms {unsafe or '()'} refused: use asymmetric ones from {ASYMMETRIC_ALGORITHMS} "
                 "(never 'none', never HS* with a public key)"
             )
-        self.issuer = issuer
+        issuers = (issuer,) if isinstance(issuer, str) else tuple(issuer)
+        if not issuers:
+            raise ValueError("issuer is an issuer URL or a list of them")
+        if len(issuers) > 1 and (jwks_uri is not None or jwks is not None):
+            raise ValueError("jwks_uri and jwks name one issuer's keys: give them with a single issuer")
+        self.issuers = issuers
         self.audience = audience
         self.leeway = leeway
-        policy = url_policy or default_policy(issuer)
-        self._keys = _Jwks(issuer, jwks_uri, jwks, policy, fetch_timeout, max_age, refetch_interval)
+        self._keys = {
+            name: _Jwks(
+                name, jwks_uri, jwks, url_policy or default_policy(name), fetch_timeout, max_age, refetch_interval
+            )
+            for name in issuers
+        }
 
     async def verify(self, token: str) -> AccessToken:
         """The token's ``AccessToken``; ``InvalidToken`` saying what failed otherwise."""
@@ -93,7 +107,12 @@ class JwtVerifier:
         alg = header.get("alg")
         if alg not in self.algorithms:
             raise InvalidToken(f"The access token's algorithm {alg!r} is not accepted; use one of {', '.join(self.algorithms)}")
-        key = await self._keys.key_for(header.get("kid"), alg)
+        # The keys of the issuer the token names; the signature then vouches for the name.
+        named = _unverified_issuer(token)
+        keys = self._keys.get(named) if named is not None else None
+        if keys is None:
+            raise InvalidToken(_OTHER_ISSUER)
+        key = await keys.key_for(header.get("kid"), alg)
         try:
             decoded = jwt.decode(token, key, algorithms=[alg])
         except JoseError:
@@ -103,8 +122,9 @@ class JwtVerifier:
         return _access_token(claims)
 
     def _check_claims(self, claims: dict[str, Any]) -> None:
-        if claims.get("iss") != self.issuer:
-            raise InvalidToken("The access token was issued by another authorization server")
+        issuer = claims.get("iss")
+        if not isinstance(issuer, str) or issuer not in self._keys:
+            raise InvalidToken(_OTHER_ISSUER)
         audience = claims.get("aud")
         audiences = [audience] if isinstance(audience, str) else audience if isinstance(audience, list) else []
         if self.audience not in audiences:
@@ -127,6 +147,16 @@ def default_policy(url: str) -> UrlPolicy:
     except ValueError:
         loopback = False
     return UrlPolicy(allow_loopback=loopback)
+
+
+def _unverified_issuer(token: str) -> str | None:
+    """The ``iss`` a compact JWS's payload names, before any check (to pick its keys)."""
+    try:
+        payload = json.loads(jws.extract_compact(token.encode("ascii")).payload)
+    except (JoseError, ValueError, UnicodeError):
+        raise InvalidToken("The access token is not a signed JWT") from None
+    issuer = payload.get("iss") if isinstance(payload, dict) else None
+    return issuer if isinstance(issuer, str) else None
 
 
 def _header(token: str) -> dict[str, Any]:
