@@ -14,11 +14,15 @@
     │   ├── InternalError         -32603  the server failed; the text is generic on purpose
     │   ├── HeaderMismatch        -32020  HTTP headers missing, malformed or unlike the body
     │   ├── MissingRequiredClientCapability  -32021  data.requiredCapabilities
-    │   └── UnsupportedProtocolVersion       -32022  data.supported, data.requested
+    │   ├── UnsupportedProtocolVersion       -32022  data.supported, data.requested
+    │   └── InsufficientScope     -32030  the token lacks scopes (data.requiredScopes);
+    │                             HTTP answers it 403 with a Bearer challenge
     ├── ToolError                 raised by a tool on purpose: its text reaches the client
     │                             as an ``isError`` result (never a JSON-RPC error)
     ├── RegistrationError         a tool, resource or prompt cannot be registered as written
     │                             (also a ValueError and a TypeError); raised at registration
+    ├── InvalidToken              a resource server refused a bearer token (or its absence):
+    │                             HTTP 401 with a Bearer challenge, never a JSON-RPC error
     └── LocalError                found on this side; no JSON-RPC code, never sent
         ├── ConnectionClosed      the peer went away; pending calls fail with this
         │   └── SessionExpired    HTTP 404 on a handshake-era session: initialize again
@@ -53,8 +57,10 @@ __all__ = [  # noqa: RUF022 - in the order of the tree above
     "HeaderMismatch",
     "MissingRequiredClientCapability",
     "UnsupportedProtocolVersion",
+    "InsufficientScope",
     "ToolError",
     "RegistrationError",
+    "InvalidToken",
     "LocalError",
     "ConnectionClosed",
     "SessionExpired",
@@ -76,6 +82,9 @@ INTERNAL_ERROR = -32603
 HEADER_MISMATCH = -32020
 MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
+# modelctx's own, in the server-error range JSON-RPC leaves to implementations: a
+# request refused for want of OAuth scopes (over HTTP the 403 carries the challenge).
+INSUFFICIENT_SCOPE = -32030
 # Handshake-era codes: accepted from old peers, never emitted by the modern era.
 HANDSHAKE_ERA_RESOURCE_NOT_FOUND = -32002
 HANDSHAKE_ERA_URL_ELICITATION_REQUIRED = -32042
@@ -170,6 +179,29 @@ class UnsupportedProtocolVersion(ProtocolError):
         )
 
 
+class InsufficientScope(ProtocolError):
+    """The request's access token lacks scopes the operation needs.
+
+    ``required``: every scope the operation needs (all at once, so a client steps up
+    once; basic/authorization/index.mdx, Scope Challenge Handling). Raised by
+    ``Context.require_scopes`` and by a ``ProtectedResource`` whose ``required_scopes``
+    the token lacks. Over Streamable HTTP the reply is 403 with ``WWW-Authenticate:
+    Bearer error="insufficient_scope", scope="..."`` (when no SSE reply has started);
+    elsewhere it is this JSON-RPC error with ``data.requiredScopes``.
+    """
+
+    code = INSUFFICIENT_SCOPE
+
+    def __init__(self, required: Any, message: str | None = None) -> None:
+        scopes = sorted({str(s) for s in required})
+        super().__init__(
+            message or f"Insufficient scope: this needs the scope(s) {' '.join(scopes)}; "
+            "authorize again asking for them",
+            {"requiredScopes": scopes},
+        )
+        self.required = frozenset(scopes)
+
+
 class ToolError(MCPError):
     """Raise from a tool to report a failure the model should see.
 
@@ -185,6 +217,23 @@ class RegistrationError(MCPError, ValueError, TypeError):
     time; the message names the thing and says what to change. It is a ``ValueError``
     and a ``TypeError`` too, so code that caught either before keeps working.
     """
+
+
+class InvalidToken(MCPError):
+    """A protected resource refused a request's bearer token: missing, malformed,
+    expired, not yet valid, signed by an unknown key, from another issuer, or issued
+    for another audience (RFC 6750 3.1, RFC 8707 2).
+
+    ``token_sent``: False when the request had no token at all (the 401 challenge then
+    carries no ``error``, RFC 6750 3.1). The message says what was wrong and never
+    contains the token. The HTTP transport answers 401 with a ``WWW-Authenticate``
+    challenge; nothing of the request is served.
+    """
+
+    def __init__(self, message: str, *, token_sent: bool = True) -> None:
+        super().__init__(message)
+        self.message = message
+        self.token_sent = token_sent
 
 
 class LocalError(MCPError):
@@ -273,6 +322,8 @@ def error_from_wire(error: dict[str, Any]) -> ProtocolError:
         )
     elif code == MISSING_REQUIRED_CLIENT_CAPABILITY and isinstance(data, dict):
         exc = MissingRequiredClientCapability(message, data.get("requiredCapabilities") or {})
+    elif code == INSUFFICIENT_SCOPE and isinstance(data, dict) and isinstance(data.get("requiredScopes"), list):
+        exc = InsufficientScope(data["requiredScopes"], message)
     else:
         cls = _BY_CODE.get(code) if isinstance(code, int) else None
         exc = (cls or ProtocolError)(message, data)

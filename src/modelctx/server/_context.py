@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, overload
 
 import msgspec
 
-from ..errors import InvalidParams, MissingRequiredClientCapability
+from ..errors import InsufficientScope, InvalidParams, MissingRequiredClientCapability
 from ..protocol import _meta
 from ..protocol._jsonrpc import Request
 from ..protocol._versions import Feature, features
@@ -238,8 +238,28 @@ class Context:
 
     @property
     def principal(self) -> Any:
-        """Who the transport authenticated (``None`` without authentication)."""
+        """Who the transport authenticated (``None`` without authentication): with a
+        ``modelctx.auth.ProtectedResource``, the ``AccessToken`` (subject, issuer,
+        scopes, claims; never the token text, which must not be passed on)."""
         return self._call.principal
+
+    @property
+    def scopes(self) -> frozenset[str]:
+        """The OAuth scopes the request's token grants (empty without one)."""
+        scopes = getattr(self._call.principal, "scopes", None)
+        return frozenset(scopes) if isinstance(scopes, (set, frozenset, list, tuple)) else frozenset()
+
+    def require_scopes(self, *scopes: str) -> None:
+        """Raise ``InsufficientScope`` unless the token grants every one of ``scopes``.
+
+        Call it before doing anything: over Streamable HTTP the client gets 403 with a
+        ``WWW-Authenticate`` challenge naming the scopes, re-authorizes (step-up) and
+        retries. Without authentication there are no scopes, so it always raises
+        (fails closed): a tool that needs a scope is not served unauthenticated.
+        """
+        missing = [scope for scope in scopes if scope not in self.scopes]
+        if missing:
+            raise InsufficientScope(scopes)
 
     @property
     def server(self) -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import inspect
+import json
 import logging
 from typing import Any
 
@@ -138,7 +139,11 @@ def _load_answers(call: Call) -> None:
 def _principal_id(principal: Any) -> str | None:
     if principal is None:
         return None
-    return str(getattr(principal, "subject", principal))
+    subject = str(getattr(principal, "subject", principal))
+    issuer = getattr(principal, "issuer", None)
+    # An OAuth principal is its issuer and subject: the same sub from another issuer
+    # is someone else (a JSON pair, so no separator can be forged into either part).
+    return subject if issuer is None else json.dumps([str(issuer), subject])
 
 
 def _input_required(call: Call, asked: InputRequired) -> dict[str, Any]:

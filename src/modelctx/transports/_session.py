@@ -133,9 +133,14 @@ class HandshakeSession:
 
 def principal_key(principal: Any) -> Any:
     """What principals are compared and counted by: their ``subject`` when they have one
-    (as ``requestState`` binds them), so a hook may return a new object on each request.
+    (as ``requestState`` binds them), so a hook may return a new object on each request;
+    with an ``issuer`` too (an OAuth ``AccessToken``), the pair, since two issuers may
+    name different users alike. Never the token: a refreshed token is the same principal.
     An unhashable key (a dict of claims) is counted by its ``repr``."""
     key = getattr(principal, "subject", principal)
+    issuer = getattr(principal, "issuer", None)
+    if issuer is not None:
+        key = (issuer, key)
     try:
         hash(key)
     except TypeError:

@@ -8,6 +8,10 @@ One endpoint path; per request:
 1. DNS-rebinding guard: a missing or malformed ``Host`` gets 400, one outside the
    allowed names 421, an ``Origin`` outside the allowed origins 403 (loopback names
    are allowed by default).
+   With ``auth`` (an OAuth protected resource, ``ResourceAuth``) a GET of its
+   well-known metadata paths is answered with the document, and every request to the
+   endpoint must carry a valid bearer token: else 401 or 403 with ``WWW-Authenticate``
+   (basic/authorization/index.mdx), before anything is read or run.
 2. POST bodies above ``max_body`` get 413, bodies not whole within ``body_timeout``
    408; a Content-Type other than ``application/json`` gets 415, an Accept admitting
    neither JSON nor SSE 406; anything not a JSON-RPC message gets 400 with the
@@ -48,20 +52,23 @@ import errno
 import logging
 import socket
 import sys
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, Protocol
 
 from ..errors import (
     HEADER_MISMATCH,
+    INSUFFICIENT_SCOPE,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
     HeaderMismatch,
+    InsufficientScope,
     InternalError,
     InvalidParams,
     InvalidRequest,
+    InvalidToken,
     ProtocolError,
     UnsupportedProtocolVersion,
 )
@@ -95,13 +102,29 @@ from ._session import HandshakeSession, SessionTable, act
 from ._sse_resume import KeptStream, kept_after, resume
 from ._tuning import settle_heap
 
-__all__ = ["HttpApp", "serve_http"]
+__all__ = ["HttpApp", "ResourceAuth", "serve_http"]
 
 log = logging.getLogger("modelctx.http")
 
 _HEADER_PATHS_CACHED = 4096  # tools whose Mcp-Param header paths are kept
 _HOSTS_REMEMBERED = 64  # Host values the guard remembers as allowed (names x ports)
+_METADATA_HEADERS = [(b"access-control-allow-origin", b"*"), (b"cache-control", b"max-age=300")]
 _LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
+
+
+class ResourceAuth(Protocol):
+    """What the app asks of an OAuth protected resource (``modelctx.auth.ProtectedResource``
+    is one): transports never import ``auth``, they call this seam.
+    """
+
+    def metadata_document(self, path: str) -> dict[str, Any] | None:
+        """The RFC 9728 document served at ``path`` (GET, no token needed), or None."""
+
+    async def authenticate(self, headers: Mapping[str, str]) -> Any:
+        """The request's principal; raises ``InvalidToken`` or ``InsufficientScope``."""
+
+    def challenge(self, refusal: Exception) -> tuple[int, str]:
+        """The HTTP status and ``WWW-Authenticate`` value answering a refusal."""
 
 
 class HttpApp:
@@ -113,7 +136,12 @@ class HttpApp:
     body to arrive (408 past it, so slow peers cannot hold memory); ``session_idle_seconds`` and
     ``max_sessions`` for handshake-era sessions; ``tune_gc`` to freeze the start-up heap
     (``serve_http`` sets it; see ``_tuning``); ``authenticate``, an async hook
-    ``(scope) -> principal`` that raises ``PermissionError`` to answer 401.
+    ``(scope) -> principal`` that raises ``PermissionError`` to answer 401; ``auth``, an
+    OAuth protected resource (``ResourceAuth``, e.g. ``modelctx.auth.ProtectedResource``)
+    instead: it serves its metadata at its well-known paths and checks every request's
+    bearer token before any MCP work (401 or 403 with a ``WWW-Authenticate`` challenge);
+    a handler's ``InsufficientScope`` is answered 403 with the challenge too, when no
+    SSE reply has started.
 
     Limits of handshake-era sessions (each refusal is a JSON-RPC error that says what
     to do, before any work starts):
@@ -148,8 +176,11 @@ class HttpApp:
         max_sessions_per_principal: int = 100,
         max_requests_per_session: int = 256,
         authenticate: Callable[[Scope], Awaitable[Any]] | None = None,
+        auth: ResourceAuth | None = None,
         tune_gc: bool = False,
     ) -> None:
+        if auth is not None and authenticate is not None:
+            raise ValueError("give HttpApp either auth (OAuth) or authenticate (a hook), not both")
         self.server = server
         self.tune_gc = tune_gc
         self.path = path.rstrip("/") or "/"
@@ -164,9 +195,10 @@ class HttpApp:
         self.max_sessions_per_principal = max_sessions_per_principal
         self.max_requests_per_session = max_requests_per_session
         self.authenticate = authenticate
-        # Without an authenticate hook every caller is the same anonymous principal:
+        self.auth = auth
+        # Without authentication every caller is the same anonymous principal:
         # no quota, the table's cap alone.
-        quota = max_sessions_per_principal if authenticate is not None else None
+        quota = max_sessions_per_principal if authenticate is not None or auth is not None else None
         self._sessions = SessionTable(max_sessions, quota, session_idle_seconds)
         self._running: contextlib.AsyncExitStack | None = None
         self._header_paths: dict[str, tuple[dict[str, Any], dict[str, tuple[str, ...]]]] = {}
@@ -207,6 +239,12 @@ class HttpApp:
     async def _http(self, scope: Scope, receive: Receive, send: ASGISend) -> None:
         path = scope["path"].rstrip("/") or "/"
         if path != self.path:
+            if self.auth is not None and scope["method"] == "GET":
+                document = self.auth.metadata_document(path)
+                if document is not None:
+                    # Public and the same for everyone: browsers' clients may read it.
+                    await send_json(send, 200, document, _METADATA_HEADERS)
+                    return
             await send_plain(send, 404, b"Not Found")
             return
         headers, repeated = fold_headers(scope["headers"])
@@ -219,7 +257,13 @@ class HttpApp:
             await _refuse(send, status, message)
             return
         principal = None
-        if self.authenticate is not None:
+        if self.auth is not None:
+            try:
+                principal = await self.auth.authenticate(headers)
+            except (InvalidToken, InsufficientScope) as denied:
+                await self._challenge(send, denied, None)
+                return
+        elif self.authenticate is not None:
             try:
                 principal = await self.authenticate(scope)
             except PermissionError as exc:
@@ -236,6 +280,14 @@ class HttpApp:
             await self._delete(headers, send, principal)
         else:
             await send_plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST, GET, DELETE")])
+
+    async def _challenge(self, send: ASGISend, refusal: Exception, request_id: str | int | None) -> None:
+        """Refuse with the auth's challenge (401 or 403); the body a JSON-RPC error."""
+        assert self.auth is not None
+        status, challenge = self.auth.challenge(refusal)
+        error = refusal if isinstance(refusal, ProtocolError) else InvalidRequest(str(refusal))
+        with contextlib.suppress(OSError):
+            await send_json(send, status, error_response(request_id, error), [(b"www-authenticate", challenge.encode())])
 
     def _guard(self, headers: dict[str, str]) -> tuple[int, str] | None:
         """DNS-rebinding protection (basic/transports/streamable-http.mdx, Security).
@@ -523,11 +575,18 @@ class HttpApp:
         if response is None:
             await send_empty(send, 202)
             return
+        error = response.get("error")
+        if self.auth is not None and error is not None and error.get("code") == INSUFFICIENT_SCOPE:
+            # Runtime step-up (authorization/index.mdx): 403 and the challenge, in both eras.
+            data = error.get("data")
+            needed = data.get("requiredScopes") if isinstance(data, dict) else None
+            refusal = InsufficientScope(needed if isinstance(needed, list) else (), error.get("message"))
+            await self._challenge(send, refusal, request.id)
+            return
         extra: list[tuple[bytes, bytes]] = []
         if peer.session is not None and request.method == "initialize":
             extra.append((b"mcp-session-id", peer.session.id.encode()))
         status = 200
-        error = response.get("error")
         if error is not None and session is None:
             status = status_for(error.get("code"), checked=True)
         await send_json(send, status, response, extra)

@@ -1,0 +1,215 @@
+"""The protected resource: an MCP server as an OAuth 2.1 resource server.
+
+basic/authorization/*.mdx (2026-07-28) on RFC 9728 (Protected Resource Metadata),
+RFC 6750 (Bearer tokens and their challenges) and RFC 8707 (audience). A
+``ProtectedResource`` plugs into the HTTP app (``HttpApp(server, auth=resource)``),
+which asks it, for every request and before any MCP work:
+
+1. a GET of one of its well-known paths (the path-inserted
+   ``/.well-known/oauth-protected-resource/<endpoint path>`` and the root one) is
+   answered with the metadata document, no token needed;
+2. any other request must carry ``Authorization: Bearer <token>`` (a token in the
+   query string or the body is never read: authorization/index.mdx, Token
+   Requirements); the ``verifier`` checks it and returns an ``AccessToken``;
+3. the token must hold every one of ``required_scopes``.
+
+Refusals are exceptions the transport turns into challenges (``challenge``): no or
+a bad token, ``InvalidToken``, 401; too few scopes, ``InsufficientScope``, 403 naming
+every scope needed at once, so the client steps up once.
+
+The raw token is not kept anywhere after verification: the ``AccessToken`` a
+handler sees (``ctx.principal``) has no field for it, so a tool cannot pass the
+client's token on to another service (security best practices, Token Passthrough).
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Protocol
+
+from ..errors import InsufficientScope, InvalidToken
+
+__all__ = ["AccessToken", "ProtectedResource", "TokenVerifier"]
+
+WELL_KNOWN = "/.well-known/oauth-protected-resource"
+
+
+@dataclass(frozen=True)
+class AccessToken:
+    """A verified access token, as handlers see it (``ctx.principal``).
+
+    ``subject`` and ``issuer`` name the principal (a refreshed token is the same
+    one); ``scopes`` are those granted; ``audience`` the resources it was issued for;
+    ``expires_at`` a Unix time; ``claims`` everything the issuer said (read only);
+    ``jkt`` the thumbprint of the key a DPoP-bound token is bound to. The token text
+    itself is deliberately absent.
+    """
+
+    subject: str | None
+    issuer: str | None
+    scopes: frozenset[str] = frozenset()
+    client_id: str | None = None
+    audience: tuple[str, ...] = ()
+    expires_at: float | None = None
+    claims: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    jkt: str | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"AccessToken(subject={self.subject!r}, issuer={self.issuer!r}, "
+            f"client_id={self.client_id!r}, scopes={sorted(self.scopes)!r})"
+        )
+
+
+class TokenVerifier(Protocol):
+    """What checks a bearer token for a ``ProtectedResource``."""
+
+    async def verify(self, token: str) -> AccessToken:
+        """The token's ``AccessToken``; raises ``InvalidToken`` (saying why, never
+        quoting the token) when it is not valid for this resource."""
+        ...
+
+
+class ProtectedResource:
+    """An MCP endpoint's OAuth declaration: who issues its tokens, which scopes it
+    knows and requires, and how tokens are checked.
+
+    ``resource``: the canonical URL of the MCP endpoint (``https://host/mcp``; no
+    fragment), the audience tokens must name (RFC 8707). ``authorization_servers``:
+    issuer URLs (at least one, RFC 9728 / authorization-server-discovery.mdx).
+    ``scopes_supported``: advertised in the metadata. ``required_scopes``: held by
+    every token on every request (403 otherwise). ``verifier``: a ``TokenVerifier``
+    (``JwtVerifier``, ``IntrospectionVerifier``). ``resource_name`` and
+    ``resource_documentation`` are optional metadata fields.
+    Raises ``ValueError`` for a resource URL or issuer list that cannot work.
+    """
+
+    def __init__(
+        self,
+        resource: str,
+        *,
+        authorization_servers: Sequence[str],
+        verifier: TokenVerifier,
+        scopes_supported: Iterable[str] = (),
+        required_scopes: Iterable[str] = (),
+        resource_name: str | None = None,
+        resource_documentation: str | None = None,
+    ) -> None:
+        parts = _checked_resource(resource)
+        if isinstance(authorization_servers, str) or not authorization_servers:
+            raise ValueError("authorization_servers is a list of issuer URLs with at least one entry")
+        self.resource = resource
+        self.authorization_servers = tuple(authorization_servers)
+        self.verifier = verifier
+        self.scopes_supported = tuple(scopes_supported)
+        self.required_scopes = frozenset(required_scopes)
+        origin = f"{parts.scheme}://{parts.netloc}"
+        path = parts.path.rstrip("/")
+        #: The document's URL named in every challenge: the path-inserted one (RFC 9728 3.1).
+        self.metadata_url = origin + WELL_KNOWN + path
+        self._paths = frozenset({WELL_KNOWN + path, WELL_KNOWN})
+        document: dict[str, Any] = {
+            "resource": resource,
+            "authorization_servers": list(self.authorization_servers),
+            "bearer_methods_supported": ["header"],
+        }
+        if self.scopes_supported:
+            document["scopes_supported"] = list(self.scopes_supported)
+        if resource_name is not None:
+            document["resource_name"] = resource_name
+        if resource_documentation is not None:
+            document["resource_documentation"] = resource_documentation
+        self._document = document
+
+    # -- what the HTTP app asks --------------------------------------------------------
+    def metadata_document(self, path: str) -> dict[str, Any] | None:
+        """The Protected Resource Metadata document if ``path`` is one of its
+        well-known paths, else None."""
+        return dict(self._document) if path in self._paths else None
+
+    async def authenticate(self, headers: Mapping[str, str]) -> AccessToken:
+        """The request's verified token (``headers`` by lower-case name).
+
+        Raises ``InvalidToken`` (401) for a missing, malformed or invalid token and
+        ``InsufficientScope`` (403) when it lacks one of ``required_scopes``.
+        """
+        token = bearer_token(headers.get("authorization"))
+        principal = await self.verifier.verify(token)
+        if principal.jkt is not None:
+            # A DPoP-bound token (RFC 9449 cnf.jkt) sent as a plain bearer token: accepting
+            # it without checking a proof would undo its binding (RFC 9449 7.1).
+            raise InvalidToken("The access token is DPoP-bound; this resource accepts bearer tokens only")
+        self.check_scopes(principal, self.required_scopes)
+        return principal
+
+    def check_scopes(self, principal: AccessToken, needed: Iterable[str]) -> None:
+        """Raise ``InsufficientScope`` naming ``required_scopes`` and ``needed`` when
+        ``principal`` lacks any of ``needed``."""
+        needed = frozenset(needed)
+        if not needed <= principal.scopes:
+            raise InsufficientScope(self.required_scopes | needed)
+
+    def challenge(self, refusal: Exception) -> tuple[int, str]:
+        """The HTTP status and ``WWW-Authenticate`` value answering ``refusal``
+        (an ``InvalidToken`` or ``InsufficientScope``; RFC 6750 3, RFC 9728 5.1)."""
+        if isinstance(refusal, InsufficientScope):
+            scopes = self.required_scopes | refusal.required
+            params = [
+                ("error", "insufficient_scope"),
+                ("scope", " ".join(sorted(scopes))),
+                ("resource_metadata", self.metadata_url),
+                ("error_description", refusal.message),
+            ]
+            return 403, _bearer(params)
+        params = []
+        if not isinstance(refusal, InvalidToken) or refusal.token_sent:
+            description = refusal.message if isinstance(refusal, InvalidToken) else "The access token is invalid"
+            params += [("error", "invalid_token"), ("error_description", description)]
+        params.append(("resource_metadata", self.metadata_url))
+        scope = self._challenge_scope()
+        if scope:
+            params.append(("scope", scope))
+        return 401, _bearer(params)
+
+    def _challenge_scope(self) -> str:
+        # What a client should ask for: the scopes every request needs, else all the
+        # advertised ones (authorization/index.mdx, Scope Selection Strategy).
+        return " ".join(sorted(self.required_scopes) or self.scopes_supported)
+
+
+def bearer_token(authorization: str | None) -> str:
+    """The token of an ``Authorization: Bearer <token>`` header (RFC 6750 2.1).
+
+    Raises ``InvalidToken`` (``token_sent=False`` when there is no header) otherwise.
+    """
+    if authorization is None:
+        raise InvalidToken("No access token: send Authorization: Bearer <token>", token_sent=False)
+    scheme, _, token = authorization.strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise InvalidToken("The Authorization header is not 'Bearer <token>'", token_sent=scheme.lower() == "bearer")
+    if not _B64TOKEN.fullmatch(token):
+        raise InvalidToken("The bearer token is malformed (RFC 6750 2.1 b64token)")
+    return token
+
+
+_B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+# RFC 6750 3: error_description and scope may hold only these characters.
+_NOT_QUOTABLE = re.compile(r'[^\x20\x21\x23-\x5b\x5d-\x7e]')
+
+
+def _bearer(params: Sequence[tuple[str, str]]) -> str:
+    return "Bearer " + ", ".join(f'{name}="{_NOT_QUOTABLE.sub("?", value)}"' for name, value in params)
+
+
+def _checked_resource(resource: str) -> urllib.parse.SplitResult:
+    parts = urllib.parse.urlsplit(resource)
+    if parts.scheme not in ("https", "http") or not parts.netloc:
+        raise ValueError(f"resource {resource!r} must be the absolute http(s) URL of the MCP endpoint")
+    if parts.fragment or resource.endswith("#"):
+        raise ValueError(f"resource {resource!r} must not have a fragment (RFC 8707 2)")
+    return parts
