@@ -229,9 +229,7 @@ def test_registered_client_gets_a_code_with_state_and_iss_then_a_jwt_for_the_res
 
 def test_refresh_rotates_the_refresh_token_and_the_old_one_stops_working(issuer):
     first = code_flow(issuer, scope="notes:read")
-    refreshed = token(
-        issuer, grant_type="refresh_token", refresh_token=first["refresh_token"], client_id="public-cli"
-    )
+    refreshed = token(issuer, grant_type="refresh_token", refresh_token=first["refresh_token"], client_id="public-cli")
     assert refreshed.status_code == 200, refreshed.text
     second = refreshed.json()
     assert second["refresh_token"] != first["refresh_token"]

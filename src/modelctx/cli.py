@@ -266,8 +266,12 @@ def _auth_server_parser(commands: Any) -> None:
         help="pre-register a client (repeatable): public without SECRET; any loopback redirect URI",
     )
     auth.add_argument("--scope", action="append", default=[], help="a scope it grants (repeatable; default any)")
-    auth.add_argument("--key-file", type=Path, help="keep the signing key here (created 0600) so tokens survive restarts")
-    auth.add_argument("--algorithm", choices=["ES256", "RS256"], default="ES256", help="token signature (default ES256)")
+    auth.add_argument(
+        "--key-file", type=Path, help="keep the signing key here (created 0600) so tokens survive restarts"
+    )
+    auth.add_argument(
+        "--algorithm", choices=["ES256", "RS256"], default="ES256", help="token signature (default ES256)"
+    )
 
 
 def _auth_server(args: argparse.Namespace) -> None:

@@ -208,8 +208,10 @@ class DevAuthorizationServer:
             pairs = self._consents.take(form.get("ticket", ""), request.cookies.get(COOKIE, ""))
         if pairs is None:
             return _error_page(
-                403, "access_denied", "This consent form is expired, already used, or was not shown to this browser; "
-                "start the authorization again from the application."
+                403,
+                "access_denied",
+                "This consent form is expired, already used, or was not shown to this browser; "
+                "start the authorization again from the application.",
             )
         oauth_request = form_request("GET", self._oauth.endpoint("authorize"), request.headers, pairs)
         try:

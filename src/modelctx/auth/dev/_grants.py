@@ -211,4 +211,4 @@ class PrivateKeyJwt(JWTBearerClientAssertion):  # type: ignore[misc]
     def resolve_client_public_key(self, client: DevClient) -> KeySet:
         if not client.jwks:
             raise InvalidClientError(description="The client registered no 'jwks' to verify its assertion with")
-        return KeySet.import_key_set(client.jwks)
+        return KeySet.import_key_set(client.jwks)  # type: ignore[arg-type]  # a JSON object, checked by joserfc

@@ -13,7 +13,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from joserfc.jwk import ECKey, RSAKey
+from joserfc.jwk import ECKey, KeyParameters, RSAKey
 
 __all__ = ["SIGNING_ALGORITHMS", "SigningKey"]
 
@@ -35,7 +35,7 @@ class SigningKey:
     def generate(cls, algorithm: str = "ES256") -> SigningKey:
         """A new key for ``algorithm``; raises ``ValueError`` for an algorithm not in
         ``SIGNING_ALGORITHMS``."""
-        parameters: dict[str, Any] = {"use": "sig", "alg": algorithm}
+        parameters: KeyParameters = {"use": "sig", "alg": algorithm}
         if algorithm == "ES256":
             return cls(ECKey.generate_key("P-256", parameters, private=True, auto_kid=True), algorithm)
         if algorithm == "RS256":
@@ -50,9 +50,9 @@ class SigningKey:
         private key), is not a private JWK, or holds a key for another algorithm.
         """
         if not path.exists():
-            key = cls.generate(algorithm)
-            _write_private(path, json.dumps(key.key.as_dict(private=True)))
-            return key
+            made = cls.generate(algorithm)
+            _write_private(path, json.dumps(made.key.as_dict(private=True)))
+            return made
         mode = stat.S_IMODE(path.stat().st_mode)
         if mode & 0o077:
             raise ValueError(f"{path} holds a private key but is readable by others (mode {mode:o}); chmod 600 it")
