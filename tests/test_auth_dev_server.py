@@ -348,6 +348,32 @@ def test_a_code_is_used_once(issuer):
     assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
 
 
+def test_a_reused_code_also_revokes_the_refresh_token_it_gave(issuer):
+    verifier, challenge = pkce()
+    code = redirected(authorize(issuer, "public-cli", challenge))["code"]
+    form = {
+        "grant_type": "authorization_code",
+        "code": code,
+        "redirect_uri": REDIRECT,
+        "client_id": "public-cli",
+        "code_verifier": verifier,
+        "resource": RESOURCE,
+    }
+    first = token(issuer, **form).json()
+    assert token(issuer, **form).json()["error"] == "invalid_grant"
+    refreshed = token(issuer, grant_type="refresh_token", refresh_token=first["refresh_token"], client_id="public-cli")
+    assert refreshed.status_code == 400 and refreshed.json()["error"] == "invalid_grant"
+
+
+def test_a_rotated_out_refresh_token_used_again_revokes_its_successor(issuer):
+    first = code_flow(issuer)
+    form = {"grant_type": "refresh_token", "client_id": "public-cli"}
+    second = token(issuer, refresh_token=first["refresh_token"], **form).json()
+    assert token(issuer, refresh_token=first["refresh_token"], **form).json()["error"] == "invalid_grant"
+    after = token(issuer, refresh_token=second["refresh_token"], **form)
+    assert after.status_code == 400 and after.json()["error"] == "invalid_grant"
+
+
 def test_an_unregistered_redirect_uri_is_shown_an_error_never_redirected_to(issuer):
     client = register(issuer, redirect_uris=[REDIRECT], token_endpoint_auth_method="none")
     _, challenge = pkce()
@@ -421,6 +447,20 @@ def test_registration_refuses_a_redirect_uri_that_is_neither_https_nor_loopback(
         f"{issuer}/register", json={"redirect_uris": ["http://app.example/cb"], "token_endpoint_auth_method": "none"}
     )
     assert response.status_code == 400 and response.json()["error"] == "invalid_client_metadata"
+
+
+def test_scopes_and_resources_outside_the_configured_ones_are_refused():
+    with auth_server(
+        "--auto-approve", "--client", "public-cli", "--scope", "notes:read", "--resource", RESOURCE
+    ) as issuer:
+        assert httpx.get(f"{issuer}/.well-known/oauth-authorization-server").json()["scopes_supported"] == [
+            "notes:read"
+        ]
+        assert verified_claims(issuer, code_flow(issuer, scope="notes:read")["access_token"])["aud"] == RESOURCE
+        too_wide = redirected(authorize(issuer, "public-cli", pkce()[1], scope="notes:read admin"))
+        assert too_wide["error"] == "invalid_scope" and too_wide["iss"] == issuer
+        elsewhere = redirected(authorize(issuer, "public-cli", pkce()[1], resource="http://127.0.0.1:8001/mcp"))
+        assert elsewhere["error"] == "invalid_target" and elsewhere["iss"] == issuer
 
 
 # The consent page.
@@ -583,6 +623,29 @@ def test_a_key_file_others_can_read_is_refused_with_what_to_do(tmp_path):
     )
     assert result.returncode == 2
     assert "chmod 600" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_command_prints_its_issuer_then_a_ready_line():
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "modelctx", "auth-server", "--port", str(port)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        issuer = f"http://127.0.0.1:{port}"
+        assert process.stderr.readline().strip() == (
+            f"modelctx: development authorization server, issuer {issuer} (not for production)"
+        )
+        assert process.stderr.readline().strip() == f"modelctx: authorization server ready at {issuer}"
+        assert httpx.get(f"{issuer}/.well-known/oauth-authorization-server").json()["issuer"] == issuer
+    finally:
+        process.terminate()
+        out, _ = process.communicate(timeout=DEADLINE)
+    assert out == ""
 
 
 def test_an_issuer_that_is_plain_http_off_loopback_is_a_usage_error():

@@ -267,6 +267,13 @@ def _auth_server_parser(commands: Any) -> None:
     )
     auth.add_argument("--scope", action="append", default=[], help="a scope it grants (repeatable; default any)")
     auth.add_argument(
+        "--resource",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="an MCP server URL it issues tokens for (repeatable; default any)",
+    )
+    auth.add_argument(
         "--key-file", type=Path, help="keep the signing key here (created 0600) so tokens survive restarts"
     )
     auth.add_argument(
@@ -287,6 +294,7 @@ def _auth_server(args: argparse.Namespace) -> None:
             key_file=args.key_file,
             algorithm=args.algorithm,
             scopes=args.scope or None,
+            resources=args.resource or None,
         )
     except ValueError as exc:
         _fail(str(exc))

@@ -60,7 +60,8 @@ class DevAuthorizationServer:
     otherwise the browser shows a consent page. ``subject`` is the one user it knows
     (the ``sub`` of tokens from the code flow). ``key_file`` keeps the signing key
     (``algorithm``, ES256 or RS256) across restarts, created 0600 if missing.
-    ``scopes``, when given, are the only scopes it grants (``scopes_supported``).
+    ``scopes``, when given, are the only scopes it grants (``scopes_supported``);
+    ``resources``, when given, the only resources (MCP server URLs) it issues tokens for.
     ``cimd_policy`` is the SSRF guard for Client ID Metadata Documents (default:
     public https and loopback, as on a development machine).
 
@@ -77,6 +78,7 @@ class DevAuthorizationServer:
         key_file: Path | str | None = None,
         algorithm: str = "ES256",
         scopes: Iterable[str] | None = None,
+        resources: Iterable[str] | None = None,
         access_token_ttl: int = 3600,
         cimd_policy: UrlPolicy | None = None,
     ) -> None:
@@ -86,7 +88,11 @@ class DevAuthorizationServer:
         self.auto_approve = auto_approve
         self.subject = subject
         self._oauth = OAuthServer(
-            issuer, key, scopes_supported=list(scopes) if scopes else None, access_token_ttl=access_token_ttl
+            issuer,
+            key,
+            scopes_supported=list(scopes) if scopes else None,
+            resources=frozenset(resources) if resources else None,
+            access_token_ttl=access_token_ttl,
         )
         self._consents = Consents()
         self._cimd_policy = cimd_policy if cimd_policy is not None else UrlPolicy(allow_loopback=True)

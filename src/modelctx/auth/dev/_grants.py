@@ -18,6 +18,8 @@ from urllib.parse import urlsplit
 from authlib.oauth2.rfc6749 import InvalidClientError, InvalidRequestError, OAuth2Error, grants
 from authlib.oauth2.rfc7523 import JWTBearerClientAssertion
 from authlib.oauth2.rfc7636 import CodeChallenge
+from joserfc import jwt
+from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
 from ._models import AuthorizationCode, DevClient
@@ -35,6 +37,7 @@ __all__ = [
     "RequireResource",
 ]
 
+ASSERTION_ALGORITHMS = ["ES256", "RS256", "PS256", "EdDSA"]
 TOKEN_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "private_key_jwt", "none"]
 
 
@@ -43,6 +46,13 @@ class InvalidTargetError(OAuth2Error):  # type: ignore[misc]
     grant was issued for."""
 
     error = "invalid_target"
+
+
+def required_resource(datalist: Any) -> str:
+    """The one ``resource`` of a request; raises ``InvalidTargetError`` without one."""
+    resource = requested_resource(datalist, required=True)
+    assert resource is not None  # required: requested_resource raised
+    return resource
 
 
 def requested_resource(datalist: Any, required: bool) -> str | None:
@@ -94,7 +104,9 @@ class RequireResource:
         grant.register_hook("after_validate_authorization_request_payload", self.validate)
 
     def validate(self, grant: Any, redirect_uri: str) -> None:
-        grant.request.resource = requested_resource(grant.request.payload.datalist, required=True)
+        resource = required_resource(grant.request.payload.datalist)
+        grant.server.check_resource(resource)
+        grant.request.resource = resource
 
 
 class _IssuesJwt:
@@ -106,6 +118,10 @@ class _IssuesJwt:
 
     def token_subject(self) -> str:
         return str(self.request.user)
+
+    def grant_family(self) -> str:
+        """What a refresh token issued now descends from (revoked together on a replay)."""
+        return str(self.request.client.client_id)
 
     def generate_token(
         self,
@@ -121,6 +137,7 @@ class _IssuesJwt:
             scope=scope or "",
             resource=self.request.resource,
             include_refresh_token=include_refresh_token,
+            family=self.grant_family(),
         )
 
 
@@ -129,22 +146,27 @@ class AuthorizationCodeGrant(_IssuesJwt, grants.AuthorizationCodeGrant):  # type
 
     def save_authorization_code(self, code: str, request: Any) -> None:
         data = request.payload.data
-        self.server.store.codes[code] = AuthorizationCode(
-            code=code,
-            client_id=request.client.client_id,
-            redirect_uri=request.payload.redirect_uri or request.client.get_default_redirect_uri(),
-            scope=request.scope or "",
-            subject=str(request.user),
-            resource=request.resource,
-            code_challenge=data["code_challenge"],
-            code_challenge_method=data["code_challenge_method"],
+        self.server.store.save_code(
+            AuthorizationCode(
+                code=code,
+                client_id=request.client.client_id,
+                redirect_uri=request.payload.redirect_uri or request.client.get_default_redirect_uri(),
+                scope=request.scope or "",
+                subject=str(request.user),
+                resource=request.resource,
+                code_challenge=data["code_challenge"],
+                code_challenge_method=data["code_challenge_method"],
+            )
         )
 
     def query_authorization_code(self, code: str, client: DevClient) -> AuthorizationCode | None:
         return self.server.store.take_code(code, client.client_id)
 
     def delete_authorization_code(self, authorization_code: AuthorizationCode) -> None:
-        self.server.store.codes.pop(authorization_code.code, None)
+        self.server.store.spend(authorization_code.code, family=authorization_code.code)
+
+    def grant_family(self) -> str:
+        return str(self.request.authorization_code.code)
 
     def authenticate_user(self, authorization_code: AuthorizationCode) -> str:
         return authorization_code.subject
@@ -169,7 +191,10 @@ class RefreshTokenGrant(_IssuesJwt, grants.RefreshTokenGrant):  # type: ignore[m
         return str(refresh_token.subject)
 
     def revoke_old_credential(self, refresh_token: Any) -> None:
-        self.server.store.refresh_tokens.pop(refresh_token.token, None)
+        self.server.store.spend(refresh_token.token, family=refresh_token.family)
+
+    def grant_family(self) -> str:
+        return str(self.request.refresh_token.family)
 
     def validate_token_request(self) -> None:
         super().validate_token_request()
@@ -188,7 +213,9 @@ class ClientCredentialsGrant(_IssuesJwt, grants.ClientCredentialsGrant):  # type
 
     def validate_token_request(self) -> None:
         super().validate_token_request()
-        self.request.resource = requested_resource(self.request.payload.datalist, required=True)
+        resource = required_resource(self.request.payload.datalist)
+        self.server.check_resource(resource)
+        self.request.resource = resource
 
 
 class PrivateKeyJwt(JWTBearerClientAssertion):  # type: ignore[misc]
@@ -200,6 +227,16 @@ class PrivateKeyJwt(JWTBearerClientAssertion):  # type: ignore[misc]
     def __init__(self, server: OAuthServer) -> None:
         super().__init__(validate_jti=True)
         self._server = server
+
+    def process_assertion_claims(self, assertion: str, resolve_key: Any) -> Any:
+        # Authlib would accept any algorithm joserfc recommends; name the asymmetric ones
+        # the metadata advertises, so a client key only ever verifies what it can sign.
+        try:
+            token = jwt.decode(assertion, resolve_key, algorithms=ASSERTION_ALGORITHMS)
+        except JoseError as exc:
+            raise InvalidClientError(description=exc.description) from exc
+        self.verify_claims(token.claims)
+        return token.claims
 
     def get_audiences(self) -> list[str]:
         return [self._server.endpoint("token"), self._server.issuer]

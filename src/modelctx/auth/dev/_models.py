@@ -20,6 +20,7 @@ __all__ = ["AuthorizationCode", "DevClient", "RefreshToken", "Store", "is_loopba
 
 CODE_LIFETIME = 600.0  # seconds; OAuth 2.1 section 4.1.2 recommends at most 10 minutes
 REFRESH_LIFETIME = 30 * 24 * 3600.0
+SPENT_MEMORY = 3600.0  # how long a used code or a rotated refresh token is remembered
 
 
 def is_loopback_http(uri: str) -> bool:
@@ -120,13 +121,15 @@ class AuthorizationCode(AuthorizationCodeMixin):  # type: ignore[misc]
 
 @dataclass
 class RefreshToken(TokenMixin):  # type: ignore[misc]
-    """A refresh token: who it was issued to, for which resource and scope."""
+    """A refresh token: who it was issued to, for which resource and scope. ``family``
+    names the grant it descends from (the code, through every rotation)."""
 
     token: str
     client_id: str
     subject: str
     scope: str
     resource: str
+    family: str
     expires_at: float = field(default_factory=lambda: time.time() + REFRESH_LIFETIME)
 
     def check_client(self, client: DevClient) -> bool:
@@ -160,6 +163,8 @@ class Store:
     codes: dict[str, AuthorizationCode] = field(default_factory=dict)
     refresh_tokens: dict[str, RefreshToken] = field(default_factory=dict)
     assertion_ids: dict[str, float] = field(default_factory=dict)  # private_key_jwt jti -> expiry
+    # A used code or a rotated-out refresh token -> (its grant family, when to forget it).
+    spent: dict[str, tuple[str, float]] = field(default_factory=dict)
 
     def client(self, client_id: str) -> DevClient | None:
         client = self.clients.get(client_id)
@@ -168,14 +173,49 @@ class Store:
             return None
         return client
 
+    def save_code(self, record: AuthorizationCode) -> None:
+        now = time.time()
+        for code, old in list(self.codes.items()):
+            if old.expires_at <= now:
+                del self.codes[code]
+        self.codes[record.code] = record
+
     def take_code(self, code: str, client_id: str) -> AuthorizationCode | None:
-        """The unexpired code issued to ``client_id``; None for any other."""
+        """The unexpired code issued to ``client_id``; None for any other. A code used
+        before also revokes the refresh tokens issued for it (OAuth 2.1 section 4.1.2:
+        someone holds a copy)."""
+        if self._replayed(code):
+            return None
         record = self.codes.get(code)
         if record is None or record.client_id != client_id or record.expires_at <= time.time():
             return None
         return record
 
+    def spend(self, credential: str, family: str) -> None:
+        """Retire a used code or a rotated-out refresh token; a later use of it is a replay."""
+        now = time.time()
+        for old, (_, forget_at) in list(self.spent.items()):
+            if forget_at <= now:
+                del self.spent[old]
+        self.codes.pop(credential, None)
+        self.refresh_tokens.pop(credential, None)
+        self.spent[credential] = (family, now + SPENT_MEMORY)
+
+    def _replayed(self, credential: str) -> bool:
+        spent = self.spent.get(credential)
+        if spent is None:
+            return False
+        family = spent[0]
+        for token, record in list(self.refresh_tokens.items()):
+            if record.family == family:
+                del self.refresh_tokens[token]
+        return True
+
     def refresh(self, token: str) -> RefreshToken | None:
+        """The live refresh token ``token``; None for any other. A rotated-out token
+        presented again revokes its whole family (OAuth 2.1 section 4.3.1)."""
+        if self._replayed(token):
+            return None
         record = self.refresh_tokens.get(token)
         if record is None or record.is_expired():
             self.refresh_tokens.pop(token, None)

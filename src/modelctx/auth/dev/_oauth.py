@@ -24,8 +24,10 @@ from joserfc import jwt
 from joserfc.errors import InvalidClaimError
 
 from ._grants import (
+    ASSERTION_ALGORITHMS,
     AuthorizationCodeGrant,
     ClientCredentialsGrant,
+    InvalidTargetError,
     PrivateKeyJwt,
     RefreshTokenGrant,
     RequireResource,
@@ -185,9 +187,11 @@ class OAuthServer(AuthorizationServer):  # type: ignore[misc]
         key: SigningKey,
         *,
         scopes_supported: list[str] | None = None,
+        resources: frozenset[str] | None = None,
         access_token_ttl: int = 3600,
     ) -> None:
         super().__init__(scopes_supported=scopes_supported)
+        self.resources = resources
         self.issuer = issuer
         self.key = key
         self.store = Store()
@@ -215,7 +219,7 @@ class OAuthServer(AuthorizationServer):  # type: ignore[misc]
             "response_modes_supported": ["query"],
             "grant_types_supported": GRANT_TYPES,
             "token_endpoint_auth_methods_supported": AUTH_METHODS,
-            "token_endpoint_auth_signing_alg_values_supported": ["ES256", "RS256", "PS256", "EdDSA"],
+            "token_endpoint_auth_signing_alg_values_supported": ASSERTION_ALGORITHMS,
             "code_challenge_methods_supported": ["S256"],
             "authorization_response_iss_parameter_supported": True,
             "client_id_metadata_document_supported": True,
@@ -223,6 +227,13 @@ class OAuthServer(AuthorizationServer):  # type: ignore[misc]
         if self.scopes_supported:
             metadata["scopes_supported"] = list(self.scopes_supported)
         return metadata
+
+    def check_resource(self, resource: str) -> None:
+        """Raises ``InvalidTargetError`` for a resource this server does not issue tokens for."""
+        if self.resources is not None and resource not in self.resources:
+            raise InvalidTargetError(
+                f"This server issues no tokens for {resource}; it knows {', '.join(sorted(self.resources))}"
+            )
 
     # Authlib's framework seam.
 
@@ -247,7 +258,14 @@ class OAuthServer(AuthorizationServer):  # type: ignore[misc]
     # Tokens.
 
     def issue_tokens(
-        self, *, client: DevClient, subject: str, scope: str, resource: str, include_refresh_token: bool
+        self,
+        *,
+        client: DevClient,
+        subject: str,
+        scope: str,
+        resource: str,
+        include_refresh_token: bool,
+        family: str,
     ) -> dict[str, Any]:
         """A token response: a signed JWT access token for ``resource`` (its ``aud``) and,
         when asked, a new refresh token bound to the same client, subject, scope and resource."""
@@ -273,6 +291,8 @@ class OAuthServer(AuthorizationServer):  # type: ignore[misc]
             token["scope"] = scope
         if include_refresh_token:
             refresh = secrets.token_urlsafe(32)
-            self.store.refresh_tokens[refresh] = RefreshToken(refresh, client.client_id, subject, scope, resource)
+            self.store.refresh_tokens[refresh] = RefreshToken(
+                refresh, client.client_id, subject, scope, resource, family
+            )
             token["refresh_token"] = refresh
         return token
