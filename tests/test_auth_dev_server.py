@@ -598,6 +598,13 @@ def test_a_metadata_document_naming_another_client_id_is_refused(issuer):
         assert "invalid_client" in response.text
 
 
+def test_a_metadata_document_on_a_private_address_is_not_fetched(issuer):
+    # The SSRF guard refuses the address before anything connects to it.
+    response = authorize(issuer, "https://10.0.0.7/client.json", pkce()[1])
+    assert response.status_code == 400 and "location" not in response.headers
+    assert "invalid_client" in response.text and "10.0.0.7" in response.text
+
+
 # The signing key, kept in a file.
 
 
@@ -623,6 +630,12 @@ def test_a_key_file_others_can_read_is_refused_with_what_to_do(tmp_path):
     )
     assert result.returncode == 2
     assert "chmod 600" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_importing_modelctx_auth_loads_neither_authlib_nor_starlette():
+    code = "import sys, modelctx.auth; print(sorted(m for m in sys.modules if m.split('.')[0] in ('authlib', 'starlette')))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=DEADLINE)
+    assert result.stdout.strip() == "[]", result.stderr
 
 
 def test_the_command_prints_its_issuer_then_a_ready_line():
