@@ -494,6 +494,20 @@ def test_consent_page_cannot_be_framed_and_approving_it_redirects_with_a_code(co
         assert replayed.status_code == 403
 
 
+def test_auto_approve_still_asks_the_user_when_the_answer_leaves_this_machine(issuer):
+    remote = "https://app.example/callback"
+    client = register(issuer, redirect_uris=[remote], token_endpoint_auth_method="none")
+    page = authorize(issuer, client["client_id"], pkce()[1], redirect_uri=remote)
+    assert page.status_code == 200 and "location" not in page.headers
+    assert 'name="decision" value="approve"' in page.text and remote in page.text
+
+
+def test_a_request_naming_another_host_is_refused(issuer):
+    # DNS rebinding: a page whose name now points here arrives with its own Host.
+    response = httpx.get(f"{issuer}/.well-known/oauth-authorization-server", headers={"host": "attacker.example"})
+    assert response.status_code == 400
+
+
 def test_consent_posted_without_the_browser_cookie_or_from_another_origin_is_refused(consent_issuer):
     def open_page(browser: httpx.Client) -> str:
         page = browser.get(

@@ -22,6 +22,7 @@ ASGI app (Starlette routing; uvicorn runs it). What it offers:
 from __future__ import annotations
 
 import asyncio
+import html
 import json
 import socket
 import sys
@@ -33,6 +34,8 @@ from urllib.parse import parse_qsl, urlsplit
 from authlib.common.urls import add_params_to_uri
 from authlib.oauth2.rfc6749 import OAuth2Error
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
@@ -56,8 +59,10 @@ class DevAuthorizationServer:
     """A development OAuth 2.1 authorization server for ``issuer`` (its exact URL:
     https, or http on a loopback host).
 
-    ``auto_approve`` grants every valid authorization request at once (tests, demos);
-    otherwise the browser shows a consent page. ``subject`` is the one user it knows
+    ``auto_approve`` grants at once every valid authorization request whose redirect URI
+    is on loopback (tools, tests, demos on this machine); any other, and every request
+    without it, gets a consent page (else any web page the user opens could obtain a
+    token by sending the browser here with its own client). ``subject`` is the one user it knows
     (the ``sub`` of tokens from the code flow). ``key_file`` keeps the signing key
     (``algorithm``, ES256 or RS256) across restarts, created 0600 if missing.
     ``scopes``, when given, are the only scopes it grants (``scopes_supported``);
@@ -96,7 +101,12 @@ class DevAuthorizationServer:
         )
         self._consents = Consents()
         self._cimd_policy = cimd_policy if cimd_policy is not None else UrlPolicy(allow_loopback=True)
-        self.app = Starlette(routes=self._routes())
+        # A web page that rebinds its own name to this loopback address reaches the
+        # server with its name in Host: only the issuer's host is served.
+        hosts = [urlsplit(issuer).hostname or ""]
+        if is_loopback_http(issuer):
+            hosts += ["127.0.0.1", "localhost", "::1", "[::1]"]
+        self.app = Starlette(routes=self._routes(), middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts)])
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -181,7 +191,7 @@ class DevAuthorizationServer:
             grant = self._oauth.get_consent_grant(oauth_request, end_user=self.subject)
         except OAuth2Error as error:
             return self._authorization_error(oauth_request, error)
-        if self.auto_approve:
+        if self.auto_approve and is_loopback_http(grant.redirect_uri):
             return _http(self._oauth.create_authorization_response(oauth_request, self.subject, grant))
         return self._consent_page(grant, pairs)
 
@@ -295,8 +305,6 @@ def _http(reply: Reply) -> Response:
 
 
 def _error_page(status: int, error: str, description: str) -> Response:
-    import html
-
     page = (
         f"<!doctype html><html><head><meta charset='utf-8'><title>Authorization error</title></head>"
         f"<body><h1>{html.escape(error)}</h1><p>{html.escape(description)}</p></body></html>"

@@ -27,7 +27,9 @@ PAGE_HEADERS = {
     # No form-action: a browser would then refuse the redirect to the client's URI.
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
     "Cache-Control": "no-store",
-    "Referrer-Policy": "no-referrer",
+    # Not no-referrer: with it a browser sends "Origin: null" on the form's own POST,
+    # and the origin check would refuse the user's answer.
+    "Referrer-Policy": "same-origin",
     "X-Content-Type-Options": "nosniff",
 }
 
