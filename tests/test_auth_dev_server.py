@@ -279,6 +279,18 @@ def test_a_public_client_cannot_use_client_credentials(issuer):
     assert response.status_code in (400, 401) and response.json()["error"] == "invalid_client"
 
 
+def client_assertion_form(issuer: str, client_id: str, key: ECKey) -> dict[str, str]:
+    """A client credentials request authenticated by ``private_key_jwt`` (RFC 7523)."""
+    now = int(time.time())
+    claims = {"iss": client_id, "sub": client_id, "aud": f"{issuer}/token", "iat": now, "exp": now + 60}
+    return {
+        "grant_type": "client_credentials",
+        "resource": RESOURCE,
+        "client_assertion_type": "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+        "client_assertion": jwt.encode({"alg": "ES256", "kid": key.kid}, claims | {"jti": uuid.uuid4().hex}, key),
+    }
+
+
 def test_private_key_jwt_client_credentials_and_an_assertion_is_used_once(issuer):
     key = ECKey.generate_key("P-256", {"alg": "ES256"}, private=True, auto_kid=True)
     client = register(
@@ -288,25 +300,7 @@ def test_private_key_jwt_client_credentials_and_an_assertion_is_used_once(issuer
         token_endpoint_auth_method="private_key_jwt",
         jwks={"keys": [key.as_dict(private=False)]},
     )
-    now = int(time.time())
-    assertion = jwt.encode(
-        {"alg": "ES256", "kid": key.kid},
-        {
-            "iss": client["client_id"],
-            "sub": client["client_id"],
-            "aud": f"{issuer}/token",
-            "iat": now,
-            "exp": now + 60,
-            "jti": uuid.uuid4().hex,
-        },
-        key,
-    )
-    form = {
-        "grant_type": "client_credentials",
-        "resource": RESOURCE,
-        "client_assertion_type": "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
-        "client_assertion": assertion,
-    }
+    form = client_assertion_form(issuer, client["client_id"], key)
     first = token(issuer, **form)
     assert first.status_code == 200, first.text
     assert verified_claims(issuer, first.json()["access_token"])["sub"] == client["client_id"]
@@ -598,6 +592,27 @@ def test_a_client_id_metadata_document_client_completes_the_flow(issuer):
         }
         body = code_flow(issuer, client_id=client_id)
         assert verified_claims(issuer, body["access_token"])["client_id"] == client_id
+
+
+def test_a_metadata_document_client_authenticates_with_its_key_and_no_client_id_in_the_form(issuer):
+    key = ECKey.generate_key("P-256", {"alg": "ES256"}, private=True, auto_kid=True)
+    documents: dict[str, dict[str, Any]] = {}
+    with serving_documents(documents) as origin:
+        client_id = f"{origin}/workload.json"
+        documents["/workload.json"] = {
+            "client_id": client_id,
+            "client_name": "a workload",
+            "redirect_uris": [REDIRECT],
+            "grant_types": ["client_credentials"],
+            "token_endpoint_auth_method": "private_key_jwt",
+            "jwks": {"keys": [key.as_dict(private=False)]},
+        }
+        response = token(issuer, **client_assertion_form(issuer, client_id, key))
+        assert response.status_code == 200, response.text
+        assert verified_claims(issuer, response.json()["access_token"])["sub"] == client_id
+        stranger = ECKey.generate_key("P-256", {"alg": "ES256"}, private=True, auto_kid=True)
+        forged = token(issuer, **client_assertion_form(issuer, client_id, stranger))
+        assert forged.status_code in (400, 401) and forged.json()["error"] == "invalid_client"
 
 
 def test_a_metadata_document_naming_another_client_id_is_refused(issuer):

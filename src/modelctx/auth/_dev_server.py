@@ -33,6 +33,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 from authlib.common.urls import add_params_to_uri
 from authlib.oauth2.rfc6749 import OAuth2Error
+from joserfc import jws
+from joserfc.errors import JoseError
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -251,7 +253,7 @@ class DevAuthorizationServer:
         body = await _bounded_form(request)
         if isinstance(body, Response):
             return body
-        refusal = await self._load_metadata_document(dict(body).get("client_id"))
+        refusal = await self._load_metadata_document(_named_client(dict(body)))
         if refusal is not None:
             return JSONResponse({"error": "invalid_client", "error_description": refusal}, 400, _NO_STORE)
         oauth_request = form_request("POST", self._oauth.endpoint("token"), request.headers, body)
@@ -286,6 +288,20 @@ class DevAuthorizationServer:
 
 
 _NO_STORE = {"Cache-Control": "no-store"}
+
+
+def _named_client(form: dict[str, str]) -> str | None:
+    """The client a token request names: its ``client_id``, else the ``sub`` of its
+    client assertion (RFC 7523 section 3), read unverified: it only says which metadata
+    document to fetch; Authlib verifies the assertion against that document's keys."""
+    if form.get("client_id"):
+        return form["client_id"]
+    try:
+        claims = json.loads(jws.extract_compact(form.get("client_assertion", "").encode()).payload)
+    except (JoseError, ValueError):
+        return None
+    sub = claims.get("sub") if isinstance(claims, dict) else None
+    return sub if isinstance(sub, str) else None
 
 
 def _check_issuer(issuer: str) -> None:
