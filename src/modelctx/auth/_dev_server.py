@@ -21,10 +21,7 @@ ASGI app (Starlette routing; uvicorn runs it). What it offers:
 
 from __future__ import annotations
 
-import asyncio
-import html
 import json
-import socket
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -33,8 +30,6 @@ from urllib.parse import parse_qsl, urlsplit
 
 from authlib.common.urls import add_params_to_uri
 from authlib.oauth2.rfc6749 import OAuth2Error
-from joserfc import jws
-from joserfc.errors import JoseError
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -45,14 +40,13 @@ from starlette.routing import Route
 from ..client import UrlPolicy
 from .dev._cimd import CimdError, is_metadata_url, load_client
 from .dev._consent import COOKIE, PAGE_HEADERS, Consents, render_page
+from .dev._http import NO_STORE, bounded_body, bounded_form, error_page, listen, named_client, to_response
 from .dev._keys import SigningKey
 from .dev._models import DevClient, is_loopback_http
 from .dev._oauth import OAuthServer, Reply, form_request, json_request
 
 __all__ = ["DevAuthorizationServer"]
 
-MAX_BODY = 64 * 1024
-BODY_TIMEOUT = 10.0
 _PUBLIC_GRANTS = ("authorization_code", "refresh_token")
 _CONFIDENTIAL_GRANTS = ("authorization_code", "refresh_token", "client_credentials")
 
@@ -147,7 +141,7 @@ class DevAuthorizationServer:
         stderr once the socket listens. An address in use ends with ``SystemExit``."""
         import uvicorn
 
-        listening = _listen(host, port)
+        listening = listen(host, port)
 
         class Announcing(uvicorn.Server):
             async def startup(self, sockets: list[Any] | None = None) -> None:
@@ -187,14 +181,14 @@ class DevAuthorizationServer:
         pairs = parse_qsl(request.url.query, keep_blank_values=True)
         refusal = await self._load_metadata_document(dict(pairs).get("client_id"))
         if refusal is not None:
-            return _error_page(400, "invalid_client", refusal)
+            return error_page(400, "invalid_client", refusal)
         oauth_request = form_request("GET", self._oauth.endpoint("authorize"), request.headers, pairs)
         try:
             grant = self._oauth.get_consent_grant(oauth_request, end_user=self.subject)
         except OAuth2Error as error:
             return self._authorization_error(oauth_request, error)
         if self.auto_approve and is_loopback_http(grant.redirect_uri):
-            return _http(self._oauth.create_authorization_response(oauth_request, self.subject, grant))
+            return to_response(self._oauth.create_authorization_response(oauth_request, self.subject, grant))
         return self._consent_page(grant, pairs)
 
     def _consent_page(self, grant: Any, pairs: list[tuple[str, str]]) -> Response:
@@ -215,7 +209,7 @@ class DevAuthorizationServer:
         return response
 
     async def _decide(self, request: Request) -> Response:
-        body = await _bounded_form(request)
+        body = await bounded_form(request)
         if isinstance(body, Response):
             return body
         form = dict(body)
@@ -225,7 +219,7 @@ class DevAuthorizationServer:
         if origin in (None, issuer_origin):  # a cross-origin post is refused outright
             pairs = self._consents.take(form.get("ticket", ""), request.cookies.get(COOKIE, ""))
         if pairs is None:
-            return _error_page(
+            return error_page(
                 403,
                 "access_denied",
                 "This consent form is expired, already used, or was not shown to this browser; "
@@ -237,30 +231,30 @@ class DevAuthorizationServer:
         except OAuth2Error as error:
             return self._authorization_error(oauth_request, error)
         user = self.subject if form.get("decision") == "approve" else None
-        return _http(self._oauth.create_authorization_response(oauth_request, user, grant))
+        return to_response(self._oauth.create_authorization_response(oauth_request, user, grant))
 
     def _authorization_error(self, oauth_request: Any, error: OAuth2Error) -> Response:
         if not error.redirect_uri:
             # No client or redirect URI could be trusted: tell the user, never redirect
             # (RFC 6749 section 4.1.2.1).
-            return _error_page(error.status_code or 400, error.error, error.get_error_description() or "")
+            return error_page(error.status_code or 400, error.error, error.get_error_description() or "")
         reply: Reply = self._oauth.handle_error_response(oauth_request, error)
         if reply.location is not None:
             reply.location = add_params_to_uri(reply.location, [("iss", self.issuer)])  # RFC 9207: errors too
-        return _http(reply)
+        return to_response(reply)
 
     async def _token(self, request: Request) -> Response:
-        body = await _bounded_form(request)
+        body = await bounded_form(request)
         if isinstance(body, Response):
             return body
-        refusal = await self._load_metadata_document(_named_client(dict(body)))
+        refusal = await self._load_metadata_document(named_client(dict(body)))
         if refusal is not None:
-            return JSONResponse({"error": "invalid_client", "error_description": refusal}, 400, _NO_STORE)
+            return JSONResponse({"error": "invalid_client", "error_description": refusal}, 400, NO_STORE)
         oauth_request = form_request("POST", self._oauth.endpoint("token"), request.headers, body)
-        return _http(self._oauth.create_token_response(oauth_request))
+        return to_response(self._oauth.create_token_response(oauth_request))
 
     async def _register(self, request: Request) -> Response:
-        raw = await _bounded_body(request)
+        raw = await bounded_body(request)
         if isinstance(raw, Response):
             return raw
         try:
@@ -272,7 +266,7 @@ class DevAuthorizationServer:
                 {"error": "invalid_client_metadata", "error_description": "The body must be a JSON object"}, 400
             )
         oauth_request = json_request("POST", self._oauth.endpoint("register"), request.headers, data)
-        return _http(self._oauth.create_endpoint_response("client_registration", oauth_request))
+        return to_response(self._oauth.create_endpoint_response("client_registration", oauth_request))
 
     async def _load_metadata_document(self, client_id: str | None) -> str | None:
         """Fetch the client behind a URL ``client_id`` unless known; the reason it cannot
@@ -287,83 +281,9 @@ class DevAuthorizationServer:
         return None
 
 
-_NO_STORE = {"Cache-Control": "no-store"}
-
-
-def _named_client(form: dict[str, str]) -> str | None:
-    """The client a token request names: its ``client_id``, else the ``sub`` of its
-    client assertion (RFC 7523 section 3), read unverified: it only says which metadata
-    document to fetch; Authlib verifies the assertion against that document's keys."""
-    if form.get("client_id"):
-        return form["client_id"]
-    try:
-        claims = json.loads(jws.extract_compact(form.get("client_assertion", "").encode()).payload)
-    except (JoseError, ValueError):
-        return None
-    sub = claims.get("sub") if isinstance(claims, dict) else None
-    return sub if isinstance(sub, str) else None
-
-
 def _check_issuer(issuer: str) -> None:
     parts = urlsplit(issuer)
     if parts.query or parts.fragment or not parts.netloc:
         raise ValueError(f"issuer {issuer!r} must be a URL with no query or fragment (RFC 8414 section 2)")
     if parts.scheme != "https" and not is_loopback_http(issuer):
         raise ValueError(f"issuer {issuer!r} must be https, or http on a loopback host for development")
-
-
-def _http(reply: Reply) -> Response:
-    body = reply.body
-    if isinstance(body, dict):
-        body = json.dumps(body)
-    headers = dict(reply.headers)
-    return Response(body or b"", status_code=reply.status, headers=headers)
-
-
-def _error_page(status: int, error: str, description: str) -> Response:
-    page = (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>Authorization error</title></head>"
-        f"<body><h1>{html.escape(error)}</h1><p>{html.escape(description)}</p></body></html>"
-    )
-    return HTMLResponse(page, status_code=status, headers=PAGE_HEADERS)
-
-
-async def _bounded_body(request: Request) -> bytes | Response:
-    """The request body, at most ``MAX_BODY`` bytes within ``BODY_TIMEOUT`` seconds."""
-
-    async def read() -> bytes | Response:
-        chunks, size = [], 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > MAX_BODY:
-                return JSONResponse({"error": "invalid_request", "error_description": "The body is too large"}, 413)
-            chunks.append(chunk)
-        return b"".join(chunks)
-
-    try:
-        return await asyncio.wait_for(read(), BODY_TIMEOUT)
-    except TimeoutError:
-        return JSONResponse({"error": "invalid_request", "error_description": "The body came too slowly"}, 408)
-
-
-async def _bounded_form(request: Request) -> list[tuple[str, str]] | Response:
-    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if media_type != "application/x-www-form-urlencoded":
-        return JSONResponse(
-            {"error": "invalid_request", "error_description": "Send application/x-www-form-urlencoded"}, 400, _NO_STORE
-        )
-    raw = await _bounded_body(request)
-    if isinstance(raw, Response):
-        return raw
-    try:
-        return parse_qsl(raw.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
-    except UnicodeDecodeError:
-        return JSONResponse({"error": "invalid_request", "error_description": "The body is not UTF-8"}, 400)
-
-
-def _listen(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    try:
-        return socket.create_server((host, port), family=family, backlog=128)
-    except OSError as exc:
-        raise SystemExit(f"modelctx: cannot listen on {host}:{port}: {exc}; choose another port") from None
