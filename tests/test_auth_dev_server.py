@@ -24,6 +24,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -57,7 +58,7 @@ def auth_server(*options: str, port: int | None = None) -> Iterator[str]:
 
     threading.Thread(target=pump, daemon=True).start()
     try:
-        seen = []
+        seen: list[str] = []
         while not (seen and "authorization server ready at" in seen[-1]):
             try:
                 seen.append(lines.get(timeout=DEADLINE))
@@ -87,8 +88,8 @@ def pkce() -> tuple[str, str]:
     return verifier, challenge
 
 
-def authorize(issuer: str, client_id: str, challenge: str | None, **params: str) -> httpx.Response:
-    query = {
+def authorize(issuer: str, client_id: str, challenge: str | None, **params: str | None) -> httpx.Response:
+    query: dict[str, str | None] = {
         "response_type": "code",
         "client_id": client_id,
         "redirect_uri": REDIRECT,
@@ -111,8 +112,10 @@ def redirected(response: httpx.Response, to: str = REDIRECT) -> dict[str, str]:
     return {k: v[0] for k, v in params.items()}
 
 
-def token(issuer: str, auth: tuple[str, str] | None = None, **form: str) -> httpx.Response:
-    return httpx.post(f"{issuer}/token", data=form, auth=auth)
+def token(
+    issuer: str, form: dict[str, str] | None = None, /, *, auth: tuple[str, str] | None = None, **fields: str
+) -> httpx.Response:
+    return httpx.post(f"{issuer}/token", data=(form or {}) | fields, auth=auth)
 
 
 def code_flow(issuer: str, client_id: str = "public-cli", **extra: str) -> dict[str, Any]:
@@ -148,7 +151,7 @@ def register(issuer: str, **metadata: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("well_known", ["oauth-authorization-server", "openid-configuration"])
-def test_metadata_names_the_exact_issuer_and_what_mcp_clients_need(issuer, well_known):
+def test_metadata_names_the_exact_issuer_and_what_mcp_clients_need(issuer: str, well_known: str) -> None:
     response = httpx.get(f"{issuer}/.well-known/{well_known}")
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("application/json")
@@ -172,7 +175,7 @@ def test_metadata_names_the_exact_issuer_and_what_mcp_clients_need(issuer, well_
     assert [k["alg"] for k in keys] == ["ES256"] and all("d" not in k for k in keys)  # public half only
 
 
-def test_an_issuer_with_a_path_serves_metadata_at_the_path_inserted_well_known_urls():
+def test_an_issuer_with_a_path_serves_metadata_at_the_path_inserted_well_known_urls() -> None:
     port = free_port()
     tenant = f"http://127.0.0.1:{port}/tenant1"
     with auth_server("--issuer", tenant, port=port) as issuer:
@@ -190,7 +193,7 @@ def test_an_issuer_with_a_path_serves_metadata_at_the_path_inserted_well_known_u
 # The authorization code flow.
 
 
-def test_registered_client_gets_a_code_with_state_and_iss_then_a_jwt_for_the_resource(issuer):
+def test_registered_client_gets_a_code_with_state_and_iss_then_a_jwt_for_the_resource(issuer: str) -> None:
     client = register(
         issuer,
         client_name="an MCP client",
@@ -227,7 +230,7 @@ def test_registered_client_gets_a_code_with_state_and_iss_then_a_jwt_for_the_res
     assert claims["jti"]
 
 
-def test_refresh_rotates_the_refresh_token_and_the_old_one_stops_working(issuer):
+def test_refresh_rotates_the_refresh_token_and_the_old_one_stops_working(issuer: str) -> None:
     first = code_flow(issuer, scope="notes:read")
     refreshed = token(issuer, grant_type="refresh_token", refresh_token=first["refresh_token"], client_id="public-cli")
     assert refreshed.status_code == 200, refreshed.text
@@ -239,7 +242,7 @@ def test_refresh_rotates_the_refresh_token_and_the_old_one_stops_working(issuer)
     assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
 
 
-def test_a_refresh_for_another_resource_is_invalid_target(issuer):
+def test_a_refresh_for_another_resource_is_invalid_target(issuer: str) -> None:
     first = code_flow(issuer)
     response = token(
         issuer,
@@ -255,12 +258,12 @@ def test_a_refresh_for_another_resource_is_invalid_target(issuer):
 
 
 @pytest.mark.parametrize("how", ["client_secret_basic", "client_secret_post"])
-def test_client_credentials_give_a_token_for_the_client_itself(issuer, how):
+def test_client_credentials_give_a_token_for_the_client_itself(issuer: str, how: str) -> None:
     form = {"grant_type": "client_credentials", "resource": RESOURCE, "scope": "jobs:run"}
     if how == "client_secret_basic":
-        response = token(issuer, auth=("backend", "backend-secret"), **form)
+        response = token(issuer, form, auth=("backend", "backend-secret"))
     else:
-        response = token(issuer, client_id="backend", client_secret="backend-secret", **form)
+        response = token(issuer, form, client_id="backend", client_secret="backend-secret")
     assert response.status_code == 200, response.text
     body = response.json()
     assert "refresh_token" not in body
@@ -269,12 +272,12 @@ def test_client_credentials_give_a_token_for_the_client_itself(issuer, how):
     assert claims["aud"] == RESOURCE and claims["scope"] == "jobs:run"
 
 
-def test_client_credentials_with_a_wrong_secret_are_refused(issuer):
+def test_client_credentials_with_a_wrong_secret_are_refused(issuer: str) -> None:
     response = token(issuer, auth=("backend", "guess"), grant_type="client_credentials", resource=RESOURCE)
     assert response.status_code == 401 and response.json()["error"] == "invalid_client"
 
 
-def test_a_public_client_cannot_use_client_credentials(issuer):
+def test_a_public_client_cannot_use_client_credentials(issuer: str) -> None:
     response = token(issuer, grant_type="client_credentials", client_id="public-cli", resource=RESOURCE)
     assert response.status_code in (400, 401) and response.json()["error"] == "invalid_client"
 
@@ -291,7 +294,7 @@ def client_assertion_form(issuer: str, client_id: str, key: ECKey) -> dict[str, 
     }
 
 
-def test_private_key_jwt_client_credentials_and_an_assertion_is_used_once(issuer):
+def test_private_key_jwt_client_credentials_and_an_assertion_is_used_once(issuer: str) -> None:
     key = ECKey.generate_key("P-256", {"alg": "ES256"}, private=True, auto_kid=True)
     client = register(
         issuer,
@@ -301,17 +304,17 @@ def test_private_key_jwt_client_credentials_and_an_assertion_is_used_once(issuer
         jwks={"keys": [key.as_dict(private=False)]},
     )
     form = client_assertion_form(issuer, client["client_id"], key)
-    first = token(issuer, **form)
+    first = token(issuer, form)
     assert first.status_code == 200, first.text
     assert verified_claims(issuer, first.json()["access_token"])["sub"] == client["client_id"]
-    replay = token(issuer, **form)
+    replay = token(issuer, form)
     assert replay.status_code in (400, 401) and replay.json()["error"] == "invalid_client"
 
 
 # What the authorization server refuses.
 
 
-def test_a_wrong_code_verifier_is_invalid_grant(issuer):
+def test_a_wrong_code_verifier_is_invalid_grant(issuer: str) -> None:
     _, challenge = pkce()
     code = redirected(authorize(issuer, "public-cli", challenge))["code"]
     response = token(
@@ -326,7 +329,7 @@ def test_a_wrong_code_verifier_is_invalid_grant(issuer):
     assert response.status_code == 400 and response.json()["error"] == "invalid_grant"
 
 
-def test_a_code_is_used_once(issuer):
+def test_a_code_is_used_once(issuer: str) -> None:
     verifier, challenge = pkce()
     code = redirected(authorize(issuer, "public-cli", challenge))["code"]
     form = {
@@ -337,12 +340,12 @@ def test_a_code_is_used_once(issuer):
         "code_verifier": verifier,
         "resource": RESOURCE,
     }
-    assert token(issuer, **form).status_code == 200
-    again = token(issuer, **form)
+    assert token(issuer, form).status_code == 200
+    again = token(issuer, form)
     assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
 
 
-def test_a_reused_code_also_revokes_the_refresh_token_it_gave(issuer):
+def test_a_reused_code_also_revokes_the_refresh_token_it_gave(issuer: str) -> None:
     verifier, challenge = pkce()
     code = redirected(authorize(issuer, "public-cli", challenge))["code"]
     form = {
@@ -353,22 +356,22 @@ def test_a_reused_code_also_revokes_the_refresh_token_it_gave(issuer):
         "code_verifier": verifier,
         "resource": RESOURCE,
     }
-    first = token(issuer, **form).json()
-    assert token(issuer, **form).json()["error"] == "invalid_grant"
+    first = token(issuer, form).json()
+    assert token(issuer, form).json()["error"] == "invalid_grant"
     refreshed = token(issuer, grant_type="refresh_token", refresh_token=first["refresh_token"], client_id="public-cli")
     assert refreshed.status_code == 400 and refreshed.json()["error"] == "invalid_grant"
 
 
-def test_a_rotated_out_refresh_token_used_again_revokes_its_successor(issuer):
+def test_a_rotated_out_refresh_token_used_again_revokes_its_successor(issuer: str) -> None:
     first = code_flow(issuer)
     form = {"grant_type": "refresh_token", "client_id": "public-cli"}
-    second = token(issuer, refresh_token=first["refresh_token"], **form).json()
-    assert token(issuer, refresh_token=first["refresh_token"], **form).json()["error"] == "invalid_grant"
-    after = token(issuer, refresh_token=second["refresh_token"], **form)
+    second = token(issuer, form, refresh_token=first["refresh_token"]).json()
+    assert token(issuer, form, refresh_token=first["refresh_token"]).json()["error"] == "invalid_grant"
+    after = token(issuer, form, refresh_token=second["refresh_token"])
     assert after.status_code == 400 and after.json()["error"] == "invalid_grant"
 
 
-def test_an_unregistered_redirect_uri_is_shown_an_error_never_redirected_to(issuer):
+def test_an_unregistered_redirect_uri_is_shown_an_error_never_redirected_to(issuer: str) -> None:
     client = register(issuer, redirect_uris=[REDIRECT], token_endpoint_auth_method="none")
     _, challenge = pkce()
     for other in ("http://127.0.0.1:5999/callback/", "https://attacker.example/callback"):
@@ -378,13 +381,13 @@ def test_an_unregistered_redirect_uri_is_shown_an_error_never_redirected_to(issu
         assert "invalid_request" in response.text
 
 
-def test_an_unknown_client_is_shown_an_error_never_redirected(issuer):
+def test_an_unknown_client_is_shown_an_error_never_redirected(issuer: str) -> None:
     response = authorize(issuer, "nobody", pkce()[1])
     assert response.status_code in (400, 401) and "location" not in response.headers
     assert "invalid_client" in response.text
 
 
-def test_a_token_request_with_another_redirect_uri_is_invalid_grant(issuer):
+def test_a_token_request_with_another_redirect_uri_is_invalid_grant(issuer: str) -> None:
     verifier, challenge = pkce()
     code = redirected(authorize(issuer, "public-cli", challenge))["code"]
     response = token(
@@ -399,14 +402,14 @@ def test_a_token_request_with_another_redirect_uri_is_invalid_grant(issuer):
     assert response.status_code == 400 and response.json()["error"] == "invalid_grant"
 
 
-def test_a_missing_resource_is_invalid_target_sent_back_with_state_and_iss(issuer):
+def test_a_missing_resource_is_invalid_target_sent_back_with_state_and_iss(issuer: str) -> None:
     answer = redirected(authorize(issuer, "public-cli", pkce()[1], resource=None))
     assert answer["error"] == "invalid_target"
     assert answer["state"] == "state-123" and answer["iss"] == issuer
     assert "code" not in answer
 
 
-def test_a_token_request_for_another_resource_than_the_code_is_invalid_target(issuer):
+def test_a_token_request_for_another_resource_than_the_code_is_invalid_target(issuer: str) -> None:
     verifier, challenge = pkce()
     code = redirected(authorize(issuer, "public-cli", challenge))["code"]
     response = token(
@@ -430,20 +433,20 @@ def test_a_token_request_for_another_resource_than_the_code_is_invalid_target(is
     ],
     ids=["no-pkce", "plain", "no-method"],
 )
-def test_pkce_with_s256_is_required(issuer, pkce_params):
+def test_pkce_with_s256_is_required(issuer: str, pkce_params: dict[str, str | None]) -> None:
     answer = redirected(authorize(issuer, "public-cli", pkce()[1], **pkce_params))
     assert answer["error"] == "invalid_request" and answer["iss"] == issuer
     assert "code" not in answer
 
 
-def test_registration_refuses_a_redirect_uri_that_is_neither_https_nor_loopback(issuer):
+def test_registration_refuses_a_redirect_uri_that_is_neither_https_nor_loopback(issuer: str) -> None:
     response = httpx.post(
         f"{issuer}/register", json={"redirect_uris": ["http://app.example/cb"], "token_endpoint_auth_method": "none"}
     )
     assert response.status_code == 400 and response.json()["error"] == "invalid_client_metadata"
 
 
-def test_scopes_and_resources_outside_the_configured_ones_are_refused():
+def test_scopes_and_resources_outside_the_configured_ones_are_refused() -> None:
     with auth_server(
         "--auto-approve", "--client", "public-cli", "--scope", "notes:read", "--resource", RESOURCE
     ) as issuer:
@@ -457,10 +460,23 @@ def test_scopes_and_resources_outside_the_configured_ones_are_refused():
         assert elsewhere["error"] == "invalid_target" and elsewhere["iss"] == issuer
 
 
+def test_token_requests_must_be_forms_of_bounded_size(issuer: str) -> None:
+    as_json = httpx.post(f"{issuer}/token", json={"grant_type": "client_credentials"})
+    assert as_json.status_code == 400 and as_json.json()["error"] == "invalid_request"
+    huge = httpx.post(f"{issuer}/token", data={"grant_type": "client_credentials", "pad": "x" * 70_000})
+    assert huge.status_code == 413
+
+
+def test_registration_takes_a_json_object(issuer: str) -> None:
+    for body in (b"[1, 2]", b"not json"):
+        response = httpx.post(f"{issuer}/register", content=body, headers={"content-type": "application/json"})
+        assert response.status_code == 400 and response.json()["error"] == "invalid_client_metadata"
+
+
 # The consent page.
 
 
-def test_consent_page_cannot_be_framed_and_approving_it_redirects_with_a_code(consent_issuer):
+def test_consent_page_cannot_be_framed_and_approving_it_redirects_with_a_code(consent_issuer: str) -> None:
     with httpx.Client() as browser:
         verifier, challenge = pkce()
         page = browser.get(
@@ -488,7 +504,7 @@ def test_consent_page_cannot_be_framed_and_approving_it_redirects_with_a_code(co
         assert replayed.status_code == 403
 
 
-def test_auto_approve_still_asks_the_user_when_the_answer_leaves_this_machine(issuer):
+def test_auto_approve_still_asks_the_user_when_the_answer_leaves_this_machine(issuer: str) -> None:
     remote = "https://app.example/callback"
     client = register(issuer, redirect_uris=[remote], token_endpoint_auth_method="none")
     page = authorize(issuer, client["client_id"], pkce()[1], redirect_uri=remote)
@@ -496,13 +512,13 @@ def test_auto_approve_still_asks_the_user_when_the_answer_leaves_this_machine(is
     assert 'name="decision" value="approve"' in page.text and remote in page.text
 
 
-def test_a_request_naming_another_host_is_refused(issuer):
+def test_a_request_naming_another_host_is_refused(issuer: str) -> None:
     # DNS rebinding: a page whose name now points here arrives with its own Host.
     response = httpx.get(f"{issuer}/.well-known/oauth-authorization-server", headers={"host": "attacker.example"})
     assert response.status_code == 400
 
 
-def test_consent_posted_without_the_browser_cookie_or_from_another_origin_is_refused(consent_issuer):
+def test_consent_posted_without_the_browser_cookie_or_from_another_origin_is_refused(consent_issuer: str) -> None:
     def open_page(browser: httpx.Client) -> str:
         page = browser.get(
             f"{consent_issuer}/authorize",
@@ -531,7 +547,7 @@ def test_consent_posted_without_the_browser_cookie_or_from_another_origin_is_ref
         assert cross.status_code == 403
 
 
-def test_denying_consent_redirects_access_denied_with_iss(consent_issuer):
+def test_denying_consent_redirects_access_denied_with_iss(consent_issuer: str) -> None:
     with httpx.Client() as browser:
         page = browser.get(
             f"{consent_issuer}/authorize",
@@ -579,7 +595,7 @@ def serving_documents(documents: dict[str, dict[str, Any]]) -> Iterator[str]:
         server.server_close()
 
 
-def test_a_client_id_metadata_document_client_completes_the_flow(issuer):
+def test_a_client_id_metadata_document_client_completes_the_flow(issuer: str) -> None:
     documents: dict[str, dict[str, Any]] = {}
     with serving_documents(documents) as origin:
         client_id = f"{origin}/client.json"
@@ -594,7 +610,7 @@ def test_a_client_id_metadata_document_client_completes_the_flow(issuer):
         assert verified_claims(issuer, body["access_token"])["client_id"] == client_id
 
 
-def test_a_metadata_document_client_authenticates_with_its_key_and_no_client_id_in_the_form(issuer):
+def test_a_metadata_document_client_authenticates_with_its_key_and_no_client_id_in_the_form(issuer: str) -> None:
     key = ECKey.generate_key("P-256", {"alg": "ES256"}, private=True, auto_kid=True)
     documents: dict[str, dict[str, Any]] = {}
     with serving_documents(documents) as origin:
@@ -607,15 +623,15 @@ def test_a_metadata_document_client_authenticates_with_its_key_and_no_client_id_
             "token_endpoint_auth_method": "private_key_jwt",
             "jwks": {"keys": [key.as_dict(private=False)]},
         }
-        response = token(issuer, **client_assertion_form(issuer, client_id, key))
+        response = token(issuer, client_assertion_form(issuer, client_id, key))
         assert response.status_code == 200, response.text
         assert verified_claims(issuer, response.json()["access_token"])["sub"] == client_id
         stranger = ECKey.generate_key("P-256", {"alg": "ES256"}, private=True, auto_kid=True)
-        forged = token(issuer, **client_assertion_form(issuer, client_id, stranger))
+        forged = token(issuer, client_assertion_form(issuer, client_id, stranger))
         assert forged.status_code in (400, 401) and forged.json()["error"] == "invalid_client"
 
 
-def test_a_metadata_document_naming_another_client_id_is_refused(issuer):
+def test_a_metadata_document_naming_another_client_id_is_refused(issuer: str) -> None:
     documents: dict[str, dict[str, Any]] = {}
     with serving_documents(documents) as origin:
         documents["/impostor.json"] = {
@@ -627,7 +643,7 @@ def test_a_metadata_document_naming_another_client_id_is_refused(issuer):
         assert "invalid_client" in response.text
 
 
-def test_a_metadata_document_on_a_private_address_is_not_fetched(issuer):
+def test_a_metadata_document_on_a_private_address_is_not_fetched(issuer: str) -> None:
     # The SSRF guard refuses the address before anything connects to it.
     response = authorize(issuer, "https://10.0.0.7/client.json", pkce()[1])
     assert response.status_code == 400 and "location" not in response.headers
@@ -637,7 +653,7 @@ def test_a_metadata_document_on_a_private_address_is_not_fetched(issuer):
 # The signing key, kept in a file.
 
 
-def test_a_key_file_is_created_0600_and_tokens_verify_after_a_restart(tmp_path):
+def test_a_key_file_is_created_0600_and_tokens_verify_after_a_restart(tmp_path: Path) -> None:
     key_file = tmp_path / "signing-key.json"
     port = free_port()
     with auth_server("--auto-approve", "--client", "backend:s", "--key-file", str(key_file), port=port) as issuer:
@@ -647,7 +663,7 @@ def test_a_key_file_is_created_0600_and_tokens_verify_after_a_restart(tmp_path):
         assert verified_claims(issuer, before["access_token"])["sub"] == "backend"
 
 
-def test_a_key_file_others_can_read_is_refused_with_what_to_do(tmp_path):
+def test_a_key_file_others_can_read_is_refused_with_what_to_do(tmp_path: Path) -> None:
     key_file = tmp_path / "signing-key.json"
     key_file.write_text(json.dumps(ECKey.generate_key("P-256", private=True).as_dict(private=True)))
     key_file.chmod(0o644)
@@ -661,13 +677,13 @@ def test_a_key_file_others_can_read_is_refused_with_what_to_do(tmp_path):
     assert "chmod 600" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_importing_modelctx_auth_loads_neither_authlib_nor_starlette():
+def test_importing_modelctx_auth_loads_neither_authlib_nor_starlette() -> None:
     code = "import sys, modelctx.auth; print(sorted(m for m in sys.modules if m.split('.')[0] in ('authlib', 'starlette')))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=DEADLINE)
     assert result.stdout.strip() == "[]", result.stderr
 
 
-def test_the_command_prints_its_issuer_then_a_ready_line():
+def test_the_command_prints_its_issuer_then_a_ready_line() -> None:
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "modelctx", "auth-server", "--port", str(port)],
@@ -690,7 +706,7 @@ def test_the_command_prints_its_issuer_then_a_ready_line():
     assert out == ""
 
 
-def test_an_issuer_that_is_plain_http_off_loopback_is_a_usage_error():
+def test_an_issuer_that_is_plain_http_off_loopback_is_a_usage_error() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "modelctx", "auth-server", "--issuer", "http://auth.example.com"],
         capture_output=True,
