@@ -20,12 +20,13 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import httpx2
-from conftest import DEADLINE
+from conftest import DEADLINE, free_port
 from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 from mcp.client.auth import OAuthClientProvider
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from pydantic import AnyUrl
 from test_auth_dev_server import auth_server
 
 
@@ -57,7 +58,7 @@ def protected_resource(issuer: str) -> Iterator[str]:
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
-            base = f"http://127.0.0.1:{self.server.server_address[1]}"
+            base = f"http://127.0.0.1:{port}"
             if self.path == "/.well-known/oauth-protected-resource/mcp":
                 self._json(200, {"resource": f"{base}/mcp", "authorization_servers": [issuer]})
                 return
@@ -92,10 +93,11 @@ def protected_resource(issuer: str) -> Iterator[str]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    port = free_port()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/mcp"
+        yield f"http://127.0.0.1:{port}/mcp"
     finally:
         server.shutdown()
         server.server_close()
@@ -120,7 +122,7 @@ def test_the_official_client_gets_a_token_for_the_resource_from_our_authorizatio
             resource,
             OAuthClientMetadata(
                 client_name="official mcp client",
-                redirect_uris=["http://127.0.0.1:5999/callback"],
+                redirect_uris=[AnyUrl("http://127.0.0.1:5999/callback")],
                 grant_types=["authorization_code", "refresh_token"],
                 token_endpoint_auth_method="none",
             ),
