@@ -257,7 +257,11 @@ def _auth_server_parser(commands: Any) -> None:
     auth.add_argument("--host", default="127.0.0.1", help="host to listen on (default 127.0.0.1)")
     auth.add_argument("--port", type=_port, default=9000, help="port to listen on (default 9000)")
     auth.add_argument("--issuer", help="the issuer URL, exactly (default http://HOST:PORT)")
-    auth.add_argument("--auto-approve", action="store_true", help="grant every valid request without a consent page")
+    auth.add_argument(
+        "--auto-approve",
+        action="store_true",
+        help="grant requests whose redirect URI is on loopback without a consent page",
+    )
     auth.add_argument(
         "--client",
         action="append",

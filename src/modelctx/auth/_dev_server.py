@@ -53,17 +53,21 @@ _CONFIDENTIAL_GRANTS = ("authorization_code", "refresh_token", "client_credentia
 
 class DevAuthorizationServer:
     """A development OAuth 2.1 authorization server for ``issuer`` (its exact URL:
-    https, or http on a loopback host).
+    https, or http on a loopback host)::
 
-    ``auto_approve`` grants at once every valid authorization request whose redirect URI
-    is on loopback (tools, tests, demos on this machine); any other, and every request
-    without it, gets a consent page (else any web page the user opens could obtain a
-    token by sending the browser here with its own client). ``subject`` is the one user it knows
-    (the ``sub`` of tokens from the code flow). ``key_file`` keeps the signing key
+        server = DevAuthorizationServer("http://127.0.0.1:9000", auto_approve=True)
+        server.register_client("my-cli")  # public; any loopback redirect URI
+        server.run(port=9000)  # or mount server.app (ASGI) yourself
+
+    ``auto_approve`` grants at once every valid authorization request whose redirect
+    URI is on loopback (tools, tests, demos on this machine); any other request gets a
+    consent page (else any web page the user opens could obtain a token by sending the
+    browser here with a client of its own). ``subject`` is the one user it knows (the
+    ``sub`` of tokens from the code flow). ``key_file`` keeps the signing key
     (``algorithm``, ES256 or RS256) across restarts, created 0600 if missing.
     ``scopes``, when given, are the only scopes it grants (``scopes_supported``);
-    ``resources``, when given, the only resources (MCP server URLs) it issues tokens for.
-    ``cimd_policy`` is the SSRF guard for Client ID Metadata Documents (default:
+    ``resources``, when given, the only resources (MCP server URLs) it issues tokens
+    for. ``cimd_policy`` is the SSRF guard for Client ID Metadata Documents (default:
     public https and loopback, as on a development machine).
 
     Raises ``ValueError`` for an issuer that is not https or loopback http, or a key
