@@ -3,8 +3,9 @@
 ``modelctx serve PATH[:OBJECT]`` loads a Python file (or an importable module) and
 serves the ``Server`` in it: on stdio by default, on Streamable HTTP with ``--http``
 (the URL goes to stderr; stdout stays free). ``modelctx chat --config FILE`` chats with
-a model that uses the configured servers (``host/_chat.py``). ``modelctx --version``
-prints the version.
+a model that uses the configured servers (``host/_chat.py``). ``modelctx auth-server``
+runs a development OAuth authorization server (``auth/_dev_server.py``). ``modelctx
+--version`` prints the version.
 
 Mistakes in the command line (a directory, a file or module that is not there, no
 ``Server`` in it) end with one line on stderr saying what to do and status 2, not a
@@ -245,7 +246,69 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="offer a tool under its server's own name when no other server has one of that name",
     )
+    _auth_server_parser(commands)
     return parser
+
+
+def _auth_server_parser(commands: Any) -> None:
+    auth = commands.add_parser(
+        "auth-server", help="run a development OAuth 2.1 authorization server (in memory; not for production)"
+    )
+    auth.add_argument("--host", default="127.0.0.1", help="host to listen on (default 127.0.0.1)")
+    auth.add_argument("--port", type=_port, default=9000, help="port to listen on (default 9000)")
+    auth.add_argument("--issuer", help="the issuer URL, exactly (default http://HOST:PORT)")
+    auth.add_argument(
+        "--auto-approve",
+        action="store_true",
+        help="grant requests whose redirect URI is on loopback without a consent page",
+    )
+    auth.add_argument(
+        "--client",
+        action="append",
+        default=[],
+        metavar="ID[:SECRET]",
+        help="pre-register a client (repeatable): public without SECRET; any loopback redirect URI",
+    )
+    auth.add_argument("--scope", action="append", default=[], help="a scope it grants (repeatable; default any)")
+    auth.add_argument(
+        "--resource",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="an MCP server URL it issues tokens for (repeatable; default any)",
+    )
+    auth.add_argument(
+        "--key-file", type=Path, help="keep the signing key here (created 0600) so tokens survive restarts"
+    )
+    auth.add_argument(
+        "--algorithm", choices=["ES256", "RS256"], default="ES256", help="token signature (default ES256)"
+    )
+
+
+def _auth_server(args: argparse.Namespace) -> None:
+    try:
+        from .auth import DevAuthorizationServer
+    except ImportError as exc:
+        _fail(f"the authorization server needs {exc.name or 'authlib'}: pip install 'modelctx[auth,http]'")
+    issuer = args.issuer or _url(args.host, args.port, "").rstrip("/")
+    try:
+        server = DevAuthorizationServer(
+            issuer,
+            auto_approve=args.auto_approve,
+            key_file=args.key_file,
+            algorithm=args.algorithm,
+            scopes=args.scope or None,
+            resources=args.resource or None,
+        )
+    except ValueError as exc:
+        _fail(str(exc))
+    for client in args.client:
+        client_id, _, secret = client.partition(":")
+        if not client_id:
+            _fail(f"--client {client!r} names no client id; write --client ID or --client ID:SECRET")
+        server.register_client(client_id, secret or None)
+    print(f"modelctx: development authorization server, issuer {issuer} (not for production)", file=sys.stderr)
+    server.run(args.host, args.port, ready_message=f"modelctx: authorization server ready at {issuer}")
 
 
 def _gateway(args: argparse.Namespace) -> None:
@@ -325,6 +388,8 @@ def main(argv: list[str] | None = None) -> None:
             server.run("stdio")
     elif args.command == "gateway":
         _gateway(args)
+    elif args.command == "auth-server":
+        _auth_server(args)
 
 
 if __name__ == "__main__":

@@ -7,19 +7,55 @@ Resource server side: ``ProtectedResource`` declares an MCP endpoint's authoriza
 ``ctx.principal`` and check scopes with ``ctx.require_scopes``, or a server declares
 them per tool, prompt or resource with the ``RequiredScopes`` middleware.
 
-Nothing below this package imports it: it needs ``joserfc`` (``modelctx[auth]``).
+``DevAuthorizationServer`` is a development authorization server (``modelctx
+auth-server``).
+
+Nothing below this package imports it, and its names load on first use: importing
+``modelctx.auth`` loads neither joserfc nor Authlib nor Starlette (``modelctx[auth]``).
 """
 
-from ._introspection import IntrospectionVerifier
-from ._jwt import JwtVerifier
-from ._resource import AccessToken, ProtectedResource, TokenVerifier
-from ._scopes import RequiredScopes
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the names as the type checker sees them; at run time, __getattr__
+    from ._dev_server import DevAuthorizationServer
+    from ._introspection import IntrospectionVerifier
+    from ._jwt import JwtVerifier
+    from ._resource import AccessToken, ProtectedResource, TokenVerifier
+    from ._scopes import RequiredScopes
+
+# name -> the module (in this package) that defines it
+_WHERE = {
+    "AccessToken": "._resource",
+    "ProtectedResource": "._resource",
+    "TokenVerifier": "._resource",
+    "IntrospectionVerifier": "._introspection",
+    "JwtVerifier": "._jwt",
+    "RequiredScopes": "._scopes",
+    "DevAuthorizationServer": "._dev_server",
+}
 
 __all__ = [
     "AccessToken",
+    "DevAuthorizationServer",
     "IntrospectionVerifier",
     "JwtVerifier",
     "ProtectedResource",
     "RequiredScopes",
     "TokenVerifier",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'modelctx.auth' has no attribute {name!r}")
+    value = getattr(importlib.import_module(where, __name__), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

