@@ -164,6 +164,7 @@ class OAuthClientProvider(OAuthProviderBase):
                     f"no authorization response within {self._authorization_timeout:g}s; try again"
                 ) from None
         async with LoopbackReceiver(self.redirect_uri) as receiver:
+            receiver.expect(state)  # the redirect may arrive before wait() is reached
             await self._redirect_handler(url)
             return await receiver.wait(state, self._authorization_timeout)
 

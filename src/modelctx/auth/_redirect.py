@@ -119,11 +119,15 @@ class LoopbackReceiver:
             await self._server.wait_closed()
             self._server = None
 
+    def expect(self, state: str) -> None:
+        """Accept only a response carrying ``state`` (call before the browser is sent)."""
+        self._expected = state
+
     async def wait(self, state: str, timeout: float) -> AuthorizationResponse:
         """The response carrying ``state``; ``AuthorizationError`` after ``timeout`` seconds."""
         if self._result is None:
             raise RuntimeError("start the receiver before waiting on it")
-        self._expected = state
+        self.expect(state)
         try:
             return await asyncio.wait_for(asyncio.shield(self._result), timeout)
         except TimeoutError:
