@@ -17,8 +17,6 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 
-from modelctx.client import Client, ClientHandlers, ClientOptions, Elicitation
-
 import httpx
 
 from modelctx.auth import (
@@ -27,7 +25,8 @@ from modelctx.auth import (
     ClientMetadata,
     OAuthClientProvider,
 )
-from modelctx.transports._auth_seam import HttpAuth
+from modelctx.client import Client, ClientHandlers, ClientOptions, Elicitation
+from modelctx.transports.http_client import HttpAuth
 
 # The suite's fixed Client ID Metadata Document URL (its basic-cimd scenario expects it).
 CIMD_URL = "https://conformance-test.local/client-metadata.json"

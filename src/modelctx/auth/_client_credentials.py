@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import secrets
 import time
-
-from joserfc import jwt
-from joserfc.jwk import JWKRegistry
+from typing import TYPE_CHECKING
 
 from ..errors import AuthorizationError
 from ..transports._url_guard import UrlPolicy
@@ -22,6 +20,9 @@ from ._client_base import OAuthProviderBase
 from ._discovery import AuthServerMetadata, ResourceMetadata
 from ._registration import Registration, choose_auth_method
 from ._tokens import StoredCredentials, TokenStore
+
+if TYPE_CHECKING:
+    from joserfc.jwk import Key
 
 __all__ = ["ClientCredentialsProvider"]
 
@@ -59,8 +60,10 @@ class ClientCredentialsProvider(OAuthProviderBase):
         self._algorithm = signing_algorithm
         self._scopes = tuple(scopes)
         self._auth_method = auth_method
-        self._key = None
+        self._key: Key | None = None
         if private_key is not None:
+            from joserfc.jwk import JWKRegistry  # the auth extra; only private_key_jwt needs it
+
             key_type = _KEY_TYPES.get(signing_algorithm[:2])
             if key_type is None:
                 raise ValueError(f"unsupported signing_algorithm {signing_algorithm!r}; use ES256, RS256, PS256 or EdDSA")
@@ -102,6 +105,8 @@ class ClientCredentialsProvider(OAuthProviderBase):
 
     def _assertion(self, audience: str) -> str:
         """A fresh RFC 7523 client assertion for the authorization server ``audience``."""
+        from joserfc import jwt
+
         assert self._key is not None
         now = int(time.time())
         claims = {

@@ -57,7 +57,7 @@ from ._http11 import HttpError, Response
 from ._http_requests import Http11Client, hide_password
 from ._url_guard import UrlPolicy
 
-__all__ = ["HttpClientTransport", "HttpStatusError", "SessionExpired"]
+__all__ = ["HttpAuth", "HttpClientTransport", "HttpStatusError", "SessionExpired"]
 
 log = logging.getLogger("modelctx.client.http")
 
