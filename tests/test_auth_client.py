@@ -13,6 +13,7 @@ import asyncio
 import base64
 import contextlib
 import json
+import logging
 import os
 import socket
 import stat
@@ -29,6 +30,7 @@ import uvicorn
 from modelctx import Server
 from modelctx.auth import (
     AuthorizationResponse,
+    ClientCredentialsProvider,
     ClientMetadata,
     FileTokenStore,
     LoopbackReceiver,
@@ -80,6 +82,10 @@ class Peers:
     iss_value: str | None = "correct"  # "correct", None (omit) or a literal
     refresh_tokens: bool = True
     withheld: set[str] = field(default_factory=set)  # scopes the AS never grants
+    auth_methods: list[str] = field(default_factory=lambda: ["none"])  # at the token endpoint
+    client_key: Any = None  # the public key a private_key_jwt client signs with
+    client_secret: str | None = None
+    token_headers: list[dict[str, str]] = field(default_factory=list)
     seen_paths: list[str] = field(default_factory=list)
     authorize_requests: list[dict[str, str]] = field(default_factory=list)
     token_requests: list[dict[str, str]] = field(default_factory=list)
@@ -149,7 +155,7 @@ class Peers:
             "registration_endpoint": self.issuer + "/register",
             "response_types_supported": ["code"],
             "grant_types_supported": ["authorization_code", "refresh_token"],
-            "token_endpoint_auth_methods_supported": ["none"],
+            "token_endpoint_auth_methods_supported": self.auth_methods,
         }
         if self.pkce_methods is not None:
             document["code_challenge_methods_supported"] = self.pkce_methods
@@ -170,8 +176,13 @@ class Peers:
 
     def _token(self, form: dict[str, str], headers: dict[str, str]) -> tuple[int, Any, list[tuple[bytes, bytes]]]:
         self.token_requests.append(form)
+        self.token_headers.append(headers)
         grant = form.get("grant_type")
-        if grant == "authorization_code" and form.get("code") in self._codes:
+        if grant == "client_credentials":
+            if not self._client_authenticated(form, headers):
+                return 401, {"error": "invalid_client"}, []
+            scopes = set(form.get("scope", "").split())
+        elif grant == "authorization_code" and form.get("code") in self._codes:
             scopes, challenge = self._codes.pop(form["code"])
             verifier = form.get("code_verifier", "").encode()
             import hashlib
@@ -193,6 +204,26 @@ class Peers:
             self.refresh[f"refresh-{self._counter}"] = scopes
             reply["refresh_token"] = f"refresh-{self._counter}"
         return 200, reply, []
+
+    def _client_authenticated(self, form: dict[str, str], headers: dict[str, str]) -> bool:
+        if "client_assertion" in form:
+            from joserfc import jwt
+
+            token = jwt.decode(form["client_assertion"], self.client_key, algorithms=["ES256"])
+            claims = token.claims
+            return (
+                form.get("client_assertion_type") == "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+                and claims["iss"] == claims["sub"] == form.get("client_id") == "service"
+                and claims["aud"] == self.issuer
+                and claims["exp"] > time.time()
+            )
+        basic = headers.get("authorization", "")
+        if basic.startswith("Basic "):
+            # RFC 6749 §2.3.1: each part form-encoded, then joined with ":" and base64'd.
+            client_id, _, secret = base64.b64decode(basic[6:]).decode().partition(":")
+            decoded = (urllib.parse.unquote_plus(client_id), urllib.parse.unquote_plus(secret))
+            return decoded == ("service", self.client_secret)
+        return form.get("client_secret") == self.client_secret is not None
 
     async def _protected(self, scope: dict, receive: Any, send: Any) -> None:
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
@@ -493,6 +524,58 @@ def test_an_expired_token_is_refreshed_before_it_is_sent():
     run(main())
     assert "expired-token" not in peers.bearer_seen
     assert [r["grant_type"] for r in peers.token_requests] == ["refresh_token"]
+
+
+# -- client credentials -------------------------------------------------------------------------------------------
+def test_a_service_authorizes_with_a_private_key_jwt_assertion():
+    from joserfc.jwk import ECKey
+
+    key = ECKey.generate_key("P-256")
+    peers = Peers(auth_methods=["private_key_jwt"], client_key=key, scopes_supported=["jobs"])
+
+    async def main() -> None:
+        async with serving(peers) as url:
+            pem = key.as_pem(private=True).decode()
+            assert await call_echo(url, ClientCredentialsProvider("service", private_key=pem)) == "hi"
+
+    run(main())
+    (request,) = peers.token_requests
+    assert request["grant_type"] == "client_credentials" and request["scope"] == "jobs"
+    assert request["resource"] == peers.base + "/mcp"
+    assert "authorization" not in peers.token_headers[0]  # the assertion authenticates, not a secret
+
+
+@pytest.mark.parametrize(("methods", "basic"), [(["client_secret_basic"], True), (["client_secret_post"], False)])
+def test_a_service_authenticates_with_its_secret_as_the_server_lists(methods, basic):
+    peers = Peers(auth_methods=methods, client_secret="s3cret:with/odd chars")
+
+    async def main() -> None:
+        async with serving(peers) as url:
+            auth = ClientCredentialsProvider("service", client_secret="s3cret:with/odd chars")
+            assert await call_echo(url, auth) == "hi"
+
+    run(main())
+    assert ("authorization" in peers.token_headers[0]) is basic
+    assert ("client_secret" in peers.token_requests[0]) is not basic
+
+
+def test_no_token_or_secret_reaches_a_log_record_or_a_repr(caplog):
+    peers = Peers(scopes_supported=["mcp:read"])
+    caplog.set_level(logging.DEBUG)
+    auth = provider(Browser())
+
+    async def main() -> None:
+        async with serving(peers) as url:
+            assert await call_echo(url, auth) == "hi"
+            held = await auth.store.latest(url)
+            assert held is not None
+            assert held.access_token not in repr(held) + repr(auth) + repr(auth.store)
+
+    run(main())
+    issued = [*peers.valid, *peers.refresh]
+    assert issued
+    for token in issued:
+        assert not [r for r in caplog.records if token in r.getMessage()], token
 
 
 # -- token stores ----------------------------------------------------------------------------------------------------

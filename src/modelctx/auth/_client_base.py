@@ -57,8 +57,9 @@ class OAuthProviderBase:
         self._timeout = timeout
         self._refresh_wanted = refresh
         self._lock = asyncio.Lock()
-        self._credentials: StoredCredentials | None = None
-        self._loaded: set[str] = set()  # resources looked up in the store already
+        # What is held per resource (None: the store had nothing), so the store is read
+        # once per resource, not on every request.
+        self._held: dict[str, StoredCredentials | None] = {}
         self._requested: list[str] = []  # scopes asked for so far (the union on step-up)
         self._recent: dict[frozenset[str], list[float]] = {}
 
@@ -101,10 +102,11 @@ class OAuthProviderBase:
         issuer = resource_metadata.authorization_servers[0]
         server = await discover_authorization_server(issuer, policy, timeout=self._timeout)
         resource = canonical_resource(url)
-        previous = self._credentials
-        stored = await self.store.get(resource, issuer)
+        previous = await self._current(resource)
+        stored = await self.store.get(resource, issuer)  # credentials are per issuer (SEP-2352)
         if previous is not None and previous.issuer != issuer:
-            log.info("%s: the authorization server changed to %s; registering there", resource, issuer)
+            log.info("%s: the authorization server changed to %s; not reusing %s's credentials",
+                     resource, issuer, previous.issuer)
         if status == 401 and stored is not None and stored.refresh_token:
             refreshed = await self._refresh_quietly(stored, url, server, policy)
             if refreshed:
@@ -255,17 +257,12 @@ class OAuthProviderBase:
 
     # -- credentials -------------------------------------------------------------------------
     async def _current(self, resource: str) -> StoredCredentials | None:
-        if self._credentials is not None and self._credentials.resource == resource:
-            return self._credentials
-        if resource not in self._loaded:
-            self._loaded.add(resource)
-            self._credentials = await self.store.latest(resource)
-            return self._credentials
-        return None
+        if resource not in self._held:
+            self._held[resource] = await self.store.latest(resource)
+        return self._held[resource]
 
     async def _keep(self, credentials: StoredCredentials) -> None:
-        self._credentials = credentials
-        self._loaded.add(credentials.resource)
+        self._held[credentials.resource] = credentials
         await self.store.put(credentials)
 
     async def _policy(self, url: str) -> UrlPolicy:

@@ -16,6 +16,7 @@ import hmac
 import html
 import ipaddress
 import logging
+import sys
 import urllib.parse
 import webbrowser
 from dataclasses import dataclass, field
@@ -70,7 +71,8 @@ async def open_in_browser(url: str) -> None:
     opened = await asyncio.to_thread(webbrowser.open, url)
     if not opened:
         # No browser here (a server, a container): the user can still open it by hand.
-        print(f"Open this URL in a browser to authorize:\n{url}", flush=True)
+        # stderr: stdout may be an MCP stdio stream (a gateway serving on stdio).
+        print(f"Open this URL in a browser to authorize:\n{url}", file=sys.stderr, flush=True)
 
 
 class LoopbackReceiver:
