@@ -86,6 +86,7 @@ class Peers:
     client_key: Any = None  # the public key a private_key_jwt client signs with
     client_secret: str | None = None
     token_headers: list[dict[str, str]] = field(default_factory=list)
+    reject_all: bool = False  # the MCP server refuses every token (a broken deployment)
     seen_paths: list[str] = field(default_factory=list)
     authorize_requests: list[dict[str, str]] = field(default_factory=list)
     token_requests: list[dict[str, str]] = field(default_factory=list)
@@ -234,7 +235,7 @@ class Peers:
         params = []
         if self.header_prm and self.prm_path is not None:
             params.append(f'resource_metadata="{self.base}{self.prm_path}"')
-        if token is None or token not in self.valid:
+        if token is None or token not in self.valid or self.reject_all:
             if self.challenge_scope:
                 params.append(f'scope="{self.challenge_scope}"')
             await _refuse(send, 401, "Bearer " + ", ".join(params) if params else "Bearer")
@@ -479,6 +480,22 @@ def test_a_server_that_keeps_refusing_is_answered_by_its_status_after_one_retry(
 
     run(main())
     assert len(peers.authorize_requests) == 2  # the first token, one step-up; then the 403 stands
+
+
+def test_a_server_that_refuses_every_token_gets_three_flows_a_minute_not_more():
+    peers = Peers(reject_all=True, refresh_tokens=False)
+    browser = Browser()
+
+    async def main() -> None:
+        async with serving(peers) as url:
+            auth = provider(browser)
+            for _ in range(5):
+                with pytest.raises(HttpStatusError):
+                    async with Client(url, auth=auth, timeout=DEADLINE) as client:
+                        await client.tools()
+
+    run(main())
+    assert len(browser.opened) == 3
 
 
 # -- refresh --------------------------------------------------------------------------------------------------------

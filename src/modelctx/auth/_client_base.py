@@ -60,8 +60,8 @@ class OAuthProviderBase:
         # What is held per resource (None: the store had nothing), so the store is read
         # once per resource, not on every request.
         self._held: dict[str, StoredCredentials | None] = {}
-        self._requested: list[str] = []  # scopes asked for so far (the union on step-up)
-        self._recent: dict[frozenset[str], list[float]] = {}
+        self._requested: dict[str, list[str]] = {}  # per resource: scopes asked for (the union on step-up)
+        self._recent: dict[tuple[str, frozenset[str]], list[float]] = {}  # when flows ran
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(store={self.store!r})"
@@ -111,9 +111,8 @@ class OAuthProviderBase:
             refreshed = await self._refresh_quietly(stored, url, server, policy)
             if refreshed:
                 return True
-        scope = self._select_scope(challenge, resource_metadata, server, stored, status)
-        key = frozenset(scope.split()) if scope else frozenset()
-        if not self._may_try(key):
+        scope = self._select_scope(challenge, resource_metadata, server, stored, resource)
+        if not self._may_try((resource, frozenset(scope.split()) if scope else frozenset())):
             log.warning("%s: authorization for the same scopes was already tried %d times; giving up",
                         resource, _SAME_SCOPES_LIMIT)
             return False
@@ -128,7 +127,7 @@ class OAuthProviderBase:
         resource_metadata: ResourceMetadata,
         server: AuthServerMetadata,
         stored: StoredCredentials | None,
-        status: int,
+        resource: str,
     ) -> str | None:
         """The challenge's scopes, else the PRM's ``scopes_supported``, else none; on
         re-authorization the union with what was asked for before (SEP-2350); plus
@@ -139,7 +138,7 @@ class OAuthProviderBase:
             wanted = list(resource_metadata.scopes_supported)
         else:
             wanted = []
-        before = list(self._requested)
+        before = list(self._requested.get(resource, ()))
         if stored is not None and stored.scope:
             before += stored.scope.split()
         before = [s for s in before if s != "offline_access"]  # only when the server lists it
@@ -153,15 +152,16 @@ class OAuthProviderBase:
             and "offline_access" not in scopes
         ):
             scopes.append("offline_access")
-        self._requested = [s for s in scopes if s != "offline_access"]
+        self._requested[resource] = [s for s in scopes if s != "offline_access"]
         return " ".join(scopes) if scopes else None
 
-    def _may_try(self, scopes: frozenset[str]) -> bool:
+    def _may_try(self, key: tuple[str, frozenset[str]]) -> bool:
+        """Whether another flow for these (resource, scopes) may run now; counts it."""
         now = time.monotonic()
-        recent = [t for t in self._recent.get(scopes, []) if now - t < _SAME_SCOPES_WINDOW]
+        recent = [t for t in self._recent.get(key, []) if now - t < _SAME_SCOPES_WINDOW]
         if len(recent) >= _SAME_SCOPES_LIMIT:
             return False
-        self._recent[scopes] = [*recent, now]
+        self._recent[key] = [*recent, now]
         return True
 
     async def _obtain(
