@@ -16,17 +16,13 @@ import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
-import httpx
-
-from modelctx.auth import (
-    AuthorizationResponse,
-    ClientCredentialsProvider,
-    ClientMetadata,
-    OAuthClientProvider,
-)
 from modelctx.client import Client, ClientHandlers, ClientOptions, Elicitation
-from modelctx.transports.http_client import HttpAuth
+
+if TYPE_CHECKING:  # auth scenarios import what they need: the others start faster
+    from modelctx.auth import AuthorizationResponse
+    from modelctx.transports.http_client import HttpAuth
 
 # The suite's fixed Client ID Metadata Document URL (its basic-cimd scenario expects it).
 CIMD_URL = "https://conformance-test.local/client-metadata.json"
@@ -162,6 +158,8 @@ class HeadlessBrowser:
         self.location: str | None = None
 
     async def open(self, url: str) -> None:
+        import httpx
+
         async with httpx.AsyncClient(follow_redirects=False, timeout=10.0) as http:
             response = await http.get(url)
         self.location = response.headers.get("location")
@@ -169,6 +167,8 @@ class HeadlessBrowser:
             raise RuntimeError(f"the authorization endpoint answered {response.status_code} with no redirect")
 
     async def callback(self) -> AuthorizationResponse:
+        from modelctx.auth import AuthorizationResponse
+
         assert self.location is not None
         return AuthorizationResponse.from_url(self.location)
 
@@ -177,6 +177,8 @@ def auth_for(name: str, context: dict) -> HttpAuth | None:
     """The auth object the scenario calls for, configured as an application would."""
     if not name.startswith("auth/"):
         return None
+    from modelctx.auth import ClientCredentialsProvider, ClientMetadata, OAuthClientProvider
+
     if name == "auth/client-credentials-jwt":
         return ClientCredentialsProvider(
             context["client_id"],
