@@ -30,6 +30,8 @@ DEFAULT_REDIRECT_URI = "http://127.0.0.1:33418/callback"
 class ClientMetadata:
     """What the client says about itself when it registers (RFC 7591 §2).
 
+    ``redirect_uris``: the first is where the authorization response is received; the
+    default, ``http://127.0.0.1:33418/callback``, is the loopback receiver's.
     ``application_type`` defaults to ``native`` when every redirect URI is a loopback
     ``http`` URL or a private scheme, else ``web`` (client-registration.mdx)."""
 
@@ -40,8 +42,8 @@ class ClientMetadata:
     logo_uri: str | None = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.redirect_uris, str):
-            object.__setattr__(self, "redirect_uris", (self.redirect_uris,))
+        uris = self.redirect_uris
+        object.__setattr__(self, "redirect_uris", (uris,) if isinstance(uris, str) else tuple(uris))
         if not self.redirect_uris:
             raise ValueError("ClientMetadata needs at least one redirect URI")
 
