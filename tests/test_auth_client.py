@@ -348,6 +348,20 @@ def test_a_401_runs_the_flow_and_the_request_goes_through_with_the_token(mode):
     assert peers.bearer_seen and all(t == "access-2" for t in peers.bearer_seen)
 
 
+def test_requests_refused_at_once_share_one_authorization():
+    peers = Peers(refresh_tokens=False)
+    browser = Browser()
+
+    async def main() -> None:
+        async with serving(peers) as url:
+            async with Client(url, auth=provider(browser), mode="2026-07-28", timeout=DEADLINE) as client:
+                # A pinned version sends nothing on connect: these are the first requests.
+                await asyncio.gather(client.tools(), client.tools(), client.call_tool("echo", {"text": "x"}))
+
+    run(main())
+    assert len(browser.opened) == 1 and len(peers.token_requests) == 1
+
+
 def test_the_default_callback_receives_the_redirect_on_the_loopback_port():
     peers = Peers()
     port = free_port()

@@ -88,11 +88,12 @@ class OAuthProviderBase:
         challenge = parse_challenge(headers)
         if status == 403 and challenge.error != "insufficient_scope":
             return False  # forbidden for a reason more scopes will not fix
-        sent = await self._current(canonical_resource(url))
+        before = await self._current(canonical_resource(url))
+        sent = before.access_token if before is not None else None
         async with self._lock:
             current = await self._current(canonical_resource(url))
-            if status == 401 and current is not None and sent is not None and current.access_token != sent.access_token:
-                return True  # another request re-authorized meanwhile: try its token
+            if status == 401 and current is not None and current.access_token and current.access_token != sent:
+                return True  # another request authorized while this one waited: try its token
             return await self._authorize(challenge, status, url)
 
     # -- the flow ----------------------------------------------------------------------------
