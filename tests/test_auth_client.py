@@ -87,6 +87,7 @@ class Peers:
     client_secret: str | None = None
     token_headers: list[dict[str, str]] = field(default_factory=list)
     reject_all: bool = False  # the MCP server refuses every token (a broken deployment)
+    authorization_endpoint: str | None = None  # what the metadata names instead of /authorize
     seen_paths: list[str] = field(default_factory=list)
     authorize_requests: list[dict[str, str]] = field(default_factory=list)
     token_requests: list[dict[str, str]] = field(default_factory=list)
@@ -151,7 +152,7 @@ class Peers:
     def _as_metadata(self) -> dict[str, Any]:
         document: dict[str, Any] = {
             "issuer": self.issuer,
-            "authorization_endpoint": self.issuer + "/authorize",
+            "authorization_endpoint": self.authorization_endpoint or self.issuer + "/authorize",
             "token_endpoint": self.issuer + "/token",
             "registration_endpoint": self.issuer + "/register",
             "response_types_supported": ["code"],
@@ -435,6 +436,20 @@ def test_an_authorization_server_without_pkce_s256_is_refused_before_the_browser
 
     run(main())
     assert browser.opened == [] and peers.authorize_requests == []
+
+
+@pytest.mark.parametrize("endpoint", ["javascript:alert(1)//", "file:///etc/passwd"])
+def test_an_authorization_endpoint_that_is_not_http_is_never_opened(endpoint):
+    peers = Peers(authorization_endpoint=endpoint)
+    browser = Browser()
+
+    async def main() -> None:
+        async with serving(peers) as url:
+            with pytest.raises(AuthorizationError, match="authorization endpoint"):
+                await call_echo(url, provider(browser))
+
+    run(main())
+    assert browser.opened == []
 
 
 # -- RFC 9207 iss ---------------------------------------------------------------------------------------------

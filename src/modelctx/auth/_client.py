@@ -97,6 +97,14 @@ class OAuthClientProvider(OAuthProviderBase):
         endpoint = server.authorization_endpoint
         if endpoint is None:
             raise AuthorizationError(f"the authorization server {server.issuer} names no authorization_endpoint")
+        scheme = urllib.parse.urlsplit(endpoint).scheme.lower()
+        if scheme != "https" and not (scheme == "http" and server.issuer.startswith("http://")):
+            # The user's browser goes there: never a downgrade from an https issuer, never
+            # another scheme (javascript:, file:).
+            raise AuthorizationError(
+                f"the authorization server {server.issuer} names the authorization endpoint {endpoint!r}; "
+                "refusing it (it must be https, like the issuer)"
+            )
         methods = server.listed("code_challenge_methods_supported")
         if not methods or "S256" not in methods:
             raise AuthorizationError(
