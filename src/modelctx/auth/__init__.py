@@ -3,9 +3,11 @@
 Client side: ``OAuthClientProvider`` (authorization code flow with PKCE, for a user)
 and ``ClientCredentialsProvider`` (a service's own credentials), each given to
 ``Client(url, auth=...)``; tokens kept in a ``TokenStore`` (``MemoryTokenStore``,
-``FileTokenStore``).
+``FileTokenStore``). What cannot be authorized raises ``AuthorizationError`` (also in
+``modelctx.errors``), saying what failed and what to do.
 """
 
+from ..errors import AuthorizationError
 from ._client import CallbackHandler, OAuthClientProvider, RedirectHandler
 from ._client_credentials import ClientCredentialsProvider
 from ._redirect import AuthorizationResponse, LoopbackReceiver, open_in_browser
@@ -13,6 +15,7 @@ from ._registration import ClientMetadata
 from ._tokens import FileTokenStore, MemoryTokenStore, StoredCredentials, TokenStore
 
 __all__ = [
+    "AuthorizationError",
     "AuthorizationResponse",
     "CallbackHandler",
     "ClientCredentialsProvider",
