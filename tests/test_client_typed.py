@@ -162,9 +162,9 @@ def test_the_wire_types_are_not_imported_until_a_result_needs_them():
 
 
 # -- the constructor -------------------------------------------------------------------------------
-def test_the_constructor_takes_a_target_two_settings_two_groups_and_a_name():
+def test_the_constructor_takes_a_target_two_settings_two_groups_a_name_and_auth():
     parameters = inspect.signature(Client).parameters
-    assert list(parameters) == ["target", "mode", "timeout", "handlers", "options", "name"]
+    assert list(parameters) == ["target", "mode", "timeout", "handlers", "options", "name", "auth"]
     assert all(p.kind is p.KEYWORD_ONLY for name, p in parameters.items() if name != "target")
 
 

@@ -32,8 +32,10 @@
         │                         a result missing what its type requires, ...)
         ├── InputRoundsExceeded   the server kept asking for input past the client's limit
         ├── OutputSchemaViolation a tool's ``structuredContent`` breaks its ``outputSchema``
-        └── UrlRefused            the SSRF guard refused a URL (scheme, or an address in a
-                                  zone the ``UrlPolicy`` does not admit); nothing was sent
+        ├── UrlRefused            the SSRF guard refused a URL (scheme, or an address in a
+        │                         zone the ``UrlPolicy`` does not admit); nothing was sent
+        └── AuthorizationError    the client could not obtain authorization (OAuth): what
+                                  failed and what to do; never a token
 
 A ``LocalError`` never carries a JSON-RPC code, so it cannot be mistaken for an error the
 peer sent; catch it to handle everything that went wrong on this side of the wire. A
@@ -70,6 +72,7 @@ __all__ = [  # noqa: RUF022 - in the order of the tree above
     "InputRoundsExceeded",
     "OutputSchemaViolation",
     "UrlRefused",
+    "AuthorizationError",
     "error_from_wire",
 ]
 
@@ -295,6 +298,12 @@ class UrlRefused(LocalError):
     """The SSRF guard refused a URL before connecting to it (``modelctx.client.UrlPolicy``):
     a scheme other than ``https``, or a host that resolves to a loopback, private,
     link-local or otherwise non-public address the policy does not admit."""
+
+
+class AuthorizationError(LocalError):
+    """The client could not obtain (or refused) authorization for an HTTP server: the
+    message names the step that failed (discovery, registration, the authorization
+    response, the token request) and what to do. It never contains a token or secret."""
 
 
 _BY_CODE: dict[int, type[ProtocolError]] = {

@@ -16,8 +16,17 @@ import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from modelctx.client import Client, ClientHandlers, ClientOptions, Elicitation
+
+if TYPE_CHECKING:  # auth scenarios import what they need: the others start faster
+    from modelctx.auth import AuthorizationResponse
+    from modelctx.transports.http_client import HttpAuth
+
+# The suite's fixed Client ID Metadata Document URL (its basic-cimd scenario expects it).
+CIMD_URL = "https://conformance-test.local/client-metadata.json"
+REDIRECT_URI = "http://localhost:3000/callback"
 
 Scenario = Callable[[Client], Awaitable[None]]
 SCENARIOS: dict[str, Scenario] = {}
@@ -120,6 +129,75 @@ async def schema_preservation(client: Client) -> None:
     await client.call_tool("json_schema_echo", {"schema": schema})
 
 
+AUTH_SCENARIOS = (
+    "auth/metadata-default", "auth/metadata-var1", "auth/metadata-var2", "auth/metadata-var3",
+    "auth/basic-cimd", "auth/scope-from-www-authenticate", "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined", "auth/scope-step-up", "auth/scope-retry-limit",
+    "auth/token-endpoint-auth-basic", "auth/token-endpoint-auth-post", "auth/token-endpoint-auth-none",
+    "auth/pre-registration", "auth/resource-mismatch", "auth/offline-access-scope",
+    "auth/offline-access-not-supported", "auth/authorization-server-migration", "auth/iss-supported",
+    "auth/iss-not-advertised", "auth/iss-supported-missing", "auth/iss-wrong-issuer", "auth/iss-unexpected",
+    "auth/iss-normalized", "auth/metadata-issuer-mismatch", "auth/client-credentials-jwt",
+    "auth/client-credentials-basic",
+)
+
+
+@scenario(*AUTH_SCENARIOS)
+async def protected_tool(client: Client) -> None:
+    # The protected server answers 401 first: the provider authorizes, the call goes through.
+    await client.tools()
+    await client.call_tool("test-tool", {})
+
+
+class HeadlessBrowser:
+    """The suite's authorization endpoint approves at once and redirects: this "browser"
+    follows the authorization URL one step and reads the redirect it is sent to (nothing
+    listens at the redirect URI)."""
+
+    def __init__(self) -> None:
+        self.location: str | None = None
+
+    async def open(self, url: str) -> None:
+        import httpx
+
+        async with httpx.AsyncClient(follow_redirects=False, timeout=10.0) as http:
+            response = await http.get(url)
+        self.location = response.headers.get("location")
+        if not self.location:
+            raise RuntimeError(f"the authorization endpoint answered {response.status_code} with no redirect")
+
+    async def callback(self) -> AuthorizationResponse:
+        from modelctx.auth import AuthorizationResponse
+
+        assert self.location is not None
+        return AuthorizationResponse.from_url(self.location)
+
+
+def auth_for(name: str, context: dict) -> HttpAuth | None:
+    """The auth object the scenario calls for, configured as an application would."""
+    if not name.startswith("auth/"):
+        return None
+    from modelctx.auth import ClientCredentialsProvider, ClientMetadata, OAuthClientProvider
+
+    if name == "auth/client-credentials-jwt":
+        return ClientCredentialsProvider(
+            context["client_id"],
+            private_key=context["private_key_pem"],
+            signing_algorithm=context.get("signing_algorithm", "ES256"),
+        )
+    if name == "auth/client-credentials-basic":
+        return ClientCredentialsProvider(context["client_id"], client_secret=context["client_secret"])
+    browser = HeadlessBrowser()
+    return OAuthClientProvider(
+        ClientMetadata(client_name="modelctx-conformance-client", redirect_uris=(REDIRECT_URI,)),
+        client_id=context.get("client_id"),
+        client_secret=context.get("client_secret"),
+        client_id_metadata_url=CIMD_URL,
+        redirect_handler=browser.open,
+        callback_handler=browser.callback,
+    )
+
+
 async def main(url: str) -> int:
     name = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
     version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION", "2026-07-28")
@@ -128,12 +206,14 @@ async def main(url: str) -> int:
         print(f"unknown scenario {name!r}; known: {', '.join(sorted(SCENARIOS))}", file=sys.stderr)
         return 2
     elicitation = confirm if name == "sep-2322-client-request-state" else accept_with_defaults
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
     async with Client(
         url,
         mode="auto" if version == "2026-07-28" else "handshake",
         timeout=20.0,
         handlers=ClientHandlers(elicitation=elicitation),
         options=ClientOptions(client_info={"name": "modelctx-conformance-client", "version": "0.1.0"}),
+        auth=auth_for(name, context),
     ) as client:
         await run(client)
     return 0

@@ -1,5 +1,11 @@
 """OAuth 2.1 for MCP over HTTP (basic/authorization/*.mdx).
 
+Client side: ``OAuthClientProvider`` (authorization code flow with PKCE, for a user)
+and ``ClientCredentialsProvider`` (a service's own credentials), each given to
+``Client(url, auth=...)``; tokens kept in a ``TokenStore`` (``MemoryTokenStore``,
+``FileTokenStore``). What cannot be authorized raises ``AuthorizationError`` (also in
+``modelctx.errors``), saying what failed and what to do.
+
 Resource server side: ``ProtectedResource`` declares an MCP endpoint's authorization
 (issuers, scopes, how tokens are checked) and plugs into the HTTP app
 (``HttpApp(server, auth=...)``, ``serve_http(..., auth=...)``); ``JwtVerifier`` and
@@ -19,15 +25,34 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ..errors import AuthorizationError
+
 if TYPE_CHECKING:  # the names as the type checker sees them; at run time, __getattr__
+    from ._client import CallbackHandler, OAuthClientProvider, RedirectHandler
+    from ._client_credentials import ClientCredentialsProvider
     from ._dev_server import DevAuthorizationServer
     from ._introspection import IntrospectionVerifier
     from ._jwt import JwtVerifier
+    from ._redirect import AuthorizationResponse, LoopbackReceiver, open_in_browser
+    from ._registration import ClientMetadata
     from ._resource import AccessToken, ProtectedResource, TokenVerifier
     from ._scopes import RequiredScopes
+    from ._tokens import FileTokenStore, MemoryTokenStore, StoredCredentials, TokenStore
 
 # name -> the module (in this package) that defines it
 _WHERE = {
+    "CallbackHandler": "._client",
+    "OAuthClientProvider": "._client",
+    "RedirectHandler": "._client",
+    "ClientCredentialsProvider": "._client_credentials",
+    "AuthorizationResponse": "._redirect",
+    "LoopbackReceiver": "._redirect",
+    "open_in_browser": "._redirect",
+    "ClientMetadata": "._registration",
+    "FileTokenStore": "._tokens",
+    "MemoryTokenStore": "._tokens",
+    "StoredCredentials": "._tokens",
+    "TokenStore": "._tokens",
     "AccessToken": "._resource",
     "ProtectedResource": "._resource",
     "TokenVerifier": "._resource",
@@ -39,6 +64,19 @@ _WHERE = {
 
 __all__ = [
     "AccessToken",
+    "AuthorizationError",
+    "AuthorizationResponse",
+    "CallbackHandler",
+    "ClientCredentialsProvider",
+    "ClientMetadata",
+    "FileTokenStore",
+    "LoopbackReceiver",
+    "MemoryTokenStore",
+    "OAuthClientProvider",
+    "RedirectHandler",
+    "StoredCredentials",
+    "TokenStore",
+    "open_in_browser",
     "DevAuthorizationServer",
     "IntrospectionVerifier",
     "JwtVerifier",

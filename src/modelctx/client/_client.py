@@ -58,6 +58,7 @@ from ..protocol._versions import (
     MODERN_VERSIONS,
     accepts_handshake_version,
 )
+from ..transports._auth_seam import HttpAuth
 from ..transports._base import ClientTransport
 from ..transports._seam import ServerApp
 from ._cache import ResultCache
@@ -133,13 +134,18 @@ _InProcessServer = ServerApp
 Target = str | Sequence[str] | ClientTransport | _InProcessServer
 
 
-def _make_transport(target: Target) -> ClientTransport:
-    if isinstance(target, ClientTransport):
-        return target
+def _make_transport(target: Target, auth: HttpAuth | None = None) -> ClientTransport:
     if isinstance(target, str) and target.startswith(("http://", "https://")):
         from ..transports.http_client import HttpClientTransport
 
-        return HttpClientTransport(target)
+        return HttpClientTransport(target, auth=auth)
+    if auth is not None:
+        raise TypeError(
+            "auth= is for an http(s):// URL; for another target, give the auth object to its "
+            "transport (HttpClientTransport(url, auth=...))"
+        )
+    if isinstance(target, ClientTransport):
+        return target
     if isinstance(target, (str, list, tuple)):
         from ..transports.stdio_client import StdioClientTransport
 
@@ -182,6 +188,9 @@ class Client:
     from ``modelctx.transports.stdio_client``, ``HttpClientTransport(url, headers=...,
     auth=...)`` from ``modelctx.transports.http_client``.
 
+    ``auth``: for a URL, what authorizes its HTTP requests, e.g.
+    ``modelctx.auth.OAuthClientProvider`` (OAuth 2.1: a 401 starts the flow).
+
     ``mode``: ``"auto"`` (probe, then the best era both sides speak), ``"handshake"``
     (the initialize handshake) or a modern version to pin. ``timeout``: the default
     deadline of every request, in seconds; progress pushes it back. ``handlers``
@@ -198,6 +207,7 @@ class Client:
         handlers: ClientHandlers | None = None,
         options: ClientOptions | None = None,
         name: str | None = None,
+        auth: HttpAuth | None = None,
     ) -> None:
         if mode not in ("auto", "handshake", *MODERN_VERSIONS):
             raise ValueError(
@@ -207,7 +217,7 @@ class Client:
         self.mode = mode
         self.handlers = handlers or ClientHandlers()
         self.options = options or ClientOptions()
-        self.transport = _make_transport(target)
+        self.transport = _make_transport(target, auth)
         #: What this client calls its server: a host's configured name, else the transport's.
         self.name = name if name is not None else self.transport.name
         self.session = ClientSession(self.transport, timeout=timeout)

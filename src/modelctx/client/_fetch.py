@@ -1,4 +1,6 @@
-"""``fetch_json``: a JSON document from a URL a server named, behind the SSRF guard.
+"""``fetch_json``: a JSON document from a URL a server named, behind the SSRF guard;
+``post_form`` and ``post_json``: a POST there whose JSON reply is read whatever its status
+(an OAuth token or registration endpoint answers its errors in JSON, with 400).
 
 For what the client fetches on its own on a server's word: the Protected Resource
 Metadata a ``WWW-Authenticate`` header points to, the authorization servers that
@@ -10,6 +12,9 @@ anything connects to it (``transports/_url_guard.py``).
 from __future__ import annotations
 
 import asyncio
+import urllib.parse
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -19,7 +24,7 @@ from ..transports._http11 import ConnectTimeout, HttpError, ReadTimeout, WriteTi
 from ..transports._http_requests import Http11Client
 from ..transports._url_guard import UrlPolicy, check_scheme
 
-__all__ = ["fetch_json"]
+__all__ = ["PostReply", "fetch_json", "post_form", "post_json"]
 
 _EXCERPT = 200
 
@@ -78,5 +83,91 @@ async def _fetch(http: Http11Client, url: str, headers: dict[str, str], timeout:
             return msgspec.json.decode(body)
         except msgspec.DecodeError as exc:
             raise MalformedResponse(f"GET {url}: the reply is not JSON: {exc}") from None
+    finally:
+        response.release()
+
+
+@dataclass(frozen=True)
+class PostReply:
+    """What a POST got back: the status, the headers, and the body decoded from JSON
+    (``None`` when it was not JSON). ``repr`` leaves out the body: it may hold tokens."""
+
+    status: int
+    headers: Mapping[str, str]
+    data: Any = field(repr=False)
+
+
+async def post_form(
+    url: str,
+    fields: Mapping[str, str],
+    policy: UrlPolicy | None = None,
+    *,
+    timeout: float = 10.0,
+    max_bytes: int = 1024 * 1024,
+    headers: Mapping[str, str] | None = None,
+) -> PostReply:
+    """POST ``fields`` as ``application/x-www-form-urlencoded`` to ``url``; the reply.
+
+    The same guard, bounds and errors as ``fetch_json``, except that a status other
+    than 2xx is returned, not raised (the caller reads the error the body names)."""
+    body = urllib.parse.urlencode(dict(fields)).encode("ascii")
+    return await _post(url, body, "application/x-www-form-urlencoded", policy, timeout, max_bytes, headers)
+
+
+async def post_json(
+    url: str,
+    document: Any,
+    policy: UrlPolicy | None = None,
+    *,
+    timeout: float = 10.0,
+    max_bytes: int = 1024 * 1024,
+    headers: Mapping[str, str] | None = None,
+) -> PostReply:
+    """POST ``document`` as JSON to ``url``; the reply (see ``post_form``)."""
+    return await _post(url, msgspec.json.encode(document), "application/json", policy, timeout, max_bytes, headers)
+
+
+async def _post(
+    url: str,
+    body: bytes,
+    content_type: str,
+    policy: UrlPolicy | None,
+    timeout: float,
+    max_bytes: int,
+    headers: Mapping[str, str] | None,
+) -> PostReply:
+    policy = policy if policy is not None else UrlPolicy()
+    check_scheme(url)
+    request_headers = {"accept": "application/json", "user-agent": "modelctx", "content-type": content_type}
+    request_headers.update({k.lower(): v for k, v in (headers or {}).items()})
+    http = Http11Client(max_idle=0, url_policy=policy)
+    try:
+        return await asyncio.wait_for(_send(http, url, body, request_headers, timeout, max_bytes), timeout)
+    except (TimeoutError, ConnectTimeout, ReadTimeout, WriteTimeout):
+        raise RequestTimeout(f"POST {url} took longer than {timeout:g}s") from None
+    except UrlRefused:
+        raise
+    except HttpError as exc:
+        raise ConnectionClosed(f"POST {url} failed: {type(exc).__name__}: {exc}") from exc
+    finally:
+        http.close()
+
+
+async def _send(
+    http: Http11Client, url: str, body: bytes, headers: dict[str, str], timeout: float, max_bytes: int
+) -> PostReply:
+    response = await http.request(
+        "POST", url, headers, body, connect_timeout=timeout, read_timeout=timeout, write_timeout=timeout,
+        check_first=True,
+    )
+    try:
+        content = await response.read_at_most(max_bytes + 1)
+        if len(content) > max_bytes:
+            raise MalformedResponse(f"POST {url}: the reply is larger than {max_bytes} bytes")
+        try:
+            data = msgspec.json.decode(content) if content else None
+        except msgspec.DecodeError:
+            data = None
+        return PostReply(response.status_code, dict(response.headers), data)
     finally:
         response.release()

@@ -35,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -51,12 +51,13 @@ from ..errors import (
 from ..protocol._framing import EventTooLarge, SSEParser, response_id
 from ..protocol._jsonrpc import Message, decode, encode, from_object
 from ..protocol._jsonrpc import Response as JsonRpcResponse
+from ._auth_seam import AuthHook, HttpAuth
 from ._base import ClientTransport, Outgoing, TransportEvents
 from ._http11 import HttpError, Response
 from ._http_requests import Http11Client, hide_password
 from ._url_guard import UrlPolicy
 
-__all__ = ["HttpClientTransport", "HttpStatusError", "SessionExpired"]
+__all__ = ["HttpAuth", "HttpClientTransport", "HttpStatusError", "SessionExpired"]
 
 log = logging.getLogger("modelctx.client.http")
 
@@ -95,8 +96,10 @@ class _Exchange:
 class HttpClientTransport(ClientTransport):
     """The client side of Streamable HTTP to the MCP endpoint ``url``.
 
-    ``headers`` go on every HTTP request; ``auth`` is an async hook returning more
-    (e.g. ``Authorization``), called before each one.
+    ``headers`` go on every HTTP request. ``auth`` adds more before each one: an
+    ``HttpAuth`` (e.g. ``modelctx.auth.OAuthClientProvider``), which also gets each 401
+    or 403 and may have the request sent once more, or an async callable returning
+    headers (e.g. ``Authorization``).
     ``connect_timeout`` bounds connecting, and whole exchanges that expect no body
     (notifications, DELETE); ``sse_read_timeout`` bounds silence while waiting for
     a reply or reading a stream (our servers send keep-alives every 15 s).
@@ -115,7 +118,7 @@ class HttpClientTransport(ClientTransport):
         url: str,
         *,
         headers: Mapping[str, str] | None = None,
-        auth: Callable[[], Awaitable[dict[str, str]]] | None = None,
+        auth: HttpAuth | AuthHook | None = None,
         connect_timeout: float = 10.0,
         sse_read_timeout: float = 300.0,
         max_message: int = _MAX_MESSAGE,
@@ -241,12 +244,22 @@ class HttpClientTransport(ClientTransport):
         return self._session_id
 
     # -- headers ---------------------------------------------------------------------------
-    async def _base_headers(self) -> dict[str, str]:
+    async def _base_headers(self, method: str = "POST") -> dict[str, str]:
         headers = dict(self._headers)
-        if self._auth is not None:
-            headers.update((k.lower(), v) for k, v in (await self._auth()).items())
+        auth = self._auth
+        if isinstance(auth, HttpAuth):
+            headers.update((k.lower(), v) for k, v in (await auth.headers(method, self.url)).items())
+            self._authorization = headers.get("authorization")
+        elif auth is not None:
+            headers.update((k.lower(), v) for k, v in (await auth()).items())
             self._authorization = headers.get("authorization")
         return headers
+
+    async def _challenged(self, response: Response, method: str) -> bool:
+        """A 401 or 403 the auth object may answer: True to send the request once more."""
+        if response.status_code not in (401, 403) or not isinstance(self._auth, HttpAuth):
+            return False
+        return await self._auth.challenged(response.status_code, response.headers, method, self.url)
 
     def _session_for(self, outgoing: Outgoing) -> str | None:
         # initialize starts a new session, so it never carries an old one.
@@ -269,7 +282,7 @@ class HttpClientTransport(ClientTransport):
         return self._open("GET", headers, b"", quick=False)
 
     async def _get_headers(self, session_id: str | None, last_id: str | None) -> dict[str, str]:
-        headers = await self._base_headers()
+        headers = await self._base_headers("GET")
         headers["accept"] = _SSE
         if session_id is not None:
             headers["mcp-session-id"] = session_id
@@ -311,41 +324,56 @@ class HttpClientTransport(ClientTransport):
 
     async def _post_request(self, exchange: _Exchange, outgoing: Outgoing) -> BaseException | None:
         """POST one request and deliver its reply; the error to report, or None if answered."""
-        headers = await self._post_headers(outgoing, exchange.session_id)
-        stream = SSEParser(self._max_message)
-        broken = ""
         body = encode(outgoing.message)
-        async with self._post(body, headers, quick=False) as response:
-            if exchange.method == "initialize" and outgoing.handshake and response.is_success:
-                self._adopt_session(response.headers.get("mcp-session-id"))
-            if response.status_code == 404 and exchange.session_id is not None:
-                return self._expired(exchange.session_id, await _excerpt(response))
-            if not _is_sse(response):
-                limit = self._max_message
-                reply = await response.read_at_most(limit + 1)
-                if "json" in response.headers.get("content-type", ""):
-                    if len(reply) > limit:
-                        return ParseError(
-                            f"{self.name}: the reply to {exchange.what} is larger than {limit} bytes; "
-                            "it was not read"
-                        )
-                    answered = self._deliver_body(reply, exchange.id)
-                    if answered is not False:
-                        return None if answered is True else answered
-                status = response.status_code
-                return HttpStatusError(self.name, exchange.what, status, _clip(reply), response.headers)
-            try:
-                if await self._pump(response, stream, exchange.id):
-                    return None
-            except HttpError as exc:  # broken mid-stream: like an early end
-                broken = f" ({_cause(exc)})"
+        stream = SSEParser(self._max_message)
+        for attempt in (1, 2):
+            headers = await self._post_headers(outgoing, exchange.session_id)
+            async with self._post(body, headers, quick=False) as response:
+                # One more try after the auth object acted on a 401/403, never more: a
+                # server that keeps refusing is answered by its status.
+                if attempt == 1 and await self._challenged(response, "POST"):
+                    continue
+                outcome = await self._reply(exchange, outgoing, response, stream)
+            break
+        if not isinstance(outcome, str):
+            return outcome
         stream.end_of_stream()
         if exchange.handshake and stream.last_id is not None:
             return await self._resume(exchange, stream)
         # 2026-07-28 has no resumption: a broken stream is a lost request (changelog).
         return ConnectionClosed(
-            f"{self.name}: the SSE stream of {exchange.what} closed before the response{broken}"
+            f"{self.name}: the SSE stream of {exchange.what} closed before the response{outcome}"
         )
+
+    async def _reply(
+        self, exchange: _Exchange, outgoing: Outgoing, response: Response, stream: SSEParser
+    ) -> BaseException | None | str:
+        """Deliver what ``response`` carries for ``exchange``: None once answered, the
+        error to report, or (a string: why, maybe empty) its SSE stream ended early."""
+        if exchange.method == "initialize" and outgoing.handshake and response.is_success:
+            self._adopt_session(response.headers.get("mcp-session-id"))
+        if response.status_code == 404 and exchange.session_id is not None:
+            return self._expired(exchange.session_id, await _excerpt(response))
+        if not _is_sse(response):
+            limit = self._max_message
+            reply = await response.read_at_most(limit + 1)
+            if "json" in response.headers.get("content-type", ""):
+                if len(reply) > limit:
+                    return ParseError(
+                        f"{self.name}: the reply to {exchange.what} is larger than {limit} bytes; "
+                        "it was not read"
+                    )
+                answered = self._deliver_body(reply, exchange.id)
+                if answered is not False:
+                    return None if answered is True else answered
+            status = response.status_code
+            return HttpStatusError(self.name, exchange.what, status, _clip(reply), response.headers)
+        try:
+            if await self._pump(response, stream, exchange.id):
+                return None
+        except HttpError as exc:  # broken mid-stream: like an early end
+            return f" ({_cause(exc)})"
+        return ""
 
     async def _resume(self, exchange: _Exchange, stream: SSEParser) -> BaseException | None:
         """Resume a handshake-era stream with GET and ``Last-Event-ID`` (2025-11-25,
@@ -469,12 +497,19 @@ class HttpClientTransport(ClientTransport):
         what = message.get("method") or f"the response to request {message.get('id')!r}"
         session_id = self._session_for(outgoing)
         try:
-            headers = await self._post_headers(outgoing, session_id)
-            async with self._post(encode(outgoing.message), headers, quick=True) as response:
-                status, success = response.status_code, response.is_success
-                content = await response.read_at_most(_EXCERPT * 4)
+            for attempt in (1, 2):
+                headers = await self._post_headers(outgoing, session_id)
+                async with self._post(encode(outgoing.message), headers, quick=True) as response:
+                    status, success = response.status_code, response.is_success
+                    if attempt == 1 and await self._challenged(response, "POST"):
+                        continue
+                    content = await response.read_at_most(_EXCERPT * 4)
+                break
         except HttpError as exc:
             log.warning("%s: sending %s failed: %s", self.name, what, _cause(exc))
+            return False
+        except MCPError as exc:  # the auth object could not authorize: it says why
+            log.warning("%s: sending %s failed: %s", self.name, what, exc)
             return False
         if status == 404 and session_id is not None:
             self._expired(session_id, _clip(content))
