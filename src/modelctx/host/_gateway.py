@@ -60,8 +60,18 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..errors import InvalidParams, LocalError, MalformedResponse, MCPError, ProtocolError, ResourceNotFound
+from ..errors import (
+    InternalError,
+    InvalidParams,
+    LocalError,
+    MalformedResponse,
+    MCPError,
+    ProtocolError,
+    ResourceNotFound,
+)
 from ..protocol import _meta
+from ..protocol._jsonrpc import Request, error_response, result_response
+from ..protocol._versions import Feature
 from ..server import Context, Server, ServerConfig, StartupError
 from ..server._bus import Event
 from ..server._context import Call, ElicitResult, InputRequired
@@ -74,6 +84,7 @@ if TYPE_CHECKING:
     from ..client import Client, Elicitation
     from ..protocol._jsonrpc import Notification
     from ..protocol.types.v2026_07_28 import Tool
+    from ..transports._seam import Peer, Send
 
 __all__ = ["Gateway", "GatewayUI", "serve_gateway"]
 
@@ -396,6 +407,94 @@ class Gateway(Server):
             return _error(f"server {server.name!r} could not run {tool.name!r}: {exc}")
         return _strip(result)
 
+    # -- the fast lane: tools/call relayed from callbacks -------------------------------------
+    def serve_fast(
+        self, request: Request, peer: Peer, send: Send, respond: Callable[[dict[str, Any] | None], None]
+    ) -> Callable[[], None] | None:
+        """Take a ``tools/call`` the common way can relay with no task and no coroutine
+        (the duplex transports' fast lane, ``transports/_seam.FastLane``): returns its
+        ``cancel``, or None to leave the request to ``handle``.
+
+        Taken: a call of a tool the policy allows outright, with no ``outputSchema``, to
+        a ready 2026-07-28 upstream on a transport without headers (stdio) whose log
+        relay is set up, from a caller that asked for neither progress nor logs, with no
+        ``inputResponses``/``requestState`` and no middleware but the gateway's own.
+        The request is renamed and sent upstream (``ClientSession.begin``), and the
+        upstream's answer is made ours and sent in the callback that receives it: the
+        same response ``_forward`` gives, errors included. An upstream that answers
+        ``input_required`` has the call served again the common way, which asks.
+        """
+        if request.method != "tools/call" or len(self.middleware) != 1:
+            return None
+        params = request.params
+        name = params.get("name")
+        route = self._index.get(name) if isinstance(name, str) else None
+        if route is None or route.allowed_by is None or route.allowed_by is not self.host.approvals:
+            return None
+        arguments = params.get("arguments")
+        schema = route.tool.output_schema
+        if (schema is not None and schema is not msgspec.UNSET) or not (arguments is None or isinstance(arguments, dict)):
+            return None
+        if any(key not in _PLAIN_CALL for key in params):
+            return None
+        client = route.server.client
+        if (
+            client is None
+            or route.server.status != "ready"
+            or not client.modern
+            or client.transport.sends_headers
+            or client not in self._hooked
+        ):
+            return None
+        try:
+            caller = self.dispatcher.caller(request, peer)
+        except ProtocolError:
+            return None  # handle() answers with the error
+        meta = params.get("_meta")
+        if caller.log_rank is not None or (isinstance(meta, dict) and _meta.PROGRESS_TOKEN in meta):
+            return None
+        decorate = Feature.RESULT_TYPE in caller.features
+        server, tool = route.server.name, route.tool.name
+        again: list[asyncio.Task[None]] = []
+
+        def settled(result: dict[str, Any] | None, error: BaseException | None) -> None:
+            try:
+                if result is not None and result.get("resultType", "complete") != "complete":
+                    again.append(self._serve_again(request, peer, send, respond))
+                    return
+                response = _relayed(request.id, server, tool, result, error, decorate, self.info)
+            except Exception:  # an answer for every request, whatever happened
+                log.exception("gateway: relaying the answer to %s (id %r) failed", tool, request.id)
+                response = error_response(request.id, InternalError("Internal error"))
+            respond(response)
+
+        try:
+            abandon = client.session.begin(
+                "tools/call", {"name": tool, "arguments": arguments or {}}, settled, logs=False
+            )
+        except MCPError:
+            return None  # the connection is gone: the common way says so
+
+        def cancel() -> None:
+            abandon()
+            for task in again:
+                task.cancel()
+
+        return cancel
+
+    def _serve_again(
+        self, request: Request, peer: Peer, send: Send, respond: Callable[[dict[str, Any] | None], None]
+    ) -> asyncio.Task[None]:
+        """Serve ``request`` the common way, in a task, and ``respond`` with its answer."""
+
+        async def serve() -> None:
+            respond(await self.handle(request, peer, send))
+
+        task = asyncio.get_running_loop().create_task(serve())
+        self._relays.add(task)
+        task.add_done_callback(self._relays.discard)
+        return task
+
     async def _hook(self, server: str, client: Client) -> None:
         """Have ``client``'s server send its log messages, and relay each to the gateway
         call it belongs to (the one call to that server in flight; none: dropped)."""
@@ -538,6 +637,41 @@ def _strip(wire: dict[str, Any]) -> dict[str, Any]:
         if not meta:
             del wire["_meta"]
     return wire
+
+
+#: The params of a ``tools/call`` the fast lane takes (anything else: the common way).
+_PLAIN_CALL = frozenset({"name", "arguments", "_meta"})
+
+
+def _relayed(
+    request_id: str | int,
+    server: str,
+    tool: str,
+    result: dict[str, Any] | None,
+    error: BaseException | None,
+    decorate: bool,
+    info: dict[str, Any],
+) -> dict[str, Any]:
+    """The gateway's response to a relayed call: what ``_forward`` returns for this
+    upstream ``result`` or ``error``, then what the dispatcher adds (``decorate``)."""
+    if isinstance(error, ProtocolError):
+        return error_response(request_id, error)  # the upstream's JSON-RPC error, as it sent it
+    if error is None and result is not None and isinstance(result.get("content"), list):
+        reply = _strip(result)
+    else:
+        if error is None:
+            error = MalformedResponse(f"its result has no content list: {str(result)[:200]}")
+        if not isinstance(error, MCPError):
+            raise error
+        reply = _error(f"server {server!r} could not run {tool!r}: {error}")
+    if decorate:
+        reply["resultType"] = "complete"
+        meta = reply.get("_meta")
+        if meta is None:
+            reply["_meta"] = {_meta.SERVER_INFO: info}
+        else:
+            meta.setdefault(_meta.SERVER_INFO, info)
+    return result_response(request_id, reply)
 
 
 def _error(text: str) -> dict[str, Any]:
