@@ -71,7 +71,7 @@ from ..errors import (
 )
 from ..protocol import _meta
 from ..protocol._jsonrpc import Request, error_response, result_response
-from ..protocol._versions import Feature
+from ..protocol._versions import Feature, features
 from ..server import Context, Server, ServerConfig, StartupError
 from ..server._bus import Event
 from ..server._context import Call, ElicitResult, InputRequired
@@ -438,22 +438,29 @@ class Gateway(Server):
         if any(key not in _PLAIN_CALL for key in params):
             return None
         client = route.server.client
-        if (
-            client is None
-            or route.server.status != "ready"
-            or not client.modern
-            or client.transport.sends_headers
-            or client not in self._hooked
-        ):
+        if client is None or route.server.status != "ready" or not client.modern or client.transport.sends_headers:
             return None
-        try:
-            caller = self.dispatcher.caller(request, peer)
-        except ProtocolError:
-            return None  # handle() answers with the error
+        if client not in self._hooked:
+            self._hook_modern(route.server.name, client)
         meta = params.get("_meta")
-        if caller.log_rank is not None or (isinstance(meta, dict) and _meta.PROGRESS_TOKEN in meta):
-            return None
-        decorate = Feature.RESULT_TYPE in caller.features
+        if isinstance(meta, dict):  # 2026-07-28: what the dispatcher reads, read here
+            has = features(meta.get(_meta.PROTOCOL_VERSION))
+            if (
+                Feature.STATELESS not in has
+                or not isinstance(meta.get(_meta.CLIENT_CAPABILITIES), dict)
+                or _meta.LOG_LEVEL in meta
+                or _meta.PROGRESS_TOKEN in meta
+            ):
+                return None  # handle() refuses it, or relays progress or logs
+        else:
+            try:
+                caller = self.dispatcher.caller(request, peer)
+            except ProtocolError:
+                return None  # handle() answers with the error
+            if caller.log_rank is not None:
+                return None
+            has = caller.features
+        decorate = Feature.RESULT_TYPE in has
         server, tool = route.server.name, route.tool.name
         again: list[asyncio.Task[None]] = []
 
@@ -498,16 +505,27 @@ class Gateway(Server):
     async def _hook(self, server: str, client: Client) -> None:
         """Have ``client``'s server send its log messages, and relay each to the gateway
         call it belongs to (the one call to that server in flight; none: dropped)."""
+        if client.modern:
+            self._hook_modern(server, client)
+            return
         self._hooked.add(client)
         session = client.session
-        if session.log_level is None:
-            if client.modern:
-                session.log_level = "debug"  # every request asks for every level
-            elif client.server_capabilities.logging:
-                try:
-                    await session.request("logging/setLevel", {"level": "debug"})
-                except MCPError as exc:
-                    log.info("server %r refused logging/setLevel: %s", server, exc)
+        if session.log_level is None and client.server_capabilities.logging:
+            try:
+                await session.request("logging/setLevel", {"level": "debug"})
+            except MCPError as exc:
+                log.info("server %r refused logging/setLevel: %s", server, exc)
+        self._relay_logs_of(server, client)
+
+    def _hook_modern(self, server: str, client: Client) -> None:
+        """``_hook`` for a 2026-07-28 upstream, where it needs no request."""
+        self._hooked.add(client)
+        if client.session.log_level is None:
+            client.session.log_level = "debug"  # every request asks for every level
+        self._relay_logs_of(server, client)
+
+    def _relay_logs_of(self, server: str, client: Client) -> None:
+        session = client.session
         previous = session.on_notification
 
         def on_notification(note: Notification) -> None:
