@@ -37,8 +37,18 @@ streams, errors, ``input_required`` sealing) is the ordinary server machinery.
   client sends ``notifications/cancelled``); upstream **log messages** go to the call
   they belong to (the one call to that server in flight), at the caller's level.
 
-Not relayed yet: ``completion/complete``, resource subscriptions (``resources/updated``),
-and a question a handshake-era upstream asks while the gateway's own client speaks
+- **Completions and resource subscriptions** (``_gateway_relays.py``): ``completion/complete``
+  goes to the server owning the prompt (name mapped back) or resource template; a URI
+  subscribed to (handshake ``resources/subscribe``, or a listen stream's
+  ``resourceSubscriptions``) is watched on its server while someone subscribes, and its
+  updates are published on the gateway's bus. A handshake session that ends without
+  unsubscribing keeps its watches until the gateway stops.
+- **The fast lane** (``serve_fast``): a call of a tool the policy allows outright, to a
+  2026-07-28 upstream over stdio, from a client that asked for no progress and no logs,
+  is relayed from the loop's callbacks, with no task or coroutine per call; what the
+  client gets is what the common way gives.
+
+Not relayed yet: a question a handshake-era upstream asks while the gateway's own client speaks
 2026-07-28 (the question arrives outside the call's task, where ``input_required``
 cannot be raised; it is declined). Several calls in flight to one handshake-era
 upstream: its questions and logs cannot be told apart and are declined / dropped.
@@ -77,6 +87,7 @@ from ..server._bus import Event
 from ..server._context import Call, ElicitResult, InputRequired
 from ..server._methods import _input_required, _load_answers
 from ._approval import ApprovalPolicy, ApprovalRequest, Approvals, Decision
+from ._gateway_relays import ResourceWatches, complete
 from ._host import AllowAll, Host, UnknownName
 from ._server import HostServer
 
@@ -283,7 +294,15 @@ class Gateway(Server):
             "resources/list": self._resources_list,
             "resources/templates/list": self._templates_list,
             "resources/read": self._resources_read,
+            "completion/complete": self._complete,
         }
+        # Handlers that wrap the server's own: (call, call_next).
+        self._wrapped: dict[str, Callable[[Call, Handler], Awaitable[dict[str, Any] | None]]] = {
+            "resources/subscribe": self._subscribe,
+            "resources/unsubscribe": self._unsubscribe,
+            "subscriptions/listen": self._listen,
+        }
+        self.watches = ResourceWatches(host, self.resource_updated)
 
     def run(self, transport: str = "stdio", **options: Any) -> None:
         """``Server.run``; on stdio, on uvloop when it is installed and stdin and stdout
@@ -303,20 +322,33 @@ class Gateway(Server):
         kinds: set[str] = set()
         for client in self.host.mcp_clients():
             caps = client.server_capabilities
-            kinds.update(kind for kind in ("tools", "prompts", "resources") if getattr(caps, kind))
+            kinds.update(kind for kind in ("tools", "prompts", "resources", "completions") if _declared(caps, kind))
         return kinds
+
+    def _upstream_subscribes(self) -> bool:
+        """Whether some upstream lets its resources be subscribed to."""
+        return any(
+            getattr(client.server_capabilities.resources, "subscribe", False) is True
+            for client in self.host.mcp_clients()
+        )
 
     def capabilities(self) -> dict[str, Any]:
         caps = super().capabilities()
         kinds = self._upstream_kinds() | {"tools"}  # tools always: a gateway is for tools
-        for kind in kinds:
+        for kind in kinds - {"completions"}:
             caps[kind] = {"listChanged": True}
+        if "completions" in kinds:
+            caps["completions"] = {}
+        if "resources" in kinds and self._upstream_subscribes():
+            caps["resources"]["subscribe"] = True
         return caps
 
     def serves(self, method: str) -> bool:
         kind = method.split("/", 1)[0]
         if kind in ("tools", "prompts", "resources"):
             return kind == "tools" or kind in self._upstream_kinds()
+        if kind == "completion":
+            return "completions" in self._upstream_kinds()
         return super().serves(method)
 
     def _upstream_changed(self, server: str, kind: str) -> None:
@@ -329,7 +361,12 @@ class Gateway(Server):
     # -- the middleware ---------------------------------------------------------------------
     async def _route(self, call: Call, call_next: Handler) -> dict[str, Any] | None:
         handler = self._routes.get(call.method)
-        return await (handler or call_next)(call)
+        if handler is not None:
+            return await handler(call)
+        wrapper = self._wrapped.get(call.method)
+        if wrapper is not None:
+            return await wrapper(call, call_next)
+        return await call_next(call)
 
     async def _refresh(self) -> list[Tool]:
         """The host's tools less those the policy denies; rebuilds the call index."""
@@ -575,6 +612,54 @@ class Gateway(Server):
                     log.warning("server %r: could not list its resource templates: %s", client.name, exc)
         return {"resourceTemplates": templates}
 
+    # -- completions and resource subscriptions (_gateway_relays.py) ---------------------------
+    async def _complete(self, call: Call) -> dict[str, Any]:
+        return await complete(self.host, call.params)
+
+    async def _subscribe(self, call: Call, call_next: Handler) -> dict[str, Any] | None:
+        """Handshake-era ``resources/subscribe``: the URI watched upstream, then the
+        session's subscription (which the gateway's bus events reach)."""
+        uri = call.params.get("uri")
+        session = call.session
+        if not isinstance(uri, str) or session is None or uri in session.subscriptions:
+            return await call_next(call)  # refused there, or already subscribed
+        await self.watches.acquire(uri)
+        try:
+            return await call_next(call)
+        except BaseException:
+            self.watches.release(uri)
+            raise
+
+    async def _unsubscribe(self, call: Call, call_next: Handler) -> dict[str, Any] | None:
+        uri = call.params.get("uri")
+        session = call.session
+        if isinstance(uri, str) and session is not None and uri in session.subscriptions:
+            self.watches.release(uri)
+        return await call_next(call)
+
+    async def _listen(self, call: Call, call_next: Handler) -> dict[str, Any] | None:
+        """2026-07-28 ``subscriptions/listen``: each URI of ``resourceSubscriptions`` is
+        watched upstream while the stream is open; a URI no one upstream server serves
+        is left out of the agreed filter (the acknowledgement shows it)."""
+        wanted = call.params.get("notifications")
+        uris = wanted.get("resourceSubscriptions") if isinstance(wanted, dict) else None
+        if not isinstance(wanted, dict) or not isinstance(uris, list) or not uris:
+            return await call_next(call)
+        watched: list[str] = []
+        try:
+            for uri in dict.fromkeys(u for u in uris if isinstance(u, str)):
+                try:
+                    await self.watches.acquire(uri)
+                except InvalidParams as exc:
+                    log.info("gateway: listen stream %r: %s", call.id, exc.message)
+                    continue
+                watched.append(uri)
+            call.params = {**call.params, "notifications": {**wanted, "resourceSubscriptions": watched}}
+            return await call_next(call)
+        finally:
+            for uri in watched:
+                self.watches.release(uri)
+
     async def _resources_read(self, call: Call) -> dict[str, Any]:
         uri = call.params.get("uri")
         if not isinstance(uri, str):
@@ -597,13 +682,22 @@ class Gateway(Server):
 async def _run_host(server: Server) -> AsyncIterator[Host]:
     assert isinstance(server, Gateway)
     host = server.host
-    if host.servers:  # started by its owner: not ours to close
-        yield host
-        return
-    async with host:
-        for name, problem in host.failures.items():
-            log.warning("gateway: server %r is not available: %s", name, problem)
-        yield host
+    try:
+        if host.servers:  # started by its owner: not ours to close
+            yield host
+            return
+        async with host:
+            for name, problem in host.failures.items():
+                log.warning("gateway: server %r is not available: %s", name, problem)
+            yield host
+    finally:
+        server.watches.close()
+
+
+def _declared(capabilities: object, kind: str) -> bool:
+    """Whether ``capabilities`` declares ``kind`` (``completions: {}`` declares it too)."""
+    value = getattr(capabilities, kind, None)
+    return value is not None and value is not msgspec.UNSET
 
 
 def _fast_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
