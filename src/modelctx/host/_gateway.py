@@ -472,7 +472,7 @@ class Gateway(Server):
         schema = route.tool.output_schema
         if (schema is not None and schema is not msgspec.UNSET) or not (arguments is None or isinstance(arguments, dict)):
             return None
-        if any(key not in _PLAIN_CALL for key in params):
+        if not params.keys() <= _PLAIN_CALL:
             return None
         client = route.server.client
         if client is None or route.server.status != "ready" or not client.modern or client.transport.sends_headers:
