@@ -28,7 +28,7 @@ import logging
 import math
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from typing import Any
 
 from ..errors import ConnectionClosed, InternalError, MCPError, MethodNotFound, ProtocolError, RequestTimeout
 from ..protocol import _meta
@@ -77,11 +77,22 @@ class _Waiter:
 
 
 class _Callback:
-    """What ``begin`` registers where ``request`` registers a future: the session settles
-    it the same way (its response, its deadline, the connection's end) and it calls the
-    caller back at once, in that callback: no task waits for it, no loop pass is spent."""
+    """What ``begin`` registers where ``request`` registers a ``_Waiter`` and its future:
+    the session settles it the same way (its response, its deadline, the connection's
+    end) and it calls the caller back at once, in that callback: no task waits for it,
+    no loop pass is spent. It is its own waiter (no progress, no task) and future."""
 
     __slots__ = ("_session", "_on_done", "_request_id", "_method", "_started", "_settled")
+
+    # The waiter's side: no progress callback, no task sending.
+    progress = None
+    reporting = None
+    sending = False
+    task = None
+
+    @property
+    def future(self) -> _Callback:
+        return self
 
     def __init__(
         self, session: ClientSession, on_done: Settled, request_id: str | int, method: str, started: float
@@ -524,8 +535,7 @@ class ClientSession:
         loop = asyncio.get_running_loop()
         now = loop.time()
         outbound = self.connection.request(method, params, now=now, timeout=timeout, request_id=request_id)
-        callback = _Callback(self, on_done, request_id, method, now)
-        outbound.handle = _Waiter(cast(Any, callback), None)  # settled as a future is
+        callback = outbound.handle = _Callback(self, on_done, request_id, method, now)
         self._arm(outbound.deadline)
         outgoing = Outgoing(outbound.message, headers, request_id, not self.modern)
         if not self.transport.send_nowait(outgoing):
