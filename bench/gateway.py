@@ -17,6 +17,9 @@ shared machine's load falls on all of them alike; every process runs this checko
 - **relay** (stdio only): the floor of any stdio gateway, a process that copies each line
   to the upstream and its answer back with blocking reads and writes, parsing nothing
   (``--relay-floor``). What it adds is the cost of one more process hop on this machine.
+- **looprelay** (stdio only): the same copy done from event-loop callbacks (uvloop when
+  installed, as our gateway runs), parsing nothing (``--loop-relay-floor``): the floor of
+  a gateway written on an event loop.
 
 Over stdio the client writes to the front process's stdin and the front reaches the
 upstream over stdio; over HTTP every hop is Streamable HTTP on 127.0.0.1 (one kept-alive
@@ -59,7 +62,7 @@ from harness import (  # noqa: E402 - the bench folder is put on the path first
     stdio_command,
 )
 
-FRONTS = ("direct", "relay", "modelctx", "fastmcp")
+FRONTS = ("direct", "relay", "looprelay", "modelctx", "fastmcp")
 #: Calls a stdio front makes in one turn (the fronts take turns).
 STDIO_BLOCK = 100
 #: The processes run this checkout's modelctx (not whichever copy is installed).
@@ -89,6 +92,8 @@ def stdio_front(front: str, folder: Path) -> list[str]:
         return [MODELCTX_CLI, "gateway", "--config", str(config), "--bare-names"]
     if front == "relay":
         return [PYTHON, __file__, "--relay-floor", "--target", json.dumps(upstream)]
+    if front == "looprelay":
+        return [PYTHON, __file__, "--loop-relay-floor", "--target", json.dumps(upstream)]
     return [PYTHON, __file__, "--fastmcp-proxy", "stdio", "--target", json.dumps(upstream)]
 
 
@@ -115,6 +120,50 @@ def run_relay_floor(target: str) -> None:
             os.write(1, answers.readline())
     upstream.stdin.close()
     upstream.wait(10)
+
+
+def run_loop_relay_floor(target: str) -> None:
+    """``run_relay_floor`` on an event loop: stdin's data written to the upstream
+    ``target`` and its stdout's data to ours, each from the loop's read callback."""
+    import asyncio
+
+    try:
+        import uvloop
+
+        loop = uvloop.new_event_loop()
+    except ImportError:
+        loop = asyncio.new_event_loop()
+
+    class Copy(asyncio.Protocol):
+        def __init__(self, write: Any, done: asyncio.Future[None] | None = None) -> None:
+            self.write, self.done = write, done
+
+        def data_received(self, data: bytes) -> None:
+            self.write(data)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self.done is not None and not self.done.done():
+                self.done.set_result(None)
+
+    class Upstream(asyncio.SubprocessProtocol):
+        def __init__(self, write: Any) -> None:
+            self.write = write
+
+        def pipe_data_received(self, fd: int, data: bytes) -> None:
+            if fd == 1:
+                self.write(data)
+
+    async def relay() -> None:
+        out, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(1, "wb", buffering=0))
+        argv = json.loads(target)
+        upstream, _ = await loop.subprocess_exec(lambda: Upstream(out.write), *argv, stderr=None)
+        upstream_stdin = upstream.get_pipe_transport(0)
+        done: asyncio.Future[None] = loop.create_future()
+        await loop.connect_read_pipe(lambda: Copy(upstream_stdin.write, done), os.fdopen(0, "rb", buffering=0))
+        await done
+        upstream.close()
+
+    loop.run_until_complete(relay())
 
 
 def http_front(front: str, folder: Path, upstream_url: str, port: int) -> list[str]:
@@ -293,7 +342,7 @@ def print_table(transport: str, figures: dict[str, Any]) -> None:
     for front in FRONTS:
         row = figures.get(front)
         if row is None:
-            if transport == "stdio" or front != "relay":
+            if transport == "stdio" or front not in ("relay", "looprelay"):
                 print(f"  {front:<10}{'error':>8}")
             continue
         print(
@@ -335,7 +384,7 @@ def run(transports: list[str], quick: bool, out: Path) -> dict[str, Any]:
             for front in FRONTS:
                 log(f"  http / {front} ...")
                 try:
-                    if front == "relay":
+                    if front in ("relay", "looprelay"):
                         continue
                     if front == "direct":
                         times[front] = measure_http(upstream_port, calls, warmup, max_seconds)
@@ -382,11 +431,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strict", action="store_true", help="exit 1 when a goal is missed")
     parser.add_argument("--fastmcp-proxy", choices=["stdio", "http"], help=argparse.SUPPRESS)
     parser.add_argument("--relay-floor", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--loop-relay-floor", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--target", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.relay_floor:
         run_relay_floor(args.target)
+        return 0
+    if args.loop_relay_floor:
+        run_loop_relay_floor(args.target)
         return 0
     if args.fastmcp_proxy:
         run_fastmcp_proxy(args.fastmcp_proxy, args.target, args.port)

@@ -76,6 +76,74 @@ class _Waiter:
         self.pending: deque[tuple[Any, ...]] = deque(maxlen=MAX_PENDING_PROGRESS)
 
 
+class _Callback:
+    """What ``begin`` registers where ``request`` registers a ``_Waiter`` and its future:
+    the session settles it the same way (its response, its deadline, the connection's
+    end) and it calls the caller back at once, in that callback: no task waits for it,
+    no loop pass is spent. It is its own waiter (no progress, no task) and future."""
+
+    __slots__ = ("_session", "_on_done", "_request_id", "_method", "_started", "_settled")
+
+    # The waiter's side: no progress callback, no task sending.
+    progress = None
+    reporting = None
+    sending = False
+    task = None
+
+    @property
+    def future(self) -> _Callback:
+        return self
+
+    def __init__(
+        self, session: ClientSession, on_done: Settled, request_id: str | int, method: str, started: float
+    ) -> None:
+        self._session = session
+        self._on_done = on_done
+        self._request_id = request_id
+        self._method = method
+        self._started = started
+        self._settled = False
+
+    def done(self) -> bool:
+        return self._settled
+
+    def cancelled(self) -> bool:
+        return False
+
+    def set_result(self, result: dict[str, Any]) -> None:
+        if not self._settled:
+            self._settled = True
+            self._on_done(result, None)
+
+    def set_exception(self, exc: BaseException) -> None:
+        if self._settled:
+            return
+        self._settled = True
+        if isinstance(exc, _Expired):  # as ``request`` words it, and cancelled on the wire
+            session = self._session
+            session._cancel_in_background(self._request_id)
+            waited = asyncio.get_running_loop().time() - self._started
+            exc = session._timeout(
+                f"no answer to {self._method} within {waited:.1f}s (request id {self._request_id})"
+            )
+        self._on_done(None, exc)
+
+    def abandon(self) -> None:
+        """The caller no longer wants the answer: forget the request, cancel it on the wire."""
+        if self._settled:
+            return
+        self._settled = True
+        session = self._session
+        outbound = session.connection.pending.get(self._request_id)
+        if outbound is not None:
+            session.connection.finish(outbound)
+            session._cancel_in_background(self._request_id)
+
+
+#: ``begin``'s callback: (result, None) or (None, the error).
+Settled = Callable[[dict[str, Any] | None, BaseException | None], None]
+
+
 # What a hostile or runaway server can make this client hold (SECURITY.md, Limits).
 #: Notifications a listen stream keeps unread before the oldest are dropped.
 MAX_UNREAD_EVENTS = 1024
@@ -343,13 +411,14 @@ class ClientSession:
     def _handshake_headers(self) -> dict[str, str]:
         return {"mcp-protocol-version": self.version} if self.version else {}
 
-    def envelope(self, params: dict[str, Any], progress_token: Any = None) -> dict[str, Any]:
-        """``params`` with the modern ``_meta`` keys (basic/index.mdx, ``_meta``)."""
+    def envelope(self, params: dict[str, Any], progress_token: Any = None, *, logs: bool = True) -> dict[str, Any]:
+        """``params`` with the modern ``_meta`` keys (basic/index.mdx, ``_meta``); the
+        log level left out when ``logs`` is False."""
         meta = dict(params.get("_meta") or {})
         meta[_meta.PROTOCOL_VERSION] = self.version
         meta[_meta.CLIENT_CAPABILITIES] = self.capabilities
         meta[_meta.CLIENT_INFO] = self.client_info
-        if self.log_level is not None:
+        if logs and self.log_level is not None:
             meta[_meta.LOG_LEVEL] = self.log_level
         if progress_token is not None:
             meta[_meta.PROGRESS_TOKEN] = progress_token
@@ -433,6 +502,55 @@ class ClientSession:
                 future.cancel()
             elif not future.cancelled():
                 future.exception()  # mark retrieved
+
+    def begin(
+        self,
+        method: str,
+        params: dict[str, Any],
+        on_done: Settled,
+        *,
+        timeout: float | None = None,
+        logs: bool = True,
+    ) -> Callable[[], None]:
+        """Send a request and return at once; ``on_done(result, None)`` or ``on_done(None,
+        error)`` is called exactly once, later, from the loop callback that settles it:
+        the response (a server's JSON-RPC error as our exception), the deadline
+        (``RequestTimeout``, the request cancelled on the wire), the connection's end.
+        For relays that answer from that callback, with no task waiting per request.
+        No progress; ``logs=False`` leaves the log level out of a modern envelope.
+
+        Returns ``abandon()``: the caller gives up (the request is cancelled on the
+        wire; ``on_done`` is not called). Raises the connection's error if it is closed.
+        """
+        if self._closed is not None:
+            raise self._closed
+        request_id = self.next_id()
+        if self.modern:
+            params = self.envelope(params, logs=logs)
+            headers = (
+                request_headers(method, params, self.version or "", None) if self.transport.sends_headers else {}
+            )
+        else:
+            headers = self._handshake_headers()
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        outbound = self.connection.request(method, params, now=now, timeout=timeout, request_id=request_id)
+        callback = outbound.handle = _Callback(self, on_done, request_id, method, now)
+        self._arm(outbound.deadline)
+        outgoing = Outgoing(outbound.message, headers, request_id, not self.modern)
+        if not self.transport.send_nowait(outgoing):
+            task = loop.create_task(self._send_later(outgoing))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        return callback.abandon
+
+    async def _send_later(self, outgoing: Outgoing) -> None:
+        """``begin``'s send when the transport cannot send at once; a failure fails the request."""
+        try:
+            await self.transport.send(outgoing)
+        except (MCPError, OSError) as exc:
+            assert outgoing.request_id is not None
+            self.request_failed(outgoing.request_id, exc)
 
     def _timeout(self, what: str) -> RequestTimeout:
         # Like every other failure, a timeout quotes what the transport saw (a stdio

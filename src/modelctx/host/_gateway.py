@@ -37,8 +37,18 @@ streams, errors, ``input_required`` sealing) is the ordinary server machinery.
   client sends ``notifications/cancelled``); upstream **log messages** go to the call
   they belong to (the one call to that server in flight), at the caller's level.
 
-Not relayed yet: ``completion/complete``, resource subscriptions (``resources/updated``),
-and a question a handshake-era upstream asks while the gateway's own client speaks
+- **Completions and resource subscriptions** (``_gateway_relays.py``): ``completion/complete``
+  goes to the server owning the prompt (name mapped back) or resource template; a URI
+  subscribed to (handshake ``resources/subscribe``, or a listen stream's
+  ``resourceSubscriptions``) is watched on its server while someone subscribes, and its
+  updates are published on the gateway's bus. A handshake session that ends without
+  unsubscribing keeps its watches until the gateway stops.
+- **The fast lane** (``serve_fast``): a call of a tool the policy allows outright, to a
+  2026-07-28 upstream over stdio, from a client that asked for no progress and no logs,
+  is relayed from the loop's callbacks, with no task or coroutine per call; what the
+  client gets is what the common way gives.
+
+Not relayed yet: a question a handshake-era upstream asks while the gateway's own client speaks
 2026-07-28 (the question arrives outside the call's task, where ``input_required``
 cannot be raised; it is declined). Several calls in flight to one handshake-era
 upstream: its questions and logs cannot be told apart and are declined / dropped.
@@ -60,13 +70,24 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..errors import InvalidParams, LocalError, MalformedResponse, MCPError, ProtocolError, ResourceNotFound
+from ..errors import (
+    InternalError,
+    InvalidParams,
+    LocalError,
+    MalformedResponse,
+    MCPError,
+    ProtocolError,
+    ResourceNotFound,
+)
 from ..protocol import _meta
+from ..protocol._jsonrpc import Request, error_response, result_response
+from ..protocol._versions import Feature, features
 from ..server import Context, Server, ServerConfig, StartupError
 from ..server._bus import Event
 from ..server._context import Call, ElicitResult, InputRequired
 from ..server._methods import _input_required, _load_answers
 from ._approval import ApprovalPolicy, ApprovalRequest, Approvals, Decision
+from ._gateway_relays import ResourceWatches, complete
 from ._host import AllowAll, Host, UnknownName
 from ._server import HostServer
 
@@ -74,6 +95,7 @@ if TYPE_CHECKING:
     from ..client import Client, Elicitation
     from ..protocol._jsonrpc import Notification
     from ..protocol.types.v2026_07_28 import Tool
+    from ..transports._seam import Peer, Send
 
 __all__ = ["Gateway", "GatewayUI", "serve_gateway"]
 
@@ -272,7 +294,15 @@ class Gateway(Server):
             "resources/list": self._resources_list,
             "resources/templates/list": self._templates_list,
             "resources/read": self._resources_read,
+            "completion/complete": self._complete,
         }
+        # Handlers that wrap the server's own: (call, call_next).
+        self._wrapped: dict[str, Callable[[Call, Handler], Awaitable[dict[str, Any] | None]]] = {
+            "resources/subscribe": self._subscribe,
+            "resources/unsubscribe": self._unsubscribe,
+            "subscriptions/listen": self._listen,
+        }
+        self.watches = ResourceWatches(host, self.resource_updated)
 
     def run(self, transport: str = "stdio", **options: Any) -> None:
         """``Server.run``; on stdio, on uvloop when it is installed and stdin and stdout
@@ -292,20 +322,33 @@ class Gateway(Server):
         kinds: set[str] = set()
         for client in self.host.mcp_clients():
             caps = client.server_capabilities
-            kinds.update(kind for kind in ("tools", "prompts", "resources") if getattr(caps, kind))
+            kinds.update(kind for kind in ("tools", "prompts", "resources", "completions") if _declared(caps, kind))
         return kinds
+
+    def _upstream_subscribes(self) -> bool:
+        """Whether some upstream lets its resources be subscribed to."""
+        return any(
+            getattr(client.server_capabilities.resources, "subscribe", False) is True
+            for client in self.host.mcp_clients()
+        )
 
     def capabilities(self) -> dict[str, Any]:
         caps = super().capabilities()
         kinds = self._upstream_kinds() | {"tools"}  # tools always: a gateway is for tools
-        for kind in kinds:
+        for kind in kinds - {"completions"}:
             caps[kind] = {"listChanged": True}
+        if "completions" in kinds:
+            caps["completions"] = {}
+        if "resources" in kinds and self._upstream_subscribes():
+            caps["resources"]["subscribe"] = True
         return caps
 
     def serves(self, method: str) -> bool:
         kind = method.split("/", 1)[0]
         if kind in ("tools", "prompts", "resources"):
             return kind == "tools" or kind in self._upstream_kinds()
+        if kind == "completion":
+            return "completions" in self._upstream_kinds()
         return super().serves(method)
 
     def _upstream_changed(self, server: str, kind: str) -> None:
@@ -318,7 +361,12 @@ class Gateway(Server):
     # -- the middleware ---------------------------------------------------------------------
     async def _route(self, call: Call, call_next: Handler) -> dict[str, Any] | None:
         handler = self._routes.get(call.method)
-        return await (handler or call_next)(call)
+        if handler is not None:
+            return await handler(call)
+        wrapper = self._wrapped.get(call.method)
+        if wrapper is not None:
+            return await wrapper(call, call_next)
+        return await call_next(call)
 
     async def _refresh(self) -> list[Tool]:
         """The host's tools less those the policy denies; rebuilds the call index."""
@@ -396,19 +444,125 @@ class Gateway(Server):
             return _error(f"server {server.name!r} could not run {tool.name!r}: {exc}")
         return _strip(result)
 
+    # -- the fast lane: tools/call relayed from callbacks -------------------------------------
+    def serve_fast(
+        self, request: Request, peer: Peer, send: Send, respond: Callable[[dict[str, Any] | None], None]
+    ) -> Callable[[], None] | None:
+        """Take a ``tools/call`` the common way can relay with no task and no coroutine
+        (the duplex transports' fast lane, ``transports/_seam.FastLane``): returns its
+        ``cancel``, or None to leave the request to ``handle``.
+
+        Taken: a call of a tool the policy allows outright, with no ``outputSchema``, to
+        a ready 2026-07-28 upstream on a transport without headers (stdio) whose log
+        relay is set up, from a caller that asked for neither progress nor logs, with no
+        ``inputResponses``/``requestState`` and no middleware but the gateway's own.
+        The request is renamed and sent upstream (``ClientSession.begin``), and the
+        upstream's answer is made ours and sent in the callback that receives it: the
+        same response ``_forward`` gives, errors included. An upstream that answers
+        ``input_required`` has the call served again the common way, which asks.
+        """
+        if request.method != "tools/call" or len(self.middleware) != 1:
+            return None
+        params = request.params
+        name = params.get("name")
+        route = self._index.get(name) if isinstance(name, str) else None
+        if route is None or route.allowed_by is None or route.allowed_by is not self.host.approvals:
+            return None
+        arguments = params.get("arguments")
+        schema = route.tool.output_schema
+        if (schema is not None and schema is not msgspec.UNSET) or not (arguments is None or isinstance(arguments, dict)):
+            return None
+        if not params.keys() <= _PLAIN_CALL:
+            return None
+        client = route.server.client
+        if client is None or route.server.status != "ready" or not client.modern or client.transport.sends_headers:
+            return None
+        if client not in self._hooked:
+            self._hook_modern(route.server.name, client)
+        meta = params.get("_meta")
+        if isinstance(meta, dict):  # 2026-07-28: what the dispatcher reads, read here
+            has = features(meta.get(_meta.PROTOCOL_VERSION))
+            if (
+                Feature.STATELESS not in has
+                or not isinstance(meta.get(_meta.CLIENT_CAPABILITIES), dict)
+                or _meta.LOG_LEVEL in meta
+                or _meta.PROGRESS_TOKEN in meta
+            ):
+                return None  # handle() refuses it, or relays progress or logs
+        else:
+            try:
+                caller = self.dispatcher.caller(request, peer)
+            except ProtocolError:
+                return None  # handle() answers with the error
+            if caller.log_rank is not None:
+                return None
+            has = caller.features
+        decorate = Feature.RESULT_TYPE in has
+        server, tool = route.server.name, route.tool.name
+        again: list[asyncio.Task[None]] = []
+
+        def settled(result: dict[str, Any] | None, error: BaseException | None) -> None:
+            try:
+                if result is not None and result.get("resultType", "complete") != "complete":
+                    again.append(self._serve_again(request, peer, send, respond))
+                    return
+                response = _relayed(request.id, server, tool, result, error, decorate, self.info)
+            except Exception:  # an answer for every request, whatever happened
+                log.exception("gateway: relaying the answer to %s (id %r) failed", tool, request.id)
+                response = error_response(request.id, InternalError("Internal error"))
+            respond(response)
+
+        try:
+            abandon = client.session.begin(
+                "tools/call", {"name": tool, "arguments": arguments or {}}, settled, logs=False
+            )
+        except MCPError:
+            return None  # the connection is gone: the common way says so
+
+        def cancel() -> None:
+            abandon()
+            for task in again:
+                task.cancel()
+
+        return cancel
+
+    def _serve_again(
+        self, request: Request, peer: Peer, send: Send, respond: Callable[[dict[str, Any] | None], None]
+    ) -> asyncio.Task[None]:
+        """Serve ``request`` the common way, in a task, and ``respond`` with its answer."""
+
+        async def serve() -> None:
+            respond(await self.handle(request, peer, send))
+
+        task = asyncio.get_running_loop().create_task(serve())
+        self._relays.add(task)
+        task.add_done_callback(self._relays.discard)
+        return task
+
     async def _hook(self, server: str, client: Client) -> None:
         """Have ``client``'s server send its log messages, and relay each to the gateway
         call it belongs to (the one call to that server in flight; none: dropped)."""
+        if client.modern:
+            self._hook_modern(server, client)
+            return
         self._hooked.add(client)
         session = client.session
-        if session.log_level is None:
-            if client.modern:
-                session.log_level = "debug"  # every request asks for every level
-            elif client.server_capabilities.logging:
-                try:
-                    await session.request("logging/setLevel", {"level": "debug"})
-                except MCPError as exc:
-                    log.info("server %r refused logging/setLevel: %s", server, exc)
+        if session.log_level is None and client.server_capabilities.logging:
+            try:
+                await session.request("logging/setLevel", {"level": "debug"})
+            except MCPError as exc:
+                log.info("server %r refused logging/setLevel: %s", server, exc)
+        self._relay_logs_of(server, client)
+
+    def _hook_modern(self, server: str, client: Client) -> None:
+        """``_hook`` for a 2026-07-28 upstream, where it needs no request."""
+        self._hooked.add(client)
+        if client.session.log_level is None:
+            client.session.log_level = "debug"  # every request asks for every level
+        self._relay_logs_of(server, client)
+
+    def _relay_logs_of(self, server: str, client: Client) -> None:
+        session = client.session
         previous = session.on_notification
 
         def on_notification(note: Notification) -> None:
@@ -458,6 +612,54 @@ class Gateway(Server):
                     log.warning("server %r: could not list its resource templates: %s", client.name, exc)
         return {"resourceTemplates": templates}
 
+    # -- completions and resource subscriptions (_gateway_relays.py) ---------------------------
+    async def _complete(self, call: Call) -> dict[str, Any]:
+        return await complete(self.host, call.params)
+
+    async def _subscribe(self, call: Call, call_next: Handler) -> dict[str, Any] | None:
+        """Handshake-era ``resources/subscribe``: the URI watched upstream, then the
+        session's subscription (which the gateway's bus events reach)."""
+        uri = call.params.get("uri")
+        session = call.session
+        if not isinstance(uri, str) or session is None or uri in session.subscriptions:
+            return await call_next(call)  # refused there, or already subscribed
+        await self.watches.acquire(uri)
+        try:
+            return await call_next(call)
+        except BaseException:
+            self.watches.release(uri)
+            raise
+
+    async def _unsubscribe(self, call: Call, call_next: Handler) -> dict[str, Any] | None:
+        uri = call.params.get("uri")
+        session = call.session
+        if isinstance(uri, str) and session is not None and uri in session.subscriptions:
+            self.watches.release(uri)
+        return await call_next(call)
+
+    async def _listen(self, call: Call, call_next: Handler) -> dict[str, Any] | None:
+        """2026-07-28 ``subscriptions/listen``: each URI of ``resourceSubscriptions`` is
+        watched upstream while the stream is open; a URI no one upstream server serves
+        is left out of the agreed filter (the acknowledgement shows it)."""
+        wanted = call.params.get("notifications")
+        uris = wanted.get("resourceSubscriptions") if isinstance(wanted, dict) else None
+        if not isinstance(wanted, dict) or not isinstance(uris, list) or not uris:
+            return await call_next(call)
+        watched: list[str] = []
+        try:
+            for uri in dict.fromkeys(u for u in uris if isinstance(u, str)):
+                try:
+                    await self.watches.acquire(uri)
+                except InvalidParams as exc:
+                    log.info("gateway: listen stream %r: %s", call.id, exc.message)
+                    continue
+                watched.append(uri)
+            call.params = {**call.params, "notifications": {**wanted, "resourceSubscriptions": watched}}
+            return await call_next(call)
+        finally:
+            for uri in watched:
+                self.watches.release(uri)
+
     async def _resources_read(self, call: Call) -> dict[str, Any]:
         uri = call.params.get("uri")
         if not isinstance(uri, str):
@@ -480,13 +682,22 @@ class Gateway(Server):
 async def _run_host(server: Server) -> AsyncIterator[Host]:
     assert isinstance(server, Gateway)
     host = server.host
-    if host.servers:  # started by its owner: not ours to close
-        yield host
-        return
-    async with host:
-        for name, problem in host.failures.items():
-            log.warning("gateway: server %r is not available: %s", name, problem)
-        yield host
+    try:
+        if host.servers:  # started by its owner: not ours to close
+            yield host
+            return
+        async with host:
+            for name, problem in host.failures.items():
+                log.warning("gateway: server %r is not available: %s", name, problem)
+            yield host
+    finally:
+        server.watches.close()
+
+
+def _declared(capabilities: object, kind: str) -> bool:
+    """Whether ``capabilities`` declares ``kind`` (``completions: {}`` declares it too)."""
+    value = getattr(capabilities, kind, None)
+    return value is not None and value is not msgspec.UNSET
 
 
 def _fast_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
@@ -538,6 +749,41 @@ def _strip(wire: dict[str, Any]) -> dict[str, Any]:
         if not meta:
             del wire["_meta"]
     return wire
+
+
+#: The params of a ``tools/call`` the fast lane takes (anything else: the common way).
+_PLAIN_CALL = frozenset({"name", "arguments", "_meta"})
+
+
+def _relayed(
+    request_id: str | int,
+    server: str,
+    tool: str,
+    result: dict[str, Any] | None,
+    error: BaseException | None,
+    decorate: bool,
+    info: dict[str, Any],
+) -> dict[str, Any]:
+    """The gateway's response to a relayed call: what ``_forward`` returns for this
+    upstream ``result`` or ``error``, then what the dispatcher adds (``decorate``)."""
+    if isinstance(error, ProtocolError):
+        return error_response(request_id, error)  # the upstream's JSON-RPC error, as it sent it
+    if error is None and result is not None and isinstance(result.get("content"), list):
+        reply = _strip(result)
+    else:
+        if error is None:
+            error = MalformedResponse(f"its result has no content list: {str(result)[:200]}")
+        if not isinstance(error, MCPError):
+            raise error
+        reply = _error(f"server {server!r} could not run {tool!r}: {error}")
+    if decorate:
+        reply["resultType"] = "complete"
+        meta = reply.get("_meta")
+        if meta is None:
+            reply["_meta"] = {_meta.SERVER_INFO: info}
+        else:
+            meta.setdefault(_meta.SERVER_INFO, info)
+    return result_response(request_id, reply)
 
 
 def _error(text: str) -> dict[str, Any]:

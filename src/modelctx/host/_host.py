@@ -327,15 +327,20 @@ class Host:
         self._prompt_index = {names.name_for(s.name, p.name): (s, p) for s, p in pairs}
         return [msgspec.structs.replace(p, name=names.name_for(s.name, p.name)) for s, p in pairs]
 
-    async def get_prompt(self, name: str, arguments: dict[str, str] | None = None) -> GetPromptResult:
-        """The messages of the prompt ``name`` (a name from ``prompts()``); ``UnknownName``."""
+    async def find_prompt(self, name: str) -> tuple[HostServer, Prompt]:
+        """The server of the prompt ``name`` (a name from ``prompts()``) and that server's
+        own definition of it; ``UnknownName``."""
         found = self._prompt_index.get(name)
         if found is None:
             await self.prompts()
             found = self._prompt_index.get(name)
         if found is None:
             raise UnknownName(f"no prompt named {name!r}; the prompts are {sorted(self._prompt_index)}")
-        server, prompt = found
+        return found
+
+    async def get_prompt(self, name: str, arguments: dict[str, str] | None = None) -> GetPromptResult:
+        """The messages of the prompt ``name`` (a name from ``prompts()``); ``UnknownName``."""
+        server, prompt = await self.find_prompt(name)
         return await (await server.ready()).get_prompt(prompt.name, arguments)
 
     async def resources(self) -> list[tuple[str, Resource]]:

@@ -78,6 +78,11 @@ class ClientTransport(abc.ABC):
         Raises ``ConnectionClosed`` if the connection is already gone.
         """
 
+    def send_nowait(self, outgoing: Outgoing) -> bool:
+        """Send one message now, from a callback, when that needs no waiting: True when
+        it was handed to the connection; False (the default) when ``send`` must be used."""
+        return False
+
     @abc.abstractmethod
     async def cancel(self, request_id: str | int, reason: str | None = None) -> None:
         """Cancel a request on the wire: ``notifications/cancelled`` on stdio, closing

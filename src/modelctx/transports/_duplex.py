@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..errors import ConnectionClosed
@@ -22,7 +22,7 @@ from ..protocol._connection import (
     ServerConnection,
 )
 from ..protocol._jsonrpc import Notification
-from ._seam import Peer, ServerApp
+from ._seam import FastLane, Peer, ServerApp
 from ._session import HandshakeSession, Send, act, fail
 
 __all__ = ["DuplexServer"]
@@ -33,13 +33,25 @@ log = logging.getLogger("modelctx.server")
 class DuplexServer:
     """One connection's requests, served as tasks; ``send`` writes one message."""
 
-    def __init__(self, app: ServerApp, send: Send, principal: Any = None) -> None:
+    def __init__(
+        self,
+        app: ServerApp,
+        send: Send,
+        principal: Any = None,
+        send_now: Callable[[dict[str, Any]], bool] | None = None,
+    ) -> None:
+        """``send_now``: write one message from a callback if that needs no waiting
+        (False: ``send`` it in a task)."""
         self.connection = ServerConnection()
         self.peer = Peer(self.connection, principal=principal, on_open=self._opened)
         self._app = app
         self._send = send
+        self._send_now = send_now
+        # An app's optional fast lane (see ``_seam.FastLane``): it takes some requests
+        # without a task, and answers them through a future.
+        self._fast: FastLane | None = getattr(app, "serve_fast", None)
         self._loop = asyncio.get_running_loop()
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Future[Any]] = set()
 
     def _opened(self, session: HandshakeSession) -> None:
         session.outbound = self._send  # messages of no request go down the same pipe
@@ -52,6 +64,8 @@ class DuplexServer:
     def _act(self, event: Event) -> None:
         if isinstance(event, Serve):
             inbound = event.inbound
+            if self._fast is not None and self._serve_fast(inbound, self._fast):
+                return
             task = self._loop.create_task(self._serve(inbound))
             inbound.handle = task
             self._tasks.add(task)
@@ -80,6 +94,36 @@ class DuplexServer:
         message = self.connection.finish(inbound, response)
         if message is not None:
             await self._send(message)
+
+    def _serve_fast(self, inbound: Inbound, fast: FastLane) -> bool:
+        """Offer ``inbound`` to the app's fast lane; True when it took it. What it took
+        is held by a future (counted, drained and cancelled as the tasks are) and
+        answered from the lane's callback, as ``_serve`` answers."""
+        held: asyncio.Future[None] = self._loop.create_future()
+
+        def respond(response: dict[str, Any] | None) -> None:
+            if held.done():
+                return  # cancelled meanwhile: not answered (cancellation.mdx)
+            held.remove_done_callback(ended)
+            held.set_result(None)
+            self._tasks.discard(held)
+            message = self.connection.finish(inbound, response)
+            if message is not None and not (self._send_now is not None and self._send_now(message)):
+                self._spawn(self._send(message))
+
+        cancel = fast(inbound.request, self.peer, self._send, respond)
+        if cancel is None:
+            return False
+
+        def ended(done: asyncio.Future[None]) -> None:  # cancelled: by the peer, or at shutdown
+            self._tasks.discard(done)
+            self.connection.cancel(inbound)
+            cancel()
+
+        inbound.handle = held
+        self._tasks.add(held)
+        held.add_done_callback(ended)
+        return True
 
     def busy(self, limit: int) -> bool:
         """Whether ``limit`` or more requests are being served."""

@@ -16,7 +16,7 @@ from ..protocol._connection import ServerConnection
 from ..protocol._jsonrpc import Notification, Request
 from ._session import HandshakeSession, Send
 
-__all__ = ["ServerApp", "Peer", "ResponseStream", "Send"]
+__all__ = ["FastLane", "ServerApp", "Peer", "ResponseStream", "Send"]
 
 
 class ResponseStream(Protocol):
@@ -60,6 +60,21 @@ class Peer:
         session.principal = self.principal
         if self._on_open is not None:
             self._on_open(session)
+
+
+class FastLane(Protocol):
+    """An optional ``serve_fast`` method of a ``ServerApp``, which duplex transports
+    (stdio, in-process) offer each request before starting a task for it.
+
+    None leaves the request to ``handle``. Taking it, the lane returns ``cancel`` and
+    later calls ``respond(response)`` once (None: send nothing), from a loop callback,
+    never from within ``serve_fast``; the transport sends it at once. ``cancel()`` is
+    called instead when the peer cancels the request or the transport stops: the lane
+    stops its work, and ``respond`` is no longer listened to."""
+
+    def __call__(
+        self, request: Request, peer: Peer, send: Send, respond: Callable[[dict[str, Any] | None], None]
+    ) -> Callable[[], None] | None: ...
 
 
 @runtime_checkable

@@ -78,6 +78,19 @@ class _Writer:
         except (ConnectionError, RuntimeError, OSError, ValueError):
             self.broken = True
 
+    def send_now(self, message: dict[str, Any]) -> bool:
+        """``send`` from a callback: True when the line was written (or stdout is
+        broken, the message lost as ``send`` loses it); False when ``send`` must wait."""
+        if self.broken:
+            return True
+        if self._transport is None or self._transport.get_write_buffer_size() > _HIGH_WATER:
+            return False
+        try:
+            self._transport.write(encode(message) + _NEWLINE)
+        except (ConnectionError, RuntimeError, OSError, ValueError):
+            self.broken = True
+        return True
+
     def backed_up(self) -> bool:
         """Whether stdout holds more than the high-water mark the peer has not read."""
         return self._transport is not None and self._transport.get_write_buffer_size() > _HIGH_WATER
@@ -265,7 +278,7 @@ async def serve_stdio_async(
     loop = asyncio.get_running_loop()
     async with server.running():
         writer = await _open_stdout(stdout)
-        served = DuplexServer(server, writer.send)
+        served = DuplexServer(server, writer.send, send_now=writer.send_now)
         lines = await _connect_stdin(stdin, served, writer)
         stop = asyncio.Event()
         for signum in (signal.SIGTERM, signal.SIGINT):

@@ -361,6 +361,27 @@ class StdioClientTransport(ClientTransport):
         except OSError as exc:  # BrokenPipeError, ConnectionResetError
             raise await self._gone() from exc
 
+    def send_nowait(self, outgoing: Outgoing) -> bool:
+        """``send`` without a coroutine when the server is running and its stdin is not
+        backed up (one line written, or nothing); False otherwise: then ``send``, which
+        waits for the pipe or says why the server is gone."""
+        protocol = self._protocol
+        stdin = protocol.stdin if protocol is not None else None
+        if (
+            stdin is None
+            or self._closed_exc is not None
+            or protocol is None
+            or protocol.exited.is_set()
+            or stdin.transport.is_closing()
+            or stdin.transport.get_write_buffer_size() > _HIGH_WATER
+        ):
+            return False
+        try:
+            stdin.write(encode(outgoing.message) + _NEWLINE)
+        except OSError:
+            return False
+        return True
+
     async def _stdin(self) -> asyncio.StreamWriter:
         protocol = self._protocol
         if protocol is None and self._closed_exc is None:
