@@ -142,7 +142,12 @@ AUTH_SCENARIOS = (
 )
 
 
-@scenario(*AUTH_SCENARIOS)
+# The DPoP extension (io.modelcontextprotocol/auth/dpop, RFC 9449): the same flow, tokens
+# bound to the provider's key.
+DPOP_SCENARIOS = ("auth/dpop", "auth/dpop-nonce")
+
+
+@scenario(*AUTH_SCENARIOS, *DPOP_SCENARIOS)
 async def protected_tool(client: Client) -> None:
     # The protected server answers 401 first: the provider authorizes, the call goes through.
     await client.tools()
@@ -195,6 +200,7 @@ def auth_for(name: str, context: dict) -> HttpAuth | None:
         client_id_metadata_url=CIMD_URL,
         redirect_handler=browser.open,
         callback_handler=browser.callback,
+        dpop=name in DPOP_SCENARIOS,
     )
 
 

@@ -70,3 +70,12 @@ def test_client_credentials_extension(scenario: str, version: str) -> None:
     out = subprocess.run(command, capture_output=True, text=True, env=_env(), timeout=240)
     report = re.sub(r"\x1b\[[0-9;]*m", "", out.stdout + out.stderr)
     assert "OVERALL: PASSED" in report and out.returncode == 0, report[-3000:]
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("scenario", ["auth/dpop", "auth/dpop-nonce"])
+@pytest.mark.parametrize("version", ["2026-07-28", "2025-11-25"])
+def test_dpop_extension(scenario: str, version: str) -> None:
+    # The DPoP extension (io.modelcontextprotocol/auth/dpop, RFC 9449), run like the client
+    # credentials ones: DPoP-bound tokens, a fresh proof per request, AS and RS nonces.
+    test_client_credentials_extension(scenario, version)

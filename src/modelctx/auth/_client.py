@@ -16,6 +16,7 @@ import hmac
 import secrets
 import urllib.parse
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from ..errors import AuthorizationError
 from ..transports._url_guard import UrlPolicy
@@ -25,6 +26,9 @@ from ._pkce import Pkce
 from ._redirect import AuthorizationResponse, LoopbackReceiver, open_in_browser
 from ._registration import ClientMetadata, Registration, choose_auth_method, register_dynamically
 from ._tokens import StoredCredentials, TokenStore
+
+if TYPE_CHECKING:
+    from ._dpop import DPoPKey
 
 __all__ = ["CallbackHandler", "OAuthClientProvider", "RedirectHandler"]
 
@@ -51,6 +55,8 @@ class OAuthClientProvider(OAuthProviderBase):
     ``authorization_timeout`` bounds the wait for the user, ``timeout`` each HTTP request.
     ``url_policy``: the SSRF guard for discovery (default: the zones of the MCP server's
     own address, so a loopback server may use a loopback authorization server).
+    ``dpop``: True (a new ES256 key) or a ``DPoPKey``: ask for DPoP-bound tokens (RFC
+    9449) and prove possession of the key on every token and MCP request.
     """
 
     def __init__(
@@ -67,8 +73,9 @@ class OAuthClientProvider(OAuthProviderBase):
         timeout: float = 10.0,
         url_policy: UrlPolicy | None = None,
         refresh_tokens: bool = True,
+        dpop: bool | DPoPKey = False,
     ) -> None:
-        super().__init__(store=store, url_policy=url_policy, timeout=timeout, refresh=refresh_tokens)
+        super().__init__(store=store, url_policy=url_policy, timeout=timeout, refresh=refresh_tokens, dpop=dpop)
         self.client = client or ClientMetadata()
         if client_secret is not None and client_id is None:
             raise ValueError("client_secret needs the client_id it belongs to")

@@ -14,8 +14,9 @@ import time
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from ..client._fetch import post_form
+from ..client._fetch import PostReply, post_form
 from ..errors import AuthorizationError
 from ..transports._url_guard import UrlPolicy, Zone, trust_of
 from ._discovery import (
@@ -29,6 +30,9 @@ from ._discovery import (
 )
 from ._registration import Registration, _oauth_error, apply_client_auth
 from ._tokens import MemoryTokenStore, StoredCredentials, TokenStore
+
+if TYPE_CHECKING:
+    from ._dpop import DPoPKey
 
 __all__ = ["OAuthProviderBase"]
 
@@ -51,8 +55,13 @@ class OAuthProviderBase:
         url_policy: UrlPolicy | None,
         timeout: float,
         refresh: bool = True,
+        dpop: bool | DPoPKey = False,
     ) -> None:
         self.store: TokenStore = store if store is not None else MemoryTokenStore()
+        self._dpop = _dpop_key(dpop)
+        # The latest DPoP-Nonce each server handed out (RFC 9449 8, 9): per token
+        # endpoint, and per MCP server (its canonical resource URL).
+        self._dpop_nonces: dict[str, str] = {}
         self._url_policy = url_policy
         self._timeout = timeout
         self._refresh_wanted = refresh
@@ -80,12 +89,27 @@ class OAuthProviderBase:
                 credentials = await self._current(resource)
         if credentials is None or not credentials.access_token:
             return {}
+        if self._dpop is not None and credentials.token_type.lower() == "dpop":
+            # RFC 9449 7.1: the DPoP scheme and a fresh proof naming this request and token.
+            proof = self._dpop.proof(
+                method, url, access_token=credentials.access_token, nonce=self._dpop_nonces.get(resource)
+            )
+            return {"authorization": f"DPoP {credentials.access_token}", "dpop": proof}
         return {"authorization": f"Bearer {credentials.access_token}"}
 
     async def challenged(self, status: int, headers: Mapping[str, str], method: str, url: str) -> bool:
         """A 401 (no token, or one refused) or a 403 ``insufficient_scope`` (step-up):
         discover, then refresh or authorize. True when a new token is held."""
         challenge = parse_challenge(headers)
+        if self._dpop is not None and status == 401 and challenge.error == "use_dpop_nonce":
+            # RFC 9449 9: the MCP server wants its nonce in the proof; retry with it,
+            # unless it is the nonce just sent (then a retry would not change a thing).
+            nonce = _header(headers, "dpop-nonce")
+            resource = canonical_resource(url)
+            if nonce and nonce != self._dpop_nonces.get(resource):
+                self._dpop_nonces[resource] = nonce
+                return True
+            return False
         if status == 403 and challenge.error != "insufficient_scope":
             return False  # forbidden for a reason more scopes will not fix
         before = await self._current(canonical_resource(url))
@@ -199,7 +223,7 @@ class OAuthProviderBase:
         headers = dict(extra_headers or {})
         if "client_assertion" not in form:
             apply_client_auth(registration, form, headers)
-        reply = await post_form(endpoint, form, policy, timeout=self._timeout, headers=headers)
+        reply = await self._post_token(endpoint, form, headers, policy)
         data = reply.data if isinstance(reply.data, dict) else {}
         token = data.get("access_token")
         if reply.status != 200 or not isinstance(token, str) or not token:
@@ -209,9 +233,13 @@ class OAuthProviderBase:
                 "check the client's registration and credentials, then authorize again"
             )
         token_type = data.get("token_type", "Bearer")
-        if not isinstance(token_type, str) or token_type.lower() != "bearer":
+        wanted = "dpop" if self._dpop is not None else "bearer"
+        if not isinstance(token_type, str) or token_type.lower() != wanted:
             raise AuthorizationError(
-                f"the authorization server issued a {token_type!r} token; this client sends Bearer tokens only"
+                f"the authorization server issued a {token_type!r} token where this client asked for "
+                f"{'a DPoP-bound' if self._dpop is not None else 'a Bearer'} one (RFC 9449 5); "
+                + ("check that it supports DPoP (dpop_signing_alg_values_supported)" if self._dpop is not None
+                   else "this client sends Bearer tokens only")
             )
         expires_in = data.get("expires_in")
         refresh_token = data.get("refresh_token")
@@ -227,7 +255,27 @@ class OAuthProviderBase:
             expires_at=time.time() + expires_in if isinstance(expires_in, (int, float)) and expires_in > 0 else None,
             scope=scope if isinstance(scope, str) else requested_scope,
             resource_indicator=indicator,
+            token_type="DPoP" if self._dpop is not None else "Bearer",
         )
+
+    async def _post_token(
+        self, endpoint: str, form: dict[str, str], headers: dict[str, str], policy: UrlPolicy
+    ) -> PostReply:
+        """POST to the token endpoint; with DPoP, a fresh proof on each attempt and one
+        more attempt when the server answers ``use_dpop_nonce`` (RFC 9449 8)."""
+        if self._dpop is None:
+            return await post_form(endpoint, form, policy, timeout=self._timeout, headers=headers)
+        for _attempt in range(2):
+            proof = self._dpop.proof("POST", endpoint, nonce=self._dpop_nonces.get(endpoint))
+            reply = await post_form(endpoint, form, policy, timeout=self._timeout, headers={**headers, "dpop": proof})
+            nonce = _header(reply.headers, "dpop-nonce")
+            asked = reply.status == 400 and isinstance(reply.data, dict) and reply.data.get("error") == "use_dpop_nonce"
+            fresh = nonce is not None and nonce != self._dpop_nonces.get(endpoint)
+            if nonce:
+                self._dpop_nonces[endpoint] = nonce
+            if not (asked and fresh):
+                return reply
+        return reply
 
     async def _refresh_quietly(
         self,
@@ -275,3 +323,16 @@ class OAuthProviderBase:
         port = parts.port or _DEFAULT_PORTS.get(parts.scheme, 443)
         trust = await trust_of(parts.scheme, parts.hostname or "", port, UrlPolicy().resolve_timeout)
         return UrlPolicy(allow_loopback=Zone.LOOPBACK in trust.zones, allow_private=Zone.PRIVATE in trust.zones)
+
+
+def _header(headers: Mapping[str, str], name: str) -> str | None:
+    return next((v for k, v in headers.items() if k.lower() == name), None)
+
+
+def _dpop_key(dpop: bool | DPoPKey) -> DPoPKey | None:
+    """The provider's DPoP key: a new ES256 one for ``True``, the one given, or none."""
+    if dpop is False:
+        return None
+    from ._dpop import DPoPKey  # joserfc (the auth extra) only when DPoP is used
+
+    return DPoPKey() if dpop is True else dpop

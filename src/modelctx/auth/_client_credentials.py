@@ -24,6 +24,8 @@ from ._tokens import StoredCredentials, TokenStore
 if TYPE_CHECKING:
     from joserfc.jwk import Key
 
+    from ._dpop import DPoPKey
+
 __all__ = ["ClientCredentialsProvider"]
 
 _ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
@@ -37,6 +39,7 @@ class ClientCredentialsProvider(OAuthProviderBase):
     server lists only that; ``auth_method`` forces one) or ``private_key`` (a PEM, for
     ``private_key_jwt``, signed with ``signing_algorithm``). ``scopes``: what to ask for
     when the server's challenge and metadata name nothing. Tokens are kept in ``store``.
+    ``dpop``: True (a new ES256 key) or a ``DPoPKey``: DPoP-bound tokens (RFC 9449).
     """
 
     def __init__(
@@ -51,8 +54,9 @@ class ClientCredentialsProvider(OAuthProviderBase):
         store: TokenStore | None = None,
         timeout: float = 10.0,
         url_policy: UrlPolicy | None = None,
+        dpop: bool | DPoPKey = False,
     ) -> None:
-        super().__init__(store=store, url_policy=url_policy, timeout=timeout, refresh=False)
+        super().__init__(store=store, url_policy=url_policy, timeout=timeout, refresh=False, dpop=dpop)
         if (client_secret is None) == (private_key is None):
             raise ValueError("give ClientCredentialsProvider a client_secret or a private_key (not both)")
         self._client_id = client_id

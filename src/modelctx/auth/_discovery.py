@@ -58,9 +58,10 @@ class Challenge:
 
 
 def parse_challenge(headers: Mapping[str, str]) -> Challenge:
-    """The Bearer challenge of a response's ``www-authenticate`` header (empty if none)."""
+    """The Bearer challenge of a response's ``www-authenticate`` header, else its DPoP
+    one (RFC 9449 7.1, same parameters); empty if none."""
     value = next((v for k, v in headers.items() if k.lower() == "www-authenticate"), "")
-    match = re.search(r"(?i)\bbearer\b", value)
+    match = re.search(r"(?i)\bbearer\b", value) or re.search(r"(?i)\bdpop\b(?!-)", value)
     if match is None:
         return Challenge()
     params: dict[str, str] = {}

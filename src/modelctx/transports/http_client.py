@@ -326,12 +326,12 @@ class HttpClientTransport(ClientTransport):
         """POST one request and deliver its reply; the error to report, or None if answered."""
         body = encode(outgoing.message)
         stream = SSEParser(self._max_message)
-        for attempt in (1, 2):
+        for attempt in (1, 2, 3):
             headers = await self._post_headers(outgoing, exchange.session_id)
             async with self._post(body, headers, quick=False) as response:
-                # One more try after the auth object acted on a 401/403, never more: a
-                # server that keeps refusing is answered by its status.
-                if attempt == 1 and await self._challenged(response, "POST"):
+                # One more try after the auth object acted on a 401/403 (and one for a
+                # DPoP nonce, _may_retry): a server that keeps refusing is answered by its status.
+                if _may_retry(attempt, response) and await self._challenged(response, "POST"):
                     continue
                 outcome = await self._reply(exchange, outgoing, response, stream)
             break
@@ -497,11 +497,11 @@ class HttpClientTransport(ClientTransport):
         what = message.get("method") or f"the response to request {message.get('id')!r}"
         session_id = self._session_for(outgoing)
         try:
-            for attempt in (1, 2):
+            for attempt in (1, 2, 3):
                 headers = await self._post_headers(outgoing, session_id)
                 async with self._post(encode(outgoing.message), headers, quick=True) as response:
                     status, success = response.status_code, response.is_success
-                    if attempt == 1 and await self._challenged(response, "POST"):
+                    if _may_retry(attempt, response) and await self._challenged(response, "POST"):
                         continue
                     content = await response.read_at_most(_EXCERPT * 4)
                 break
@@ -646,3 +646,11 @@ def _clip(body: bytes) -> str:
 
 async def _excerpt(response: Response) -> str:
     return _clip(await response.read_at_most(_EXCERPT * 4))
+
+
+def _may_retry(attempt: int, response: Response) -> bool:
+    """Whether the auth object may act on this response and have the request sent again:
+    after the first answer; after the second only when it asks for a DPoP nonce (RFC
+    9449 9: a server can ask for its nonce only once a bound token came with a proof,
+    that is, after the first retry brought the token)."""
+    return attempt == 1 or (attempt == 2 and response.status_code == 401 and "dpop-nonce" in response.headers)
