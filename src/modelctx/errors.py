@@ -44,6 +44,8 @@ peer sent; catch it to handle everything that went wrong on this side of the wir
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 __all__ = [  # noqa: RUF022 - in the order of the tree above
@@ -237,6 +239,9 @@ class InvalidToken(MCPError):
         super().__init__(message)
         self.message = message
         self.token_sent = token_sent
+
+    #: Headers the 401 carries besides ``WWW-Authenticate`` (a DPoP refusal's ``DPoP-Nonce``).
+    challenge_headers: Mapping[str, str] = MappingProxyType({})
 
 
 class LocalError(MCPError):

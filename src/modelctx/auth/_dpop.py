@@ -64,6 +64,8 @@ class InvalidDPoPProof(InvalidToken):
         super().__init__(message)
         self.use_nonce = use_nonce
         self.nonce = nonce
+        if nonce is not None:
+            self.challenge_headers = {"dpop-nonce": nonce}
 
 
 def _b64(data: bytes) -> str:

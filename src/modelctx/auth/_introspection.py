@@ -135,6 +135,8 @@ class IntrospectionVerifier:
             audience=tuple(str(a) for a in audiences),
             expires_at=float(exp) if isinstance(exp, (int, float)) else None,
             claims=MappingProxyType({k: v for k, v in answer.items() if k != "token"}),
+            # RFC 9449 6.2: a DPoP-bound token's key thumbprint, so it is never taken as Bearer.
+            jkt=cnf.get("jkt") if isinstance(cnf := answer.get("cnf"), dict) and isinstance(cnf.get("jkt"), str) else None,
         )
 
     async def _post(self, token: str) -> Any:

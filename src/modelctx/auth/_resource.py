@@ -29,9 +29,12 @@ import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ..errors import InsufficientScope, InvalidToken
+
+if TYPE_CHECKING:
+    from ._dpop import DPoPVerifier
 
 __all__ = ["AccessToken", "ProtectedResource", "TokenVerifier"]
 
@@ -85,6 +88,11 @@ class ProtectedResource:
     every token on every request (403 otherwise). ``verifier``: a ``TokenVerifier``
     (``JwtVerifier``, ``IntrospectionVerifier``). ``resource_name`` and
     ``resource_documentation`` are optional metadata fields.
+    ``dpop`` (RFC 9449): ``"off"`` (bearer tokens only; a DPoP-bound token is refused),
+    ``"allowed"`` (bearer tokens, and DPoP-bound ones presented as ``Authorization: DPoP``
+    with a valid proof) or ``"required"`` (DPoP only). ``dpop_nonce``: require the
+    server's nonce in proofs (clients retry once with it). ``dpop_verifier``: a
+    ``DPoPVerifier`` of one's own (algorithms, iat window, replay cache).
     Raises ``ValueError`` for a resource URL or issuer list that cannot work.
     """
 
@@ -98,8 +106,15 @@ class ProtectedResource:
         required_scopes: Iterable[str] = (),
         resource_name: str | None = None,
         resource_documentation: str | None = None,
+        dpop: Literal["off", "allowed", "required"] = "off",
+        dpop_nonce: bool = False,
+        dpop_verifier: DPoPVerifier | None = None,
     ) -> None:
         parts = _checked_resource(resource)
+        if dpop not in ("off", "allowed", "required"):
+            raise ValueError(f"dpop is 'off', 'allowed' or 'required', not {dpop!r}")
+        self.dpop = dpop
+        self.dpop_verifier = _dpop_verifier(dpop, dpop_nonce, dpop_verifier)
         if isinstance(authorization_servers, str) or not authorization_servers:
             raise ValueError("authorization_servers is a list of issuer URLs with at least one entry")
         self.resource = resource
@@ -123,6 +138,9 @@ class ProtectedResource:
             document["resource_name"] = resource_name
         if resource_documentation is not None:
             document["resource_documentation"] = resource_documentation
+        if self.dpop_verifier is not None:  # RFC 9728 2 (its DPoP fields)
+            document["dpop_signing_alg_values_supported"] = list(self.dpop_verifier.algorithms)
+            document["dpop_bound_access_tokens_required"] = dpop == "required"
         self._document = document
 
     # -- what the HTTP app asks --------------------------------------------------------
@@ -131,19 +149,51 @@ class ProtectedResource:
         well-known paths, else None."""
         return dict(self._document) if path in self._paths else None
 
-    async def authenticate(self, headers: Mapping[str, str]) -> AccessToken:
-        """The request's verified token (``headers`` by lower-case name).
+    async def authenticate(self, headers: Mapping[str, str], method: str = "POST") -> AccessToken:
+        """The verified token of a ``method`` request to the endpoint (``headers`` by
+        lower-case name).
 
-        Raises ``InvalidToken`` (401) for a missing, malformed or invalid token and
+        Raises ``InvalidToken`` (401) for a missing, malformed or invalid token (an
+        ``InvalidDPoPProof`` for a DPoP proof that does not hold) and
         ``InsufficientScope`` (403) when it lacks one of ``required_scopes``.
         """
-        token = bearer_token(headers.get("authorization"))
-        principal = await self.verifier.verify(token)
-        if principal.jkt is not None:
-            # A DPoP-bound token (RFC 9449 cnf.jkt) sent as a plain bearer token: accepting
-            # it without checking a proof would undo its binding (RFC 9449 7.1).
-            raise InvalidToken("The access token is DPoP-bound; this resource accepts bearer tokens only")
+        authorization = headers.get("authorization")
+        scheme = (authorization or "").strip().partition(" ")[0].lower()
+        if self.dpop_verifier is not None and scheme == "dpop":
+            principal = await self._dpop_principal(authorization or "", headers.get("dpop"), method, self.dpop_verifier)
+        elif self.dpop == "required":
+            raise InvalidToken(
+                "This resource accepts DPoP-bound tokens only: send Authorization: DPoP <token> and a DPoP proof",
+                token_sent=authorization is not None,
+            )
+        else:
+            token = bearer_token(authorization)
+            principal = await self.verifier.verify(token)
+            if principal.jkt is not None:
+                # A DPoP-bound token (RFC 9449 cnf.jkt) sent as a plain bearer token: accepting
+                # it without checking a proof would undo its binding (RFC 9449 7.1).
+                raise InvalidToken(
+                    "The access token is DPoP-bound: send it as Authorization: DPoP with a proof"
+                    if self.dpop_verifier is not None
+                    else "The access token is DPoP-bound; this resource accepts bearer tokens only"
+                )
         self.check_scopes(principal, self.required_scopes)
+        return principal
+
+    async def _dpop_principal(
+        self, authorization: str, proof: str | None, method: str, dpop: DPoPVerifier
+    ) -> AccessToken:
+        """RFC 9449 7.1: the token is valid and bound (``cnf.jkt``), and the proof names
+        this request, this token (``ath``) and is signed by the key the token is bound to."""
+        from ._dpop import InvalidDPoPProof
+
+        token = authorization.strip().partition(" ")[2].strip()
+        if not token or not _B64TOKEN.fullmatch(token):
+            raise InvalidDPoPProof("The Authorization header is not 'DPoP <token>'")
+        principal = await self.verifier.verify(token)
+        if principal.jkt is None:
+            raise InvalidDPoPProof("The access token is not DPoP-bound (no cnf.jkt); send it as Bearer")
+        dpop.verify(proof, method, self.resource, access_token=token, jkt=principal.jkt)
         return principal
 
     def check_scopes(self, principal: AccessToken, needed: Iterable[str]) -> None:
@@ -164,16 +214,41 @@ class ProtectedResource:
                 ("resource_metadata", self.metadata_url),
                 ("error_description", refusal.message),
             ]
-            return 403, _bearer(params)
+            return 403, self._challenges(params, [])
         params = []
-        if not isinstance(refusal, InvalidToken) or refusal.token_sent:
+        dpop_params = self._dpop_error(refusal)  # a refused proof is said in the DPoP challenge
+        if not dpop_params and (not isinstance(refusal, InvalidToken) or refusal.token_sent):
             description = refusal.message if isinstance(refusal, InvalidToken) else "The access token is invalid"
             params += [("error", "invalid_token"), ("error_description", description)]
         params.append(("resource_metadata", self.metadata_url))
         scope = self._challenge_scope()
         if scope:
             params.append(("scope", scope))
-        return 401, _bearer(params)
+        return 401, self._challenges(params, dpop_params)
+
+    def _dpop_error(self, refusal: Exception) -> list[tuple[str, str]]:
+        """The DPoP challenge's error for a refused proof (RFC 9449 7.1, 9), else none."""
+        if self.dpop_verifier is None:
+            return []
+        from ._dpop import InvalidDPoPProof
+
+        if not isinstance(refusal, InvalidDPoPProof):
+            return []
+        error = "use_dpop_nonce" if refusal.use_nonce else "invalid_dpop_proof"
+        return [("error", error), ("error_description", refusal.message)]
+
+    def _challenges(self, params: list[tuple[str, str]], dpop_errors: list[tuple[str, str]]) -> str:
+        """The Bearer challenge, the DPoP one (RFC 9449 7.1: ``algs``), or both, as
+        ``dpop`` says; an error about a DPoP proof goes in the DPoP challenge only."""
+        if self.dpop_verifier is None:
+            return _bearer(params)
+        common = [p for p in params if p[0] in ("resource_metadata", "scope")]
+        dpop = [*dpop_errors, *(params if self.dpop == "required" else common)]
+        dpop.append(("algs", " ".join(self.dpop_verifier.algorithms)))
+        challenge = _scheme("DPoP", dpop)
+        if self.dpop == "required":
+            return challenge
+        return _bearer(common if dpop_errors else params) + ", " + challenge
 
     def _challenge_scope(self) -> str:
         # What a client should ask for: the scopes every request needs, else all the
@@ -203,7 +278,24 @@ _NOT_QUOTABLE = re.compile(r'[^\x20\x21\x23-\x5b\x5d-\x7e]')
 
 
 def _bearer(params: Sequence[tuple[str, str]]) -> str:
-    return "Bearer " + ", ".join(f'{name}="{_NOT_QUOTABLE.sub("?", value)}"' for name, value in params)
+    return _scheme("Bearer", params)
+
+
+def _scheme(name: str, params: Sequence[tuple[str, str]]) -> str:
+    return f"{name} " + ", ".join(f'{key}="{_NOT_QUOTABLE.sub("?", value)}"' for key, value in params)
+
+
+def _dpop_verifier(dpop: str, nonce: bool, given: DPoPVerifier | None) -> DPoPVerifier | None:
+    """The proof checker ``dpop`` calls for (joserfc loads only then)."""
+    if dpop == "off":
+        return None
+    from ._dpop import DPoPNonces, DPoPVerifier
+
+    if given is not None:
+        if nonce and given.nonces is None:
+            given.nonces = DPoPNonces()
+        return given
+    return DPoPVerifier(nonces=DPoPNonces() if nonce else None)
 
 
 def _checked_resource(resource: str) -> urllib.parse.SplitResult:

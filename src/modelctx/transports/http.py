@@ -120,8 +120,9 @@ class ResourceAuth(Protocol):
     def metadata_document(self, path: str) -> dict[str, Any] | None:
         """The RFC 9728 document served at ``path`` (GET, no token needed), or None."""
 
-    async def authenticate(self, headers: Mapping[str, str]) -> Any:
-        """The request's principal; raises ``InvalidToken`` or ``InsufficientScope``."""
+    async def authenticate(self, headers: Mapping[str, str], method: str = "POST") -> Any:
+        """The principal of a ``method`` request to the endpoint; raises ``InvalidToken``
+        (whose ``challenge_headers`` go on the 401) or ``InsufficientScope``."""
 
     def challenge(self, refusal: Exception) -> tuple[int, str]:
         """The HTTP status and ``WWW-Authenticate`` value answering a refusal."""
@@ -259,7 +260,7 @@ class HttpApp:
         principal = None
         if self.auth is not None:
             try:
-                principal = await self.auth.authenticate(headers)
+                principal = await self.auth.authenticate(headers, scope["method"])
             except (InvalidToken, InsufficientScope) as denied:
                 await self._challenge(send, denied, None)
                 return
@@ -286,8 +287,10 @@ class HttpApp:
         assert self.auth is not None
         status, challenge = self.auth.challenge(refusal)
         error = refusal if isinstance(refusal, ProtocolError) else InvalidRequest(str(refusal))
+        extra = refusal.challenge_headers.items() if isinstance(refusal, InvalidToken) else ()
+        headers = [(b"www-authenticate", challenge.encode()), *((k.encode(), v.encode()) for k, v in extra)]
         with contextlib.suppress(OSError):
-            await send_json(send, status, error_response(request_id, error), [(b"www-authenticate", challenge.encode())])
+            await send_json(send, status, error_response(request_id, error), headers)
 
     def _guard(self, headers: dict[str, str]) -> tuple[int, str] | None:
         """DNS-rebinding protection (basic/transports/streamable-http.mdx, Security).
