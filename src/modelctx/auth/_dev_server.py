@@ -38,6 +38,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from ..client import UrlPolicy
+from ._dpop import InvalidDPoPProof
 from .dev._cimd import CimdError, is_metadata_url, load_client
 from .dev._consent import COOKIE, PAGE_HEADERS, Consents, render_page
 from .dev._http import NO_STORE, bounded_body, bounded_form, error_page, listen, named_client, to_response
@@ -255,6 +256,15 @@ class DevAuthorizationServer:
         if refusal is not None:
             return JSONResponse({"error": "invalid_client", "error_description": refusal}, 400, NO_STORE)
         oauth_request = form_request("POST", self._oauth.endpoint("token"), request.headers, body)
+        proofs = request.headers.getlist("dpop")
+        if proofs:
+            # RFC 9449 5: a valid proof binds the token to its key; an invalid one is refused.
+            try:
+                if len(proofs) > 1:
+                    raise InvalidDPoPProof("Send one DPoP header, not several")
+                oauth_request.dpop_jkt = self._oauth.dpop.verify(proofs[0], "POST", self._oauth.endpoint("token")).jkt
+            except InvalidDPoPProof as exc:
+                return JSONResponse({"error": "invalid_dpop_proof", "error_description": exc.message}, 400, NO_STORE)
         return to_response(self._oauth.create_token_response(oauth_request))
 
     async def _register(self, request: Request) -> Response:

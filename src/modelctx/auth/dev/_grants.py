@@ -15,7 +15,7 @@ import time
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from authlib.oauth2.rfc6749 import InvalidClientError, InvalidRequestError, OAuth2Error, grants
+from authlib.oauth2.rfc6749 import InvalidClientError, InvalidGrantError, InvalidRequestError, OAuth2Error, grants
 from authlib.oauth2.rfc7523 import JWTBearerClientAssertion
 from authlib.oauth2.rfc7636 import CodeChallenge
 from joserfc import jwt
@@ -138,6 +138,7 @@ class _IssuesJwt:
             resource=self.request.resource,
             include_refresh_token=include_refresh_token,
             family=self.grant_family(),
+            jkt=getattr(self.request, "dpop_jkt", None),
         )
 
 
@@ -202,6 +203,8 @@ class RefreshTokenGrant(_IssuesJwt, grants.RefreshTokenGrant):  # type: ignore[m
         named = requested_resource(self.request.payload.datalist, required=False)
         if named is not None and named != token.resource:
             raise InvalidTargetError("The 'resource' differs from the one the refresh token was issued for")
+        if token.jkt is not None and getattr(self.request, "dpop_jkt", None) != token.jkt:
+            raise InvalidGrantError("The refresh token is bound to a DPoP key: send a DPoP proof signed with it")
         self.request.resource = token.resource
 
 

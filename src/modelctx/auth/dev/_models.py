@@ -131,6 +131,7 @@ class RefreshToken(TokenMixin):  # type: ignore[misc]
     resource: str
     family: str
     expires_at: float = field(default_factory=lambda: time.time() + REFRESH_LIFETIME)
+    jkt: str | None = None  # a public client's DPoP key, which each refresh must prove (RFC 9449 5)
 
     def check_client(self, client: DevClient) -> bool:
         return bool(self.client_id == client.client_id)

@@ -23,6 +23,7 @@ from authlib.oauth2.rfc9207 import IssuerParameter
 from joserfc import jwt
 from joserfc.errors import InvalidClaimError
 
+from .._dpop import DPoPVerifier
 from ._grants import (
     ASSERTION_ALGORITHMS,
     AuthorizationCodeGrant,
@@ -82,6 +83,7 @@ class _FormRequest(OAuth2Request):  # type: ignore[misc]
         super().__init__(method, uri, headers=headers)
         self.payload = _Payload(pairs)
         self.resource: str | None = None
+        self.dpop_jkt: str | None = None  # the key a valid DPoP proof came with (RFC 9449 5)
 
     @property
     def args(self) -> dict[str, str]:
@@ -196,6 +198,7 @@ class OAuthServer(AuthorizationServer):  # type: ignore[misc]
         self.key = key
         self.store = Store()
         self.access_token_ttl = access_token_ttl
+        self.dpop = DPoPVerifier()  # proofs at the token endpoint
         self.metadata = self._metadata()
         self.register_grant(AuthorizationCodeGrant, [RequireS256(), RequireResource()])
         self.register_grant(RefreshTokenGrant)
@@ -223,6 +226,7 @@ class OAuthServer(AuthorizationServer):  # type: ignore[misc]
             "code_challenge_methods_supported": ["S256"],
             "authorization_response_iss_parameter_supported": True,
             "client_id_metadata_document_supported": True,
+            "dpop_signing_alg_values_supported": list(self.dpop.algorithms),  # RFC 9449 5.1
         }
         if self.scopes_supported:
             metadata["scopes_supported"] = list(self.scopes_supported)
@@ -266,9 +270,12 @@ class OAuthServer(AuthorizationServer):  # type: ignore[misc]
         resource: str,
         include_refresh_token: bool,
         family: str,
+        jkt: str | None = None,
     ) -> dict[str, Any]:
         """A token response: a signed JWT access token for ``resource`` (its ``aud``) and,
-        when asked, a new refresh token bound to the same client, subject, scope and resource."""
+        when asked, a new refresh token bound to the same client, subject, scope and resource.
+        With ``jkt`` (the request came with a valid DPoP proof) the access token is bound
+        to that key: ``cnf.jkt`` and ``token_type`` DPoP (RFC 9449 5, 6.1)."""
         now = int(time.time())
         claims: dict[str, Any] = {
             "iss": self.issuer,
@@ -281,18 +288,22 @@ class OAuthServer(AuthorizationServer):  # type: ignore[misc]
         }
         if scope:
             claims["scope"] = scope
+        if jkt is not None:
+            claims["cnf"] = {"jkt": jkt}
         header = {"alg": self.key.algorithm, "kid": self.key.kid, "typ": "at+jwt"}  # RFC 9068 section 2.1
         token: dict[str, Any] = {
             "access_token": jwt.encode(header, claims, self.key.key, algorithms=[self.key.algorithm]),
-            "token_type": "Bearer",
+            "token_type": "DPoP" if jkt is not None else "Bearer",
             "expires_in": self.access_token_ttl,
         }
         if scope:
             token["scope"] = scope
         if include_refresh_token:
             refresh = secrets.token_urlsafe(32)
+            # A public client's refresh token is bound to its DPoP key too (RFC 9449 5).
+            bound = jkt if client.auth_methods == frozenset({"none"}) else None
             self.store.refresh_tokens[refresh] = RefreshToken(
-                refresh, client.client_id, subject, scope, resource, family
+                refresh, client.client_id, subject, scope, resource, family, jkt=bound
             )
             token["refresh_token"] = refresh
         return token
