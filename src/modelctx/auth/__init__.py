@@ -13,6 +13,10 @@ Resource server side: ``ProtectedResource`` declares an MCP endpoint's authoriza
 ``ctx.principal`` and check scopes with ``ctx.require_scopes``, or a server declares
 them per tool, prompt or resource with the ``RequiredScopes`` middleware.
 
+DPoP (RFC 9449, sender-constrained tokens): ``dpop=True`` on either client provider,
+``dpop="allowed"`` or ``"required"`` on ``ProtectedResource``; ``DPoPKey`` (a client's
+key and its proofs) and ``DPoPVerifier`` (the checks) for those who need them.
+
 ``DevAuthorizationServer`` is a development authorization server (``modelctx
 auth-server``).
 
@@ -31,6 +35,7 @@ if TYPE_CHECKING:  # the names as the type checker sees them; at run time, __get
     from ._client import CallbackHandler, OAuthClientProvider, RedirectHandler
     from ._client_credentials import ClientCredentialsProvider
     from ._dev_server import DevAuthorizationServer
+    from ._dpop import DPoPKey, DPoPVerifier, InvalidDPoPProof
     from ._introspection import IntrospectionVerifier
     from ._jwt import JwtVerifier
     from ._redirect import AuthorizationResponse, LoopbackReceiver, open_in_browser
@@ -60,6 +65,9 @@ _WHERE = {
     "JwtVerifier": "._jwt",
     "RequiredScopes": "._scopes",
     "DevAuthorizationServer": "._dev_server",
+    "DPoPKey": "._dpop",
+    "DPoPVerifier": "._dpop",
+    "InvalidDPoPProof": "._dpop",
 }
 
 __all__ = [
@@ -78,6 +86,9 @@ __all__ = [
     "TokenStore",
     "open_in_browser",
     "DevAuthorizationServer",
+    "DPoPKey",
+    "DPoPVerifier",
+    "InvalidDPoPProof",
     "IntrospectionVerifier",
     "JwtVerifier",
     "ProtectedResource",

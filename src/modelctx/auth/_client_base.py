@@ -101,7 +101,7 @@ class OAuthProviderBase:
         """A 401 (no token, or one refused) or a 403 ``insufficient_scope`` (step-up):
         discover, then refresh or authorize. True when a new token is held."""
         challenge = parse_challenge(headers)
-        if self._dpop is not None and status == 401 and challenge.error == "use_dpop_nonce":
+        if self._dpop is not None and status == 401 and parse_challenge(headers, "dpop").error == "use_dpop_nonce":
             # RFC 9449 9: the MCP server wants its nonce in the proof; retry with it,
             # unless it is the nonce just sent (then a retry would not change a thing).
             nonce = _header(headers, "dpop-nonce")

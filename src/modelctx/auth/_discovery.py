@@ -57,11 +57,12 @@ class Challenge:
         return self.scope.split() if self.scope else []
 
 
-def parse_challenge(headers: Mapping[str, str]) -> Challenge:
+def parse_challenge(headers: Mapping[str, str], scheme: str | None = None) -> Challenge:
     """The Bearer challenge of a response's ``www-authenticate`` header, else its DPoP
-    one (RFC 9449 7.1, same parameters); empty if none."""
+    one (RFC 9449 7.1, same parameters); with ``scheme``, that one only; empty if none."""
     value = next((v for k, v in headers.items() if k.lower() == "www-authenticate"), "")
-    match = re.search(r"(?i)\bbearer\b", value) or re.search(r"(?i)\bdpop\b(?!-)", value)
+    schemes = (scheme,) if scheme is not None else ("bearer", "dpop")
+    match = next((m for name in schemes if (m := re.search(rf"(?i)(?<![\w-]){name}(?![\w-])", value))), None)
     if match is None:
         return Challenge()
     params: dict[str, str] = {}
