@@ -251,3 +251,30 @@ async def test_a_required_server_refuses_bearer_tokens(issuer: str):
         answer = await server.echo({"authorization": f"Bearer {bearer_token(issuer, server.url)}"})
     assert answer.status_code == 401 and answer.headers["www-authenticate"].startswith("DPoP ")
     assert "Bearer" not in answer.headers["www-authenticate"] and server.ran == []
+
+
+def test_a_public_clients_refresh_token_is_bound_to_its_dpop_key(issuer: str):
+    from test_auth_dev_server import REDIRECT, RESOURCE, authorize, pkce, redirected
+
+    key = ECKey.generate_key("P-256", private=True)
+    other = ECKey.generate_key("P-256", private=True)
+    token_url = f"{issuer}/token"
+    client_id = httpx.post(
+        f"{issuer}/register",
+        json={"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none",
+              "grant_types": ["authorization_code", "refresh_token"]},
+    ).json()["client_id"]
+    verifier, challenge = pkce()
+    code = redirected(authorize(issuer, client_id, challenge))["code"]
+    form = {"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT, "client_id": client_id,
+            "code_verifier": verifier, "resource": RESOURCE}
+    granted = httpx.post(token_url, data=form, headers={"dpop": proof(key, "POST", token_url)}).json()
+    assert granted["token_type"] == "DPoP" and "refresh_token" in granted, granted
+    refresh = {"grant_type": "refresh_token", "refresh_token": granted["refresh_token"], "client_id": client_id}
+    without = httpx.post(token_url, data=refresh)
+    with_other = httpx.post(token_url, data=refresh, headers={"dpop": proof(other, "POST", token_url)})
+    with_key = httpx.post(token_url, data=refresh, headers={"dpop": proof(key, "POST", token_url)})
+    assert without.status_code == 400 and without.json()["error"] == "invalid_grant"
+    assert with_other.status_code == 400 and with_other.json()["error"] == "invalid_grant"
+    assert with_key.status_code == 200 and with_key.json()["token_type"] == "DPoP", with_key.text
+    assert claims_of(with_key.json()["access_token"])["cnf"] == {"jkt": key.thumbprint()}
