@@ -278,3 +278,20 @@ def test_a_public_clients_refresh_token_is_bound_to_its_dpop_key(issuer: str):
     assert with_other.status_code == 400 and with_other.json()["error"] == "invalid_grant"
     assert with_key.status_code == 200 and with_key.json()["token_type"] == "DPoP", with_key.text
     assert claims_of(with_key.json()["access_token"])["cnf"] == {"jkt": key.thumbprint()}
+
+
+def test_a_dpop_client_refuses_a_bearer_token_from_a_server_that_ignored_its_proof():
+    import asyncio
+
+    from test_auth_client import Browser, Peers, call_echo, provider, serving
+
+    from modelctx.errors import AuthorizationError
+
+    peers = Peers()  # its token endpoint answers token_type Bearer whatever the request
+
+    async def main() -> None:
+        async with serving(peers) as url:
+            await call_echo(url, provider(Browser(), dpop=True))
+
+    with pytest.raises(AuthorizationError, match="not the DPoP-bound one"):
+        asyncio.run(asyncio.wait_for(main(), DEADLINE * 2))

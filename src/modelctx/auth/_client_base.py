@@ -235,11 +235,13 @@ class OAuthProviderBase:
         token_type = data.get("token_type", "Bearer")
         wanted = "dpop" if self._dpop is not None else "bearer"
         if not isinstance(token_type, str) or token_type.lower() != wanted:
+            if self._dpop is not None:
+                raise AuthorizationError(
+                    f"the authorization server issued a {token_type!r} token, not the DPoP-bound one this "
+                    "client asked for (RFC 9449 5); use a server that supports DPoP, or a provider without dpop"
+                )
             raise AuthorizationError(
-                f"the authorization server issued a {token_type!r} token where this client asked for "
-                f"{'a DPoP-bound' if self._dpop is not None else 'a Bearer'} one (RFC 9449 5); "
-                + ("check that it supports DPoP (dpop_signing_alg_values_supported)" if self._dpop is not None
-                   else "this client sends Bearer tokens only")
+                f"the authorization server issued a {token_type!r} token; this client sends Bearer tokens only"
             )
         expires_in = data.get("expires_in")
         refresh_token = data.get("refresh_token")
