@@ -4,7 +4,8 @@ The suite starts its own mock servers on localhost and runs
 ``python tests/conformance/client.py URL`` once per scenario. A run passes when the
 suite's baseline comparison passes (baseline.yml lists the allowed failures with
 their reasons: none for the client) and no scenario fails. The extension scenarios of
-OAuth client credentials (``auth/client-credentials-*``) are not in ``--suite all``
+OAuth client credentials (``auth/client-credentials-*``), workload identity federation
+(``auth/wif-jwt-bearer``) and enterprise-managed authorization are not in ``--suite all``
 and run one by one.
 """
 
@@ -51,7 +52,15 @@ def test_client_conformance(version: str) -> None:
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("scenario", ["auth/client-credentials-jwt", "auth/client-credentials-basic"])
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        "auth/client-credentials-jwt",
+        "auth/client-credentials-basic",
+        "auth/wif-jwt-bearer",
+        "auth/enterprise-managed-authorization",
+    ],
+)
 @pytest.mark.parametrize("version", ["2026-07-28", "2025-11-25"])
 def test_client_credentials_extension(scenario: str, version: str) -> None:
     # Extension scenarios (io.modelcontextprotocol/oauth-client-credentials) are not part of
