@@ -30,7 +30,7 @@ from ._client_base import OAuthProviderBase
 from ._discovery import AuthServerMetadata, ResourceMetadata, discover_authorization_server
 from ._registration import Registration, _oauth_error, apply_client_auth, choose_auth_method
 from ._tokens import StoredCredentials, TokenStore
-from ._workload import AssertionGetter, AssertionSource, fingerprint, grant_with_assertion, require_jwt_bearer
+from ._workload import AssertionGetter, AssertionSource, Refusals, grant_with_assertion, require_jwt_bearer
 
 __all__ = ["EnterpriseAuthorizationProvider"]
 
@@ -95,7 +95,7 @@ class EnterpriseAuthorizationProvider(OAuthProviderBase):
         self._idp_client_id = idp_client_id
         self._idp_client_secret = idp_client_secret
         self._scopes = tuple(scopes)
-        self._refused: dict[str, str] = {}  # fingerprint of a refused assertion -> why
+        self.refusals = Refusals()
 
     def __repr__(self) -> str:
         return (
@@ -112,22 +112,22 @@ class EnterpriseAuthorizationProvider(OAuthProviderBase):
         scope: str | None,
         policy: UrlPolicy,
     ) -> StoredCredentials:
+        self.refusals.check_resource(resource)
         require_jwt_bearer(server)
         scope = scope or (" ".join(self._scopes) if self._scopes else None)
-        id_jag = await self._exchange(server.issuer, resource_metadata.resource, scope)
+        id_jag = await self._exchange(server.issuer, resource, resource_metadata.resource, scope)
         method = choose_auth_method(server, self._client_secret is not None)
         registration = Registration(self._client_id, self._client_secret, method)
         return await grant_with_assertion(
-            self, server, resource_metadata, resource, id_jag, scope, policy, registration, self._refused, None,
+            self, server, resource_metadata, resource, id_jag, scope, policy, registration, self.refusals, None,
             _server_hint,
         )
 
-    async def _exchange(self, audience: str, resource: str, scope: str | None) -> str:
-        """Step 1: the identity assertion for an ID-JAG, at the IdP."""
+    async def _exchange(self, audience: str, server_url: str, resource: str, scope: str | None) -> str:
+        """Step 1: the identity assertion for an ID-JAG, at the IdP (``resource``: the
+        MCP server's resource identifier, from its metadata)."""
         subject = await self.source.get(self._idp_issuer or self._idp_token_endpoint or "")
-        key = fingerprint(subject)
-        if key in self._refused:
-            raise AuthorizationError(self._refused[key] + " (not sent again)")
+        self.refusals.check_assertion(subject)
         endpoint, idp = await self._idp_endpoint()
         form = {
             "grant_type": TOKEN_EXCHANGE,
@@ -156,7 +156,7 @@ class EnterpriseAuthorizationProvider(OAuthProviderBase):
                 f"the identity provider's token exchange at {endpoint} refused to issue an ID-JAG for "
                 f"{resource} ({reason}); {_idp_hint(str(data.get('error', '')))}"
             )
-            self._refused[key] = message
+            self.refusals.note(server_url, subject, message)
             self.source.forget(self._idp_issuer or self._idp_token_endpoint or "")
             raise AuthorizationError(message)
         issued = data.get("issued_token_type")

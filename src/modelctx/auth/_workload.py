@@ -33,10 +33,11 @@ from ._discovery import AuthServerMetadata, ResourceMetadata
 from ._registration import Registration, choose_auth_method
 from ._tokens import StoredCredentials, TokenStore
 
-__all__ = ["JWT_BEARER", "AssertionSource", "WorkloadIdentityProvider"]
+__all__ = ["JWT_BEARER", "AssertionSource", "Refusals", "WorkloadIdentityProvider"]
 
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 _EXPIRY_MARGIN = 10.0  # seconds: an assertion this close to its exp is not sent
+_QUIET_PERIOD = 60.0  # seconds after a refusal during which no grant runs for that resource
 _REASON = re.compile(r"failed: (.*?)(?:; check the client's|$)")
 
 #: Gives an assertion for an audience (the authorization server's issuer).
@@ -62,14 +63,39 @@ def fingerprint(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
+class Refusals:
+    """What was refused, so that it is reported again instead of retried: an assertion
+    (remembered by its digest) is never sent again; for ``_QUIET_PERIOD`` seconds after a
+    refusal for a resource no grant runs for it (a caller falling back to another request
+    would otherwise turn one refusal into several)."""
+
+    def __init__(self) -> None:
+        self._assertions: dict[str, str] = {}
+        self._resources: dict[str, tuple[float, str]] = {}
+
+    def check_resource(self, resource: str) -> None:
+        noted = self._resources.get(resource)
+        if noted is not None and time.monotonic() - noted[0] < _QUIET_PERIOD:
+            raise AuthorizationError(noted[1] + f" (refused less than {_QUIET_PERIOD:g}s ago; not asked again)")
+
+    def check_assertion(self, assertion: str) -> None:
+        message = self._assertions.get(fingerprint(assertion))
+        if message is not None:
+            raise AuthorizationError(message + " (that assertion was refused; it is not sent again)")
+
+    def note(self, resource: str, assertion: str, message: str) -> None:
+        self._assertions[fingerprint(assertion)] = message
+        self._resources[resource] = (time.monotonic(), message)
+
+
 def _when(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 class AssertionSource:
     """Where assertions come from: a fixed string, a callable given the audience (sync or
-    async), or a file re-read on each use (a platform rotates it). An assertion is kept
-    per audience while current; one past its ``exp`` is never returned: the source is
+    async), or a file re-read on each use (a platform rotates it). An assertion from a
+    string or callable is kept per audience while current; one past its ``exp`` is never returned: the source is
     asked again, once, and if that one has expired too, ``AuthorizationError`` says so."""
 
     def __init__(
@@ -97,8 +123,8 @@ class AssertionSource:
 
     async def get(self, audience: str) -> str:
         kept = self._kept.get(audience)
-        if kept is not None and not _expired(kept):
-            return kept
+        if kept is not None and not _expired(kept) and self._path is None:
+            return kept  # a file is re-read: its writer may have rotated it early
         self._kept.pop(audience, None)
         assertion = await self._read(audience)
         if _expired(assertion):
@@ -198,7 +224,7 @@ class WorkloadIdentityProvider(OAuthProviderBase):
         self._client_id = client_id
         self._client_secret = client_secret
         self._scopes = tuple(scopes)
-        self._refused: dict[str, str] = {}  # fingerprint of a refused assertion -> why
+        self.refusals = Refusals()
 
     def __repr__(self) -> str:
         return f"WorkloadIdentityProvider(client_id={self._client_id!r}, source={self.source.origin}, store={self.store!r})"
@@ -212,12 +238,13 @@ class WorkloadIdentityProvider(OAuthProviderBase):
         scope: str | None,
         policy: UrlPolicy,
     ) -> StoredCredentials:
+        self.refusals.check_resource(resource)
         require_jwt_bearer(server)
         scope = scope or (" ".join(self._scopes) if self._scopes else None)
         assertion = await self.source.get(server.issuer)
         return await grant_with_assertion(
             self, server, resource_metadata, resource, assertion, scope, policy,
-            self._registration(server), self._refused, self.source, _workload_hint,
+            self._registration(server), self.refusals, self.source, _workload_hint,
         )
 
     def _registration(self, server: AuthServerMetadata) -> Registration:
@@ -237,15 +264,13 @@ async def grant_with_assertion(
     scope: str | None,
     policy: UrlPolicy,
     registration: Registration,
-    refused: dict[str, str],
+    refusals: Refusals,
     source: AssertionSource | None,
     hint: Hint,
 ) -> StoredCredentials:
     """The JWT bearer grant with ``assertion`` at ``server``; a refusal is remembered (by
     the assertion's digest) so that assertion is never sent again, and raised."""
-    key = fingerprint(assertion)
-    if key in refused:
-        raise AuthorizationError(refused[key] + " (not sent again)")
+    refusals.check_assertion(assertion)
     form = {"grant_type": JWT_BEARER, "assertion": assertion}
     if scope:
         form["scope"] = scope
@@ -259,7 +284,7 @@ async def grant_with_assertion(
             f"the authorization server {server.issuer} refused the JWT bearer grant ({reason}); "
             f"{hint(code, server, scope)}"
         )
-        refused[key] = message
+        refusals.note(resource, assertion, message)
         if source is not None:
             source.forget(server.issuer)
         raise AuthorizationError(message) from None
