@@ -80,6 +80,7 @@ class Peers:
     auth_methods: list[str] = field(default_factory=lambda: ["none"])
     client_secret: str | None = None
     refuse_grant: dict[str, str] | None = None  # the token endpoint's error body, when it refuses
+    refuse_status: int = 400
     refuse_exchange: dict[str, str] | None = None  # the IdP's, when it refuses
     token_requests: list[dict[str, str]] = field(default_factory=list)
     token_headers: list[dict[str, str]] = field(default_factory=list)
@@ -138,7 +139,7 @@ class Peers:
         self.token_requests.append(form)
         self.token_headers.append(headers)
         if self.refuse_grant is not None:
-            return 400, self.refuse_grant
+            return self.refuse_status, self.refuse_grant
         if form.get("grant_type") != JWT_BEARER:
             return 400, {"error": "unsupported_grant_type"}
         key = self.idp_key if "authorization" in headers else self.workload_key
@@ -297,6 +298,30 @@ def test_a_refused_grant_is_reported_with_what_to_do_and_not_retried(caplog):
     assert "not asked again" in second
     for text in (first, second, *(r.getMessage() for r in caplog.records)):
         assert assertion not in text
+
+
+def test_a_failing_token_endpoint_is_not_a_refusal_the_next_connection_tries_again():
+    peers = Peers(refuse_grant={"message": "upstream unavailable"}, refuse_status=502)
+
+    async def body(url: str) -> str:
+        auth = WorkloadIdentityProvider(lambda aud: workload_jwt(peers.workload_key, aud), client_id="workload")
+        with pytest.raises(AuthorizationError, match=r"HTTP 502"):
+            await call_echo(url, auth)
+        peers.refuse_grant = None  # the server recovers
+        return await call_echo(url, auth)
+
+    assert with_peers(peers, body) == "hi"
+
+
+def test_a_refused_scope_says_which_scopes_to_drop():
+    peers = Peers(refuse_grant={"error": "invalid_scope"})
+
+    async def body(url: str) -> None:
+        auth = WorkloadIdentityProvider(lambda aud: workload_jwt(peers.workload_key, aud), client_id="workload")
+        with pytest.raises(AuthorizationError, match=r"\(invalid_scope\).*scopes asked for \(files:read\)"):
+            await call_echo(url, auth)
+
+    with_peers(peers, body)
 
 
 def test_a_server_without_the_jwt_bearer_grant_is_refused_before_the_assertion_is_sent():

@@ -149,16 +149,7 @@ class EnterpriseAuthorizationProvider(OAuthProviderBase):
         data = reply.data if isinstance(reply.data, dict) else {}
         token = data.get("access_token")
         if reply.status != 200 or not isinstance(token, str) or not token:
-            reason = _oauth_error(data) or f"HTTP {reply.status}"
-            for secret in (subject, self._idp_client_secret or ""):
-                reason = reason.replace(secret, "[redacted]") if secret else reason
-            message = (
-                f"the identity provider's token exchange at {endpoint} refused to issue an ID-JAG for "
-                f"{resource} ({reason}); {_idp_hint(str(data.get('error', '')))}"
-            )
-            self.refusals.note(server_url, subject, message)
-            self.source.forget(self._idp_issuer or self._idp_token_endpoint or "")
-            raise AuthorizationError(message)
+            raise self._refused(endpoint, server_url, resource, subject, reply.status, data)
         issued = data.get("issued_token_type")
         if issued != ID_JAG:
             raise AuthorizationError(
@@ -166,6 +157,23 @@ class EnterpriseAuthorizationProvider(OAuthProviderBase):
                 f"({ID_JAG}); it does not support enterprise-managed authorization for this client"
             )
         return token
+
+    def _refused(
+        self, endpoint: str, server_url: str, resource: str, subject: str, status: int, data: dict[str, object]
+    ) -> AuthorizationError:
+        """The error for a token exchange the IdP refused; a refusal (an OAuth error, not
+        a failing server) is remembered so the same identity assertion is not sent again."""
+        reason = _oauth_error(data) or f"HTTP {status}"
+        for secret in (subject, self._idp_client_secret or ""):
+            reason = reason.replace(secret, "[redacted]") if secret else reason
+        message = (
+            f"the identity provider's token exchange at {endpoint} refused to issue an ID-JAG for "
+            f"{resource} ({reason}); {_idp_hint(str(data.get('error', '')))}"
+        )
+        if isinstance(data.get("error"), str):
+            self.refusals.note(server_url, subject, message)
+        self.source.forget(self._idp_issuer or self._idp_token_endpoint or "")
+        return AuthorizationError(message)
 
     async def _idp_endpoint(self) -> tuple[str, AuthServerMetadata | None]:
         if self._idp_token_endpoint is not None:

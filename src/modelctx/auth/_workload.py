@@ -178,9 +178,11 @@ def refusal(exc: AuthorizationError, secrets: tuple[str, ...]) -> tuple[str | No
         if secret:
             text = text.replace(secret, "[redacted]")
     found = _REASON.search(text)
-    reason = found.group(1) if found else text
-    code = re.match(r"[A-Za-z_]+", reason)
-    return (code.group(0) if code else None), reason
+    if found is None:
+        return None, text
+    reason = found.group(1)
+    code = re.match(r"([a-z_]+)(?::|$)", reason)  # RFC 6749 §5.2 codes; "HTTP 502" is none
+    return (code.group(1) if code else None), reason
 
 
 def require_jwt_bearer(server: AuthServerMetadata) -> None:
@@ -268,8 +270,9 @@ async def grant_with_assertion(
     source: AssertionSource | None,
     hint: Hint,
 ) -> StoredCredentials:
-    """The JWT bearer grant with ``assertion`` at ``server``; a refusal is remembered (by
-    the assertion's digest) so that assertion is never sent again, and raised."""
+    """The JWT bearer grant with ``assertion`` at ``server``. A refusal (an OAuth error
+    answer) is remembered in ``refusals`` and raised as ``AuthorizationError`` saying what
+    to do (``hint``), with neither the assertion nor the client secret in it."""
     refusals.check_assertion(assertion)
     form = {"grant_type": JWT_BEARER, "assertion": assertion}
     if scope:
@@ -284,7 +287,8 @@ async def grant_with_assertion(
             f"the authorization server {server.issuer} refused the JWT bearer grant ({reason}); "
             f"{hint(code, server, scope)}"
         )
-        refusals.note(resource, assertion, message)
+        if code is not None:  # the server answered with a refusal; a failing server is not remembered
+            refusals.note(resource, assertion, message)
         if source is not None:
             source.forget(server.issuer)
         raise AuthorizationError(message) from None
