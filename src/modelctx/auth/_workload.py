@@ -38,6 +38,7 @@ __all__ = ["JWT_BEARER", "AssertionSource", "Refusals", "WorkloadIdentityProvide
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 _EXPIRY_MARGIN = 10.0  # seconds: an assertion this close to its exp is not sent
 _QUIET_PERIOD = 60.0  # seconds after a refusal during which no grant runs for that resource
+# The reason in OAuthProviderBase._token_request's message ("... failed: <error>: <description>; check ...").
 _REASON = re.compile(r"failed: (.*?)(?:; check the client's|$)")
 
 #: Gives an assertion for an audience (the authorization server's issuer).
@@ -204,8 +205,8 @@ class WorkloadIdentityProvider(OAuthProviderBase):
     ``assertion``: the JWT, or a callable ``(audience) -> jwt`` (sync or async; the
     audience is the authorization server's issuer); or ``assertion_file``: a file holding
     it, re-read on each use. ``client_id``: the workload's client at the authorization
-    server (sent in the form; with ``client_secret``, authenticated as the server lists); ``scopes``: what to ask for when the server's challenge and metadata name
-    nothing. A refused grant raises ``AuthorizationError`` and is not retried with the
+    server (sent in the form; with ``client_secret``, authenticated as the server lists).
+    ``scopes``: what to ask for when the server's challenge and metadata name nothing. A refused grant raises ``AuthorizationError`` and is not retried with the
     same assertion. Tokens are kept in ``store``.
     """
 
