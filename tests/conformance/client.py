@@ -140,6 +140,8 @@ AUTH_SCENARIOS = (
     "auth/iss-normalized", "auth/metadata-issuer-mismatch", "auth/client-credentials-jwt",
     "auth/client-credentials-basic",
 )
+# Extensions: workload identity federation, enterprise-managed authorization (ID-JAG).
+WORKLOAD_SCENARIOS = ("auth/wif-jwt-bearer", "auth/enterprise-managed-authorization")
 
 
 # The DPoP extension (io.modelcontextprotocol/auth/dpop, RFC 9449): the same flow, tokens
@@ -147,7 +149,7 @@ AUTH_SCENARIOS = (
 DPOP_SCENARIOS = ("auth/dpop", "auth/dpop-nonce")
 
 
-@scenario(*AUTH_SCENARIOS, *DPOP_SCENARIOS)
+@scenario(*AUTH_SCENARIOS, *DPOP_SCENARIOS, *WORKLOAD_SCENARIOS)
 async def protected_tool(client: Client) -> None:
     # The protected server answers 401 first: the provider authorizes, the call goes through.
     await client.tools()
@@ -189,6 +191,20 @@ def auth_for(name: str, context: dict) -> HttpAuth | None:
             context["client_id"],
             private_key=context["private_key_pem"],
             signing_algorithm=context.get("signing_algorithm", "ES256"),
+        )
+    if name == "auth/wif-jwt-bearer":
+        from modelctx.auth import WorkloadIdentityProvider
+
+        return WorkloadIdentityProvider(context["valid_jwt"], client_id=context["client_id"])
+    if name == "auth/enterprise-managed-authorization":
+        from modelctx.auth import EnterpriseAuthorizationProvider
+
+        return EnterpriseAuthorizationProvider(
+            context["client_id"],
+            client_secret=context["client_secret"],
+            id_token=context["idp_id_token"],
+            idp_issuer=context["idp_issuer"],
+            idp_client_id=context["idp_client_id"],
         )
     if name == "auth/client-credentials-basic":
         return ClientCredentialsProvider(context["client_id"], client_secret=context["client_secret"])

@@ -4,7 +4,8 @@ The suite starts its own mock servers on localhost and runs
 ``python tests/conformance/client.py URL`` once per scenario. A run passes when the
 suite's baseline comparison passes (baseline.yml lists the allowed failures with
 their reasons: none for the client) and no scenario fails. The extension scenarios of
-OAuth client credentials (``auth/client-credentials-*``) are not in ``--suite all``
+OAuth client credentials (``auth/client-credentials-*``), workload identity federation
+(``auth/wif-jwt-bearer``) and enterprise-managed authorization are not in ``--suite all``
 and run one by one.
 """
 
@@ -51,11 +52,22 @@ def test_client_conformance(version: str) -> None:
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("scenario", ["auth/client-credentials-jwt", "auth/client-credentials-basic"])
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        "auth/client-credentials-jwt",
+        "auth/client-credentials-basic",
+        "auth/wif-jwt-bearer",
+        "auth/enterprise-managed-authorization",
+        "auth/dpop",
+        "auth/dpop-nonce",
+    ],
+)
 @pytest.mark.parametrize("version", ["2026-07-28", "2025-11-25"])
-def test_client_credentials_extension(scenario: str, version: str) -> None:
-    # Extension scenarios (io.modelcontextprotocol/oauth-client-credentials) are not part of
-    # a spec version's set: --force runs them under each era's lifecycle.
+def test_auth_extension_scenarios(scenario: str, version: str) -> None:
+    # Authorization extensions (client credentials, workload identity, enterprise-managed
+    # authorization, DPoP) are not part of a spec version's set: --force runs them under
+    # each era's lifecycle.
     command = [
         *_suite_command(),
         "client",
@@ -70,12 +82,3 @@ def test_client_credentials_extension(scenario: str, version: str) -> None:
     out = subprocess.run(command, capture_output=True, text=True, env=_env(), timeout=240)
     report = re.sub(r"\x1b\[[0-9;]*m", "", out.stdout + out.stderr)
     assert "OVERALL: PASSED" in report and out.returncode == 0, report[-3000:]
-
-
-@pytest.mark.timeout(300)
-@pytest.mark.parametrize("scenario", ["auth/dpop", "auth/dpop-nonce"])
-@pytest.mark.parametrize("version", ["2026-07-28", "2025-11-25"])
-def test_dpop_extension(scenario: str, version: str) -> None:
-    # The DPoP extension (io.modelcontextprotocol/auth/dpop, RFC 9449), run like the client
-    # credentials ones: DPoP-bound tokens, a fresh proof per request, AS and RS nonces.
-    test_client_credentials_extension(scenario, version)

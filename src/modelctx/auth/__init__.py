@@ -1,7 +1,10 @@
 """OAuth 2.1 for MCP over HTTP (basic/authorization/*.mdx).
 
 Client side: ``OAuthClientProvider`` (authorization code flow with PKCE, for a user)
-and ``ClientCredentialsProvider`` (a service's own credentials), each given to
+and ``ClientCredentialsProvider`` (a service's own credentials),
+``WorkloadIdentityProvider`` (a workload's platform-issued JWT, the JWT bearer grant) and
+``EnterpriseAuthorizationProvider`` (the user's enterprise identity exchanged for an
+ID-JAG, then an access token), each given to
 ``Client(url, auth=...)``; tokens kept in a ``TokenStore`` (``MemoryTokenStore``,
 ``FileTokenStore``). What cannot be authorized raises ``AuthorizationError`` (also in
 ``modelctx.errors``), saying what failed and what to do.
@@ -36,6 +39,7 @@ if TYPE_CHECKING:  # the names as the type checker sees them; at run time, __get
     from ._client_credentials import ClientCredentialsProvider
     from ._dev_server import DevAuthorizationServer
     from ._dpop import DPoPKey, DPoPVerifier, InvalidDPoPProof
+    from ._enterprise import EnterpriseAuthorizationProvider
     from ._introspection import IntrospectionVerifier
     from ._jwt import JwtVerifier
     from ._redirect import AuthorizationResponse, LoopbackReceiver, open_in_browser
@@ -43,6 +47,7 @@ if TYPE_CHECKING:  # the names as the type checker sees them; at run time, __get
     from ._resource import AccessToken, ProtectedResource, TokenVerifier
     from ._scopes import RequiredScopes
     from ._tokens import FileTokenStore, MemoryTokenStore, StoredCredentials, TokenStore
+    from ._workload import WorkloadIdentityProvider
 
 # name -> the module (in this package) that defines it
 _WHERE = {
@@ -68,6 +73,8 @@ _WHERE = {
     "DPoPKey": "._dpop",
     "DPoPVerifier": "._dpop",
     "InvalidDPoPProof": "._dpop",
+    "WorkloadIdentityProvider": "._workload",
+    "EnterpriseAuthorizationProvider": "._enterprise",
 }
 
 __all__ = [
@@ -94,6 +101,8 @@ __all__ = [
     "ProtectedResource",
     "RequiredScopes",
     "TokenVerifier",
+    "EnterpriseAuthorizationProvider",
+    "WorkloadIdentityProvider",
 ]
 
 

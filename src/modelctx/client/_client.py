@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
 import msgspec
 
 from ..errors import (
+    AuthorizationError,
     ConnectionClosed,
     HeaderMismatch,
     InputRoundsExceeded,
@@ -336,8 +337,8 @@ class Client:
                 log.debug("%s: discover failed (%s); trying initialize", self.transport.name, exc)
                 await self._initialize()
                 return
-            except ConnectionClosed:
-                raise
+            except (ConnectionClosed, AuthorizationError):
+                raise  # authorization failed whatever the era: initialize would fail the same way
             except MCPError as exc:  # an HTTP status without a modern error body
                 if self.transport.kind == "http":
                     log.debug("%s: discover got %s; trying initialize", self.transport.name, exc)
