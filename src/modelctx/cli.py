@@ -465,7 +465,8 @@ def _gateway(args: argparse.Namespace) -> None:
     from .host._approval import ApprovalConfigError
 
     try:
-        gateway = Gateway(Host.from_file(args.config), name=args.name, bare_names=args.bare_names)
+        host = Host.from_file(args.config, authorization_handler=_sign_in_on_stderr)
+        gateway = Gateway(host, name=args.name, bare_names=args.bare_names)
     except (HostConfigError, ApprovalConfigError) as exc:
         _fail(str(exc))
     host = gateway.host
@@ -480,6 +481,16 @@ def _gateway(args: argparse.Namespace) -> None:
         )
     else:
         gateway.run("stdio")
+
+
+async def _sign_in_on_stderr(server: str, url: str) -> None:
+    """The gateway has no window of its own (and stdout may be its MCP stream): it tells
+    the person on stderr where to sign in for a server that asks for it."""
+    print(
+        f"modelctx: server {server!r} needs you to sign in: open this URL in a browser:\n{url}",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _positive(kind: type[int] | type[float]) -> Any:
