@@ -54,9 +54,10 @@ def modelctx(*args: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def dev_auth_server(*options: str) -> Iterator[str]:
-    """``modelctx auth-server`` with ``options``; yields its issuer URL."""
-    command = modelctx("auth-server", "--port", str(free_port()), *options)
+def dev_auth_server(*options: str, port: int | None = None) -> Iterator[str]:
+    """``modelctx auth-server`` with ``options`` (on ``port``, default a free one); yields
+    its issuer URL."""
+    command = modelctx("auth-server", "--port", str(port or free_port()), *options)
     with running(command, "authorization server ready at") as line:
         yield line.rsplit(" ", 1)[-1]
 
