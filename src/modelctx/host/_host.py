@@ -55,6 +55,7 @@ from ._server import HostServer, RestartPolicy, ServerUnavailable
 from ._ui import DeclineUI, HostUI, SampleCallback, handlers_for
 
 if TYPE_CHECKING:
+    from ..auth import TokenStore
     from ..client import Client
     from ..protocol.types.v2026_07_28 import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, Tool
 
@@ -129,7 +130,7 @@ class Host:
         request_timeout: float = 60.0,
         restarts: RestartPolicy | None = None,
         authorization_handler: AuthorizationHandler | None = None,
-        token_store: Any = None,
+        token_store: TokenStore | None = None,
     ) -> None:
         self.config = config or HostConfig()
         self.ui: HostUI = ui or DeclineUI()
@@ -143,7 +144,7 @@ class Host:
         self.request_timeout = request_timeout
         self.restarts = restarts or RestartPolicy()
         self.authorization_handler = authorization_handler
-        self._token_store = token_store
+        self._token_store: TokenStore | None = token_store
         #: Every server by name, connected or not (see ``HostServer.status``).
         self.servers: dict[str, HostServer] = {}
         self._registered: set[str] = set()
