@@ -1,4 +1,4 @@
-"""Imports point down only (ARCHITECTURE.md): cli -> host -> server/client -> transports -> protocol -> errors.
+"""Imports point down only (ARCHITECTURE.md): cli -> host -> auth -> server/client -> transports -> protocol -> errors.
 
 Read from the source with ``ast``, so a lazy import inside a function counts too.
 """
@@ -17,7 +17,8 @@ ALLOWED = {
     "transports": {"protocol", "errors"},
     "server": {"transports", "protocol", "errors"},
     "client": {"transports", "protocol", "errors"},
-    "host": {"client", "server", "transports", "protocol", "errors"},
+    "auth": {"client", "server", "transports", "protocol", "errors"},
+    "host": {"auth", "client", "server", "transports", "protocol", "errors"},
 }
 
 

@@ -232,6 +232,7 @@ def _parser() -> argparse.ArgumentParser:
         default=10.0,
         help="seconds for a request's headers to arrive, else 408 (default 10)",
     )
+    _serve_auth_options(serve)
     gateway = commands.add_parser(
         "gateway", help="serve the servers of an mcpServers file as one MCP server (a gateway)"
     )
@@ -248,6 +249,154 @@ def _parser() -> argparse.ArgumentParser:
     )
     _auth_server_parser(commands)
     return parser
+
+
+#: Where ``serve --auth-introspect`` finds the credentials it introspects with (never on
+#: the command line, where other users of the machine could read them).
+INTROSPECTION_CLIENT_ID = "MODELCTX_INTROSPECTION_CLIENT_ID"
+INTROSPECTION_CLIENT_SECRET = "MODELCTX_INTROSPECTION_CLIENT_SECRET"
+
+
+def _serve_auth_options(serve: argparse.ArgumentParser) -> None:
+    auth = serve.add_argument_group(
+        "OAuth (with --http)",
+        "Protect the endpoint as an OAuth 2.1 resource server: tokens must come from an --auth-issuer "
+        "and name this server (the resource) as their audience.",
+    )
+    auth.add_argument(
+        "--auth-issuer",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="an authorization server whose tokens are accepted (repeatable; turns OAuth on)",
+    )
+    auth.add_argument(
+        "--auth-resource",
+        metavar="URL",
+        help="this server's URL as clients reach it, the tokens' audience (default: the served URL)",
+    )
+    auth.add_argument(
+        "--auth-scopes", type=_scope_list, default=(), metavar="A,B", help="the scopes this server advertises"
+    )
+    auth.add_argument(
+        "--auth-required-scopes",
+        type=_scope_list,
+        default=(),
+        metavar="A,B",
+        help="scopes every request's token must hold, else 403 insufficient_scope",
+    )
+    keys = auth.add_mutually_exclusive_group()
+    keys.add_argument(
+        "--auth-jwks-uri",
+        metavar="URL",
+        help="where the issuer's signing keys are (default: the jwks_uri of its metadata)",
+    )
+    keys.add_argument(
+        "--auth-introspect",
+        metavar="URL",
+        help="check tokens at this RFC 7662 introspection endpoint instead of as JWTs; the resource "
+        f"authenticates there with the client id and secret in ${INTROSPECTION_CLIENT_ID} and "
+        f"${INTROSPECTION_CLIENT_SECRET}",
+    )
+
+
+def _scope_list(text: str) -> tuple[str, ...]:
+    scopes = tuple(s.strip() for s in text.split(",") if s.strip())
+    if not scopes or any(" " in s for s in scopes):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of scope names (a,b)")
+    return scopes
+
+
+def _protected_resource(args: argparse.Namespace, served_url: str) -> Any:
+    """The ``ProtectedResource`` the ``--auth-*`` options describe, None without them;
+    ``_fail`` for a combination that cannot work."""
+    given = [
+        name
+        for name, value in (
+            ("--auth-resource", args.auth_resource),
+            ("--auth-scopes", args.auth_scopes),
+            ("--auth-required-scopes", args.auth_required_scopes),
+            ("--auth-jwks-uri", args.auth_jwks_uri),
+            ("--auth-introspect", args.auth_introspect),
+        )
+        if value
+    ]
+    issuers: list[str] = args.auth_issuer
+    if not issuers:
+        if given:
+            _fail(f"{given[0]} needs --auth-issuer URL (the authorization server whose tokens are accepted)")
+        return None
+    if not args.http:
+        _fail("--auth-issuer protects an HTTP endpoint; add --http (a stdio server is not reached over HTTP)")
+    if len(set(issuers)) != len(issuers):
+        _fail("--auth-issuer names the same issuer twice")
+    for issuer in issuers:
+        _check_url("--auth-issuer", issuer)
+    for option, value in (("--auth-jwks-uri", args.auth_jwks_uri), ("--auth-introspect", args.auth_introspect)):
+        if value:
+            _check_url(option, value)
+    unknown = sorted(set(args.auth_required_scopes) - set(args.auth_scopes)) if args.auth_scopes else []
+    if unknown:
+        _fail(
+            f"--auth-required-scopes names {', '.join(unknown)}, which --auth-scopes does not advertise; "
+            "add it there (or leave --auth-scopes out)"
+        )
+    resource = args.auth_resource or served_url
+    if args.auth_resource is None and args.host in ("0.0.0.0", "::", ""):
+        _fail(
+            f"--host {args.host} serves every address, so {served_url} is not a URL clients use; "
+            "give --auth-resource with the URL they reach this server at (the tokens' audience)"
+        )
+    try:
+        from .auth import IntrospectionVerifier, JwtVerifier, ProtectedResource
+    except ImportError as exc:
+        _fail(f"OAuth needs {exc.name or 'joserfc'}: pip install 'modelctx[auth,http]'")
+    try:
+        verifier: Any
+        if args.auth_introspect:
+            verifier = _introspection(args.auth_introspect, resource, issuers, IntrospectionVerifier)
+        else:
+            if args.auth_jwks_uri and len(issuers) > 1:
+                _fail("--auth-jwks-uri names one issuer's keys; with several --auth-issuer leave it out "
+                      "(each issuer's keys come from its metadata)")
+            verifier = JwtVerifier(issuers, resource, jwks_uri=args.auth_jwks_uri)
+        return ProtectedResource(
+            resource,
+            authorization_servers=issuers,
+            verifier=verifier,
+            scopes_supported=args.auth_scopes,
+            required_scopes=args.auth_required_scopes,
+        )
+    except ValueError as exc:
+        _fail(str(exc))
+
+
+def _check_url(option: str, url: str) -> None:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.fragment:
+        _fail(f"{option} {url!r} is not an absolute http(s) URL (e.g. https://auth.example.com)")
+
+
+def _introspection(endpoint: str, resource: str, issuers: list[str], kind: Any) -> Any:
+    import os
+
+    if len(issuers) > 1:
+        _fail("--auth-introspect asks one issuer about its tokens; give a single --auth-issuer with it")
+    missing = [name for name in (INTROSPECTION_CLIENT_ID, INTROSPECTION_CLIENT_SECRET) if not os.environ.get(name)]
+    if missing:
+        _fail(
+            f"--auth-introspect needs the resource's client credentials at the introspection endpoint: "
+            f"set {' and '.join(missing)}"
+        )
+    return kind(
+        endpoint,
+        resource,
+        client_id=os.environ[INTROSPECTION_CLIENT_ID],
+        client_secret=os.environ[INTROSPECTION_CLIENT_SECRET],
+        issuer=issuers[0],
+    )
 
 
 def _auth_server_parser(commands: Any) -> None:
@@ -316,7 +465,8 @@ def _gateway(args: argparse.Namespace) -> None:
     from .host._approval import ApprovalConfigError
 
     try:
-        gateway = Gateway(Host.from_file(args.config), name=args.name, bare_names=args.bare_names)
+        host = Host.from_file(args.config, authorization_handler=_sign_in_on_stderr)
+        gateway = Gateway(host, name=args.name, bare_names=args.bare_names)
     except (HostConfigError, ApprovalConfigError) as exc:
         _fail(str(exc))
     host = gateway.host
@@ -331,6 +481,16 @@ def _gateway(args: argparse.Namespace) -> None:
         )
     else:
         gateway.run("stdio")
+
+
+async def _sign_in_on_stderr(server: str, url: str) -> None:
+    """The gateway has no window of its own (and stdout may be its MCP stream): it tells
+    the person on stderr where to sign in for a server that asks for it."""
+    print(
+        f"modelctx: server {server!r} needs you to sign in: open this URL in a browser:\n{url}",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _positive(kind: type[int] | type[float]) -> Any:
@@ -368,14 +528,17 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "chat":
         raise SystemExit(_chat(args))
     if args.command == "serve":
+        url = _url(args.host, args.port, args.path)
+        protected = _protected_resource(args, url)  # mistakes first, before the user's code runs
         server = load_server(args.target)
         if args.http:
-            url = _url(args.host, args.port, args.path)
+            extra = {"auth": protected} if protected is not None else {}
             server.run(
                 "http",
                 host=args.host,
                 port=args.port,
-                ready_message=f"modelctx: serving {server.name!r} on Streamable HTTP at {url}",
+                ready_message=f"modelctx: serving {server.name!r} on Streamable HTTP at {url}"
+                + (f" (OAuth: tokens from {', '.join(protected.authorization_servers)})" if protected else ""),
                 path=args.path,
                 allowed_origins=args.allow_origin,
                 allowed_hosts=args.allow_host,
@@ -383,6 +546,7 @@ def main(argv: list[str] | None = None) -> None:
                 max_body=args.max_body,
                 body_timeout=args.body_timeout,
                 header_timeout=args.header_timeout,
+                **extra,
             )
         else:
             server.run("stdio")

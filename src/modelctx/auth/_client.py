@@ -55,8 +55,11 @@ class OAuthClientProvider(OAuthProviderBase):
     ``authorization_timeout`` bounds the wait for the user, ``timeout`` each HTTP request.
     ``url_policy``: the SSRF guard for discovery (default: the zones of the MCP server's
     own address, so a loopback server may use a loopback authorization server).
-    ``dpop``: True (a new ES256 key) or a ``DPoPKey``: ask for DPoP-bound tokens (RFC
-    9449) and prove possession of the key on every token and MCP request.
+        dpop: bool | DPoPKey = False,
+        scopes: tuple[str, ...] = (),
+    ) -> None:
+        super().__init__(store=store, url_policy=url_policy, timeout=timeout, refresh=refresh_tokens, dpop=dpop)
+        self._scopes = tuple(scopes)
     """
 
     def __init__(
@@ -74,8 +77,10 @@ class OAuthClientProvider(OAuthProviderBase):
         url_policy: UrlPolicy | None = None,
         refresh_tokens: bool = True,
         dpop: bool | DPoPKey = False,
+        scopes: tuple[str, ...] = (),
     ) -> None:
         super().__init__(store=store, url_policy=url_policy, timeout=timeout, refresh=refresh_tokens, dpop=dpop)
+        self._scopes = tuple(scopes)
         self.client = client or ClientMetadata()
         if client_secret is not None and client_id is None:
             raise ValueError("client_secret needs the client_id it belongs to")
@@ -119,6 +124,7 @@ class OAuthClientProvider(OAuthProviderBase):
                 "(code_challenge_methods_supported); refusing to proceed without it"
             )
         registration = await self._registration(server, resource, stored, policy)
+        scope = scope or (" ".join(self._scopes) if self._scopes else None)
         pkce = Pkce()
         state = secrets.token_urlsafe(32)
         query = {

@@ -25,7 +25,17 @@ server's own tool names; deny wins), ``timeout`` (seconds to connect, default 30
 ``roots`` (folders offered to this server instead of the top-level ``roots``),
 ``disabled`` (true: skip it).
 
-``${NAME}`` in ``env`` and ``headers`` values is replaced by the environment variable
+An HTTP server protected with OAuth takes ``auth``: ``{"type": "oauth"}`` signs the
+person in through the browser (authorization code with PKCE; optional ``scopes`` to ask
+for when the server names none, ``clientId`` and ``clientSecret`` of a client registered
+beforehand, ``clientMetadataUrl`` (a Client ID Metadata Document), ``clientName``,
+``redirectPort``, the loopback port the browser comes back to, default 33418), or
+``{"type": "client_credentials", "clientId": ..., "clientSecret": "${VAR}"}`` (or
+``"privateKeyFile"`` with ``"signingAlgorithm"``) for a service acting as itself.
+Tokens are kept in ``tokenStore`` (top level; default ``~/.config/modelctx/tokens.json``,
+written 0600), so the person stays signed in across runs.
+
+``${NAME}`` in ``env``, ``headers`` and the ``auth`` values is replaced by the environment variable
 ``NAME`` of the host process (``$$`` is a literal ``$``); a variable that is not set is an
 error naming the server, the key and the variable, so a secret is never sent empty.
 
@@ -46,15 +56,24 @@ from typing import Any
 from ..errors import LocalError
 from ._approval import ApprovalConfigError, ServerRules
 
-__all__ = ["HostConfig", "HostConfigError", "ServerSpec", "ToolFilter", "load_config"]
+__all__ = ["AuthSpec", "HostConfig", "HostConfigError", "ServerSpec", "ToolFilter", "load_config"]
 
 DEFAULT_TIMEOUT = 30.0
+DEFAULT_TOKEN_STORE = "~/.config/modelctx/tokens.json"
+#: Seconds a person has to sign in in the browser, on top of a server's ``timeout``.
+AUTHORIZATION_WAIT = 300.0
 
 _SERVER_KEYS = frozenset(
     {"type", "command", "args", "env", "cwd", "url", "headers", "approval", "tools", "timeout", "roots",
-     "disabled", "description"}
+     "disabled", "description", "auth"}
 )
-_TOP_KEYS = frozenset({"mcpServers", "roots", "approvalStore", "$schema"})
+_TOP_KEYS = frozenset({"mcpServers", "roots", "approvalStore", "tokenStore", "$schema"})
+_AUTH_KEYS = {
+    "oauth": frozenset({"type", "scopes", "clientId", "clientSecret", "clientMetadataUrl", "clientName", "redirectPort"}),
+    "client_credentials": frozenset(
+        {"type", "scopes", "clientId", "clientSecret", "privateKeyFile", "signingAlgorithm"}
+    ),
+}
 _TYPES = {"stdio": "stdio", "http": "http", "streamable-http": "http", "streamableHttp": "http"}
 _VARIABLE = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -79,6 +98,32 @@ class ToolFilter:
 
 
 @dataclass(frozen=True)
+class AuthSpec:
+    """How the host authorizes with an HTTP server (its ``"auth"`` block).
+
+    ``kind`` "oauth" (a person signs in in the browser) or "client_credentials" (the
+    host as a service); ``scopes`` asked for when the server names none; ``client_id``
+    and ``client_secret`` of a pre-registered client; ``client_metadata_url`` (oauth:
+    a Client ID Metadata Document URL); ``client_name``; ``redirect_port`` (oauth: the
+    loopback port of the redirect URI); ``private_key_file`` and ``signing_algorithm``
+    (client_credentials with ``private_key_jwt``)."""
+
+    kind: str
+    scopes: tuple[str, ...] = ()
+    client_id: str | None = None
+    client_secret: str | None = field(default=None, repr=False)
+    client_metadata_url: str | None = None
+    client_name: str = "modelctx"
+    redirect_port: int = 33418
+    private_key_file: str | None = None
+    signing_algorithm: str = "ES256"
+
+    @property
+    def redirect_uri(self) -> str:
+        return f"http://127.0.0.1:{self.redirect_port}/callback"
+
+
+@dataclass(frozen=True)
 class ServerSpec:
     """One configured server. Exactly one of ``command`` (stdio) and ``url`` (HTTP) is set."""
 
@@ -93,6 +138,7 @@ class ServerSpec:
     tools: ToolFilter = ToolFilter()
     timeout: float = DEFAULT_TIMEOUT
     roots: tuple[str, ...] | None = None
+    auth: AuthSpec | None = None
 
     def __post_init__(self) -> None:
         if (self.command is None) == (self.url is None):
@@ -105,6 +151,12 @@ class ServerSpec:
             ServerRules.parse(self.approval, server=self.name)
         except ApprovalConfigError as exc:
             raise HostConfigError(str(exc)) from None
+
+    @property
+    def connect_timeout(self) -> float:
+        """Seconds to connect: ``timeout``, plus the time to sign in when that may be asked."""
+        signs_in = self.auth is not None and self.auth.kind == "oauth"
+        return self.timeout + (AUTHORIZATION_WAIT if signs_in else 0.0)
 
     @property
     def kind(self) -> str:
@@ -123,12 +175,14 @@ class ServerSpec:
 
 @dataclass(frozen=True)
 class HostConfig:
-    """Every configured server by name, the folders offered to them as roots, and the
-    file that keeps "always allow" answers (``None``: they last for the host's life)."""
+    """Every configured server by name, the folders offered to them as roots, the
+    file that keeps "always allow" answers (``None``: they last for the host's life), and
+    the file that keeps OAuth tokens (``token_store``; ``None``: the default path)."""
 
     servers: Mapping[str, ServerSpec] = field(default_factory=dict)
     roots: tuple[str, ...] = ()
     approval_store: str | None = None
+    token_store: str | None = None
 
     @classmethod
     def from_dict(cls, data: object, *, environ: Mapping[str, str] | None = None) -> HostConfig:
@@ -139,7 +193,8 @@ class HostConfig:
         unknown = sorted(set(data) - _TOP_KEYS)
         if unknown:
             raise HostConfigError(
-                f"unknown top-level key {unknown[0]!r}; the keys are 'mcpServers', 'roots' and 'approvalStore'"
+                f"unknown top-level key {unknown[0]!r}; the keys are 'mcpServers', 'roots', 'approvalStore' "
+                "and 'tokenStore'"
             )
         servers = data.get("mcpServers", {})
         if not isinstance(servers, dict):
@@ -152,7 +207,15 @@ class HostConfig:
         store = data.get("approvalStore")
         if store is not None and (not isinstance(store, str) or not store):
             raise HostConfigError(f"'approvalStore' must be the path of a JSON file, not {store!r}")
-        return cls(specs, _paths("'roots'", data.get("roots", [])), os.path.expanduser(store) if store else None)
+        tokens = data.get("tokenStore")
+        if tokens is not None and (not isinstance(tokens, str) or not tokens):
+            raise HostConfigError(f"'tokenStore' must be the path of a JSON file, not {tokens!r}")
+        return cls(
+            specs,
+            _paths("'roots'", data.get("roots", [])),
+            os.path.expanduser(store) if store else None,
+            os.path.expanduser(tokens) if tokens else None,
+        )
 
 
 def load_config(path: str | os.PathLike[str], *, environ: Mapping[str, str] | None = None) -> HostConfig:
@@ -203,12 +266,70 @@ def _server_spec(name: object, entry: object, env: Mapping[str, str]) -> ServerS
             cwd=_string(where, "cwd", entry["cwd"]) if "cwd" in entry else None,
             **common,
         )
-    return ServerSpec(
-        name,
-        url=_url(where, entry.get("url")),
-        headers=_expanded(where, "headers", entry.get("headers", {}), env),
-        **common,
+    headers = _expanded(where, "headers", entry.get("headers", {}), env)
+    auth = _auth_spec(where, entry["auth"], env) if "auth" in entry else None
+    if auth is not None and any(key.lower() == "authorization" for key in headers):
+        raise HostConfigError(
+            f"{where}: 'auth' obtains the Authorization header itself; remove 'headers.Authorization' "
+            "(or 'auth', to send a fixed token)"
+        )
+    return ServerSpec(name, url=_url(where, entry.get("url")), headers=headers, auth=auth, **common)
+
+
+def _auth_spec(where: str, value: object, env: Mapping[str, str]) -> AuthSpec:
+    kinds = " or ".join(repr(k) for k in _AUTH_KEYS)
+    if not isinstance(value, dict):
+        raise HostConfigError(f"{where}: 'auth' must be an object such as {{\"type\": \"oauth\"}}, not {value!r}")
+    kind = value.get("type")
+    if kind not in _AUTH_KEYS:
+        raise HostConfigError(f"{where}: 'auth.type' must be {kinds}, not {kind!r}")
+    unknown = sorted(set(value) - _AUTH_KEYS[kind])
+    if unknown:
+        raise HostConfigError(
+            f"{where}: unknown key 'auth.{unknown[0]}' for {kind!r}; the keys are {', '.join(sorted(_AUTH_KEYS[kind]))}"
+        )
+    texts = {k: v for k, v in value.items() if k not in ("type", "scopes", "redirectPort")}
+    if not all(isinstance(v, str) and v for v in texts.values()):
+        bad = next(k for k, v in texts.items() if not (isinstance(v, str) and v))
+        raise HostConfigError(f"{where}: 'auth.{bad}' must be a non-empty string, not {texts[bad]!r}")
+    strings = _expanded(where, "auth", texts, env)
+    scopes = tuple(_strings(where, "auth.scopes", value.get("scopes", [])))
+    if any(not scope or " " in scope for scope in scopes):
+        raise HostConfigError(f"{where}: 'auth.scopes' must be scope names without spaces, not {list(scopes)!r}")
+    port = value.get("redirectPort", 33418)
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        raise HostConfigError(f"{where}: 'auth.redirectPort' must be a port number (1-65535), not {port!r}")
+    spec = AuthSpec(
+        kind,
+        scopes=scopes,
+        client_id=strings.get("clientId"),
+        client_secret=strings.get("clientSecret"),
+        client_metadata_url=strings.get("clientMetadataUrl"),
+        client_name=strings.get("clientName", "modelctx"),
+        redirect_port=port,
+        private_key_file=os.path.expanduser(strings["privateKeyFile"]) if "privateKeyFile" in strings else None,
+        signing_algorithm=strings.get("signingAlgorithm", "ES256"),
     )
+    _check_auth(where, spec)
+    return spec
+
+
+def _check_auth(where: str, spec: AuthSpec) -> None:
+    if spec.client_secret is not None and spec.client_id is None:
+        raise HostConfigError(f"{where}: 'auth.clientSecret' needs the 'auth.clientId' it belongs to")
+    if spec.client_metadata_url is not None and not spec.client_metadata_url.startswith("https://"):
+        raise HostConfigError(
+            f"{where}: 'auth.clientMetadataUrl' must be an https:// URL (it is the client id), "
+            f"not {spec.client_metadata_url!r}"
+        )
+    if spec.kind == "client_credentials":
+        if spec.client_id is None:
+            raise HostConfigError(f"{where}: client_credentials needs 'auth.clientId'")
+        if (spec.client_secret is None) == (spec.private_key_file is None):
+            raise HostConfigError(
+                f"{where}: client_credentials needs 'auth.clientSecret' (e.g. \"${{NOTES_SECRET}}\") "
+                "or 'auth.privateKeyFile', one of them"
+            )
 
 
 def _kind(where: str, entry: dict[str, Any]) -> str:
@@ -228,7 +349,7 @@ def _kind(where: str, entry: dict[str, Any]) -> str:
         raise HostConfigError(f"{where}: a stdio server needs 'command' (the program to run)")
     if kind == "http" and "url" not in entry:
         raise HostConfigError(f"{where}: an HTTP server needs 'url' (e.g. http://127.0.0.1:8000/mcp)")
-    stray = [key for key in (("args", "env", "cwd") if kind == "http" else ("headers",)) if key in entry]
+    stray = [key for key in (("args", "env", "cwd") if kind == "http" else ("headers", "auth")) if key in entry]
     if stray:
         raise HostConfigError(f"{where}: {stray[0]!r} does not apply to a {kind} server")
     return kind

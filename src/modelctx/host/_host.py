@@ -23,6 +23,13 @@ to allow it. Tools a policy denies outright are left out of ``tools()`` and refu
 ``approval_store`` names (``Host(approval_store=path)``, or ``"approvalStore"`` in the
 configuration). A host that wants no approval at all passes ``approvals=AllowAll()``.
 
+Authorization. An HTTP server with an ``"auth"`` block gets an OAuth provider from
+``modelctx.auth`` (``OAuthClientProvider`` or ``ClientCredentialsProvider``), all of them
+keeping tokens in one ``FileTokenStore`` (the configuration's ``"tokenStore"``, else
+``~/.config/modelctx/tokens.json``), so a person signs in once, not once per run. When a
+server needs the person to sign in, ``authorization_handler(server_name, url)`` sends
+them to ``url`` (default: the system browser; the gateway prints it on stderr).
+
 What servers ask of the host is wired per server (``handlers_for``): elicitation goes to
 the ``HostUI`` (``ui.elicit(server_name, elicitation)``), sampling to the ``sample``
 callback the host was given (``sample(server_name, params)``; no callback: the capability
@@ -42,12 +49,13 @@ import msgspec
 
 from ..errors import LocalError, MCPError
 from ._approval import ApprovalPolicy, Approvals
-from ._config import HostConfig, ServerSpec, load_config
+from ._config import DEFAULT_TOKEN_STORE, HostConfig, ServerSpec, load_config
 from ._names import NameMap, _clean
 from ._server import HostServer, RestartPolicy, ServerUnavailable
 from ._ui import DeclineUI, HostUI, SampleCallback, handlers_for
 
 if TYPE_CHECKING:
+    from ..auth import TokenStore
     from ..client import Client
     from ..protocol.types.v2026_07_28 import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, Tool
 
@@ -58,6 +66,8 @@ log = logging.getLogger("modelctx.host")
 #: Called with (server name, kind) when a list of a server changed; kind "all" after a
 #: restart or a server added or removed.
 ChangeListener = Callable[[str, str], None]
+#: Sends the person to an authorization URL: (server name, url).
+AuthorizationHandler = Callable[[str, str], Awaitable[None]]
 
 
 class ApprovalCheck(Protocol):
@@ -103,7 +113,10 @@ class Host:
     ``sample``: ``sample(server_name, params)`` answers servers' sampling requests;
     without it the host does not offer sampling. ``request_timeout``: the default
     deadline of each request to a server. ``restarts``: how crashed stdio servers are
-    restarted (``RestartPolicy``).
+    restarted (``RestartPolicy``). ``authorization_handler(server_name, url)``: sends the
+    person to an OAuth authorization URL (default: the system browser). ``token_store``:
+    where OAuth tokens are kept (default: a ``FileTokenStore`` at the configuration's
+    ``"tokenStore"``, else ``~/.config/modelctx/tokens.json``).
     """
 
     def __init__(
@@ -116,6 +129,8 @@ class Host:
         sample: SampleCallback | None = None,
         request_timeout: float = 60.0,
         restarts: RestartPolicy | None = None,
+        authorization_handler: AuthorizationHandler | None = None,
+        token_store: TokenStore | None = None,
     ) -> None:
         self.config = config or HostConfig()
         self.ui: HostUI = ui or DeclineUI()
@@ -128,6 +143,8 @@ class Host:
         self.sample = sample
         self.request_timeout = request_timeout
         self.restarts = restarts or RestartPolicy()
+        self.authorization_handler = authorization_handler
+        self._token_store: TokenStore | None = token_store
         #: Every server by name, connected or not (see ``HostServer.status``).
         self.servers: dict[str, HostServer] = {}
         self._registered: set[str] = set()
@@ -241,8 +258,23 @@ class Host:
             raise ServerUnavailable(f"server {server.name!r} was not started by this host; it cannot restart it")
         roots = spec.roots if spec.roots is not None else self.config.roots
         handlers = handlers_for(spec.name, self.ui, self.sample, roots)
-        options = ClientOptions(probe_timeout=min(10.0, spec.timeout))
-        return Client(_transport(spec), name=spec.name, handlers=handlers, options=options, timeout=self.request_timeout)
+        # Signing in happens within the first request: its wait includes the person's.
+        probe = min(10.0, spec.timeout) + spec.connect_timeout - spec.timeout
+        options = ClientOptions(probe_timeout=probe)
+        auth = self._auth_for(spec) if spec.auth is not None else None
+        return Client(
+            _transport(spec, auth), name=spec.name, handlers=handlers, options=options, timeout=self.request_timeout
+        )
+
+    def _auth_for(self, spec: ServerSpec) -> Any:
+        from ._auth import provider_for
+
+        if self._token_store is None:
+            from ..auth import FileTokenStore
+
+            self._token_store = FileTokenStore(os.path.expanduser(self.config.token_store or DEFAULT_TOKEN_STORE))
+        assert spec.auth is not None
+        return provider_for(spec.name, spec.auth, self._token_store, self.authorization_handler)
 
     # -- tools --------------------------------------------------------------------------------------
     async def tools(self) -> list[Tool]:
@@ -387,7 +419,7 @@ class Host:
         return list(zip(servers, results, strict=True))
 
 
-def _transport(spec: ServerSpec) -> Any:
+def _transport(spec: ServerSpec, auth: Any = None) -> Any:
     if spec.command is not None:
         from ..transports.stdio_client import StdioClientTransport
 
@@ -397,7 +429,9 @@ def _transport(spec: ServerSpec) -> Any:
     from ..transports.http_client import HttpClientTransport
 
     assert spec.url is not None  # a spec has a command or a url
-    return HttpClientTransport(spec.url, headers=dict(spec.headers), connect_timeout=min(spec.timeout, 10.0))
+    return HttpClientTransport(
+        spec.url, headers=dict(spec.headers), connect_timeout=min(spec.timeout, 10.0), auth=auth
+    )
 
 
 def _error_result(text: str) -> CallToolResult:

@@ -134,7 +134,7 @@ class HostServer:
 
     async def _connect(self) -> Client:
         client = self._make_client(self)
-        timeout = self.spec.timeout if self.spec is not None else 30.0
+        timeout = self.spec.connect_timeout if self.spec is not None else 30.0
         try:
             await asyncio.wait_for(client.connect(), timeout)
         except TimeoutError:
