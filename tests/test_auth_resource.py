@@ -185,7 +185,9 @@ class Setup:
 
 
 @contextlib.asynccontextmanager
-async def protected(*middleware: Any, **verifier_options: Any) -> AsyncIterator[Setup]:
+async def protected(
+    *middleware: Any, scope_hierarchy: dict[str, list[str]] | None = None, **verifier_options: Any
+) -> AsyncIterator[Setup]:
     issuer_port, port = free_port(), free_port()
     issuer = Issuer(f"http://127.0.0.1:{issuer_port}")
     url = f"http://127.0.0.1:{port}/mcp"
@@ -198,6 +200,7 @@ async def protected(*middleware: Any, **verifier_options: Any) -> AsyncIterator[
         required_scopes=["mcp:tools"],
         verifier=verifier,
         resource_name="Protected test server",
+        scope_hierarchy=scope_hierarchy,
     )
     async with served(issuer, issuer_port), served(make_server(ran, *middleware).http_app(auth=resource), port):
         yield Setup(issuer, url, ran, resource)
@@ -377,6 +380,33 @@ async def test_scopes_declared_per_tool_are_checked_before_the_tool_runs():
     assert challenge(refused).startswith('Bearer error="insufficient_scope", scope="files:write mcp:tools", ')
     assert served_.status_code == 200 and other.status_code == 200
     assert setup.ran == ["echo"]
+
+
+@run
+async def test_a_broader_scope_holds_the_scopes_it_includes_as_the_server_declares():
+    # authorization/index.mdx: servers MUST honor scope hierarchies. "admin" includes "files",
+    # which includes files:write; "mcp:all" includes the required mcp:tools.
+    hierarchy = {"admin": ["files"], "files": ["files:read", "files:write"], "mcp:all": ["mcp:tools"]}
+    async with protected(scope_hierarchy=hierarchy) as setup:
+        written = await setup.call("write_file", setup.token(scope="mcp:all admin"), path="a.txt")
+        seen = await setup.call("whoami", setup.token(scope="mcp:all files"), id=2)
+        narrower = await setup.call("write_file", setup.token(scope="mcp:tools files:read"), id=3, path="b.txt")
+
+    assert written.status_code == 200 and written.json()["result"]["content"][0]["text"] == "wrote a.txt"
+    scopes = json.loads(seen.json()["result"]["content"][0]["text"])["scopes"]
+    assert scopes == ["files", "files:read", "files:write", "mcp:all", "mcp:tools"]
+    assert narrower.status_code == 403  # an included scope never implies the broader one
+    assert setup.ran == ["write_file"]
+
+
+def test_a_scope_hierarchy_maps_scopes_to_lists():
+    with pytest.raises(ValueError, match="list of the scopes it includes"):
+        ProtectedResource(
+            "http://127.0.0.1:1/mcp",
+            authorization_servers=["http://127.0.0.1:2"],
+            verifier=JwtVerifier("http://127.0.0.1:2", "http://127.0.0.1:1/mcp", jwks={"keys": [KEY.as_dict(private=False)]}),
+            scope_hierarchy={"admin": "files"},
+        )
 
 
 def test_scopes_are_declared_as_lists():
@@ -574,3 +604,8 @@ def test_the_refusals_are_modelctx_errors_that_never_quote_the_token():
     scope = InsufficientScope(["b", "a"])
     assert scope.to_error()["data"] == {"requiredScopes": ["a", "b"]}
     assert not InvalidToken("No access token", token_sent=False).token_sent
+
+
+def test_a_jwks_without_a_usable_key_is_a_value_error_naming_it():
+    with pytest.raises(ValueError, match="no usable public key"):
+        JwtVerifier("http://127.0.0.1:2", "http://127.0.0.1:1/mcp", jwks={"keys": [{"kty": "oct", "k": "c2VjcmV0"}]})

@@ -304,4 +304,7 @@ def _key_set(document: Any) -> KeySet:
     if not isinstance(document, Mapping) or not isinstance(document.get("keys"), list):
         raise ValueError("the JWKS is not an object with a 'keys' list")
     public = [k for k in document["keys"] if isinstance(k, dict) and k.get("kty") != "oct"]
-    return KeySet.import_key_set({"keys": public})
+    try:
+        return KeySet.import_key_set({"keys": public})
+    except JoseError as exc:  # a configuration mistake when given, a bad document when fetched
+        raise ValueError(f"the JWKS holds no usable public key ({exc})") from None

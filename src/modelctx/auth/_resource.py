@@ -24,6 +24,7 @@ client's token on to another service (security best practices, Token Passthrough
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
@@ -93,6 +94,10 @@ class ProtectedResource:
     with a valid proof) or ``"required"`` (DPoP only). ``dpop_nonce``: require the
     server's nonce in proofs (clients retry once with it). ``dpop_verifier``: a
     ``DPoPVerifier`` of one's own (algorithms, iat window, replay cache).
+    ``scope_hierarchy``: what each scope includes (``{"files": ["files:read",
+    "files:write"]}``), followed transitively: a token granted ``files`` holds
+    ``files:read`` for every check, ``ctx.scopes`` and ``RequiredScopes`` included
+    (authorization/index.mdx: servers MUST honor their scope hierarchies).
     Raises ``ValueError`` for a resource URL or issuer list that cannot work.
     """
 
@@ -109,8 +114,10 @@ class ProtectedResource:
         dpop: Literal["off", "allowed", "required"] = "off",
         dpop_nonce: bool = False,
         dpop_verifier: DPoPVerifier | None = None,
+        scope_hierarchy: Mapping[str, Iterable[str]] | None = None,
     ) -> None:
         parts = _checked_resource(resource)
+        self._implied = _closure(scope_hierarchy or {})
         if dpop not in ("off", "allowed", "required"):
             raise ValueError(f"dpop is 'off', 'allowed' or 'required', not {dpop!r}")
         self.dpop = dpop
@@ -177,8 +184,17 @@ class ProtectedResource:
                     if self.dpop_verifier is not None
                     else "The access token is DPoP-bound; this resource accepts bearer tokens only"
                 )
+        principal = self._with_implied_scopes(principal)
         self.check_scopes(principal, self.required_scopes)
         return principal
+
+    def _with_implied_scopes(self, principal: AccessToken) -> AccessToken:
+        if not self._implied:
+            return principal
+        implied = frozenset().union(*(self._implied.get(scope, ()) for scope in principal.scopes))
+        if implied <= principal.scopes:
+            return principal
+        return dataclasses.replace(principal, scopes=principal.scopes | implied)
 
     async def _dpop_principal(
         self, authorization: str, proof: str | None, method: str, dpop: DPoPVerifier
@@ -296,6 +312,24 @@ def _dpop_verifier(dpop: str, nonce: bool, given: DPoPVerifier | None) -> DPoPVe
             given.nonces = DPoPNonces()
         return given
     return DPoPVerifier(nonces=DPoPNonces() if nonce else None)
+
+
+def _closure(hierarchy: Mapping[str, Iterable[str]]) -> dict[str, frozenset[str]]:
+    """Each scope with every scope it includes, directly or through others (cycles end)."""
+    if any(isinstance(included, str) for included in hierarchy.values()):
+        raise ValueError("scope_hierarchy maps a scope to a list of the scopes it includes, not to a string")
+    direct = {scope: frozenset(included) for scope, included in hierarchy.items()}
+    closed: dict[str, frozenset[str]] = {}
+    for scope in direct:
+        seen: set[str] = set()
+        todo = list(direct[scope])
+        while todo:
+            included = todo.pop()
+            if included not in seen:
+                seen.add(included)
+                todo.extend(direct.get(included, ()))
+        closed[scope] = frozenset(seen)
+    return closed
 
 
 def _checked_resource(resource: str) -> urllib.parse.SplitResult:
