@@ -71,6 +71,18 @@ def test_auth_resource_names_the_audience_tokens_must_carry(issuer: str) -> None
     assert "(aud)" in for_the_local_url.headers["www-authenticate"]
 
 
+def test_auth_dpop_required_advertises_dpop_and_refuses_bearer_tokens(issuer: str) -> None:
+    with protected_notes("--auth-issuer", issuer, "--auth-dpop", "required") as url:
+        document = httpx.get(url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp"), timeout=DEADLINE)
+        anonymous = mcp_post(url, whoami())
+        bearer = mcp_post(url, whoami(), client_credentials_token(issuer, url, "", BACKEND))
+
+    assert document.json()["dpop_bound_access_tokens_required"] is True
+    assert "ES256" in document.json()["dpop_signing_alg_values_supported"]
+    assert anonymous.status_code == 401 and anonymous.headers["www-authenticate"].startswith("DPoP ")
+    assert bearer.status_code == 401 and "DPoP" in bearer.headers["www-authenticate"]
+
+
 @contextlib.contextmanager
 def introspection_endpoint(answers: dict[str, dict[str, Any]], client: tuple[str, str]) -> Iterator[str]:
     """An RFC 7662 endpoint on loopback: ``answers`` by token; the caller must
@@ -154,6 +166,7 @@ def test_auth_introspect_checks_tokens_with_the_credentials_from_the_environment
             "must not have a fragment",
         ),
         (["--http", "--auth-issuer", "https://a.example", "--auth-scopes", ","], "not a comma-separated list"),
+        (["--http", "--auth-dpop", "required"], "--auth-dpop needs --auth-issuer URL"),
     ],
 )
 def test_auth_options_that_cannot_work_are_one_line_usage_errors(options: list[str], says: str) -> None:

@@ -285,6 +285,13 @@ def _serve_auth_options(serve: argparse.ArgumentParser) -> None:
         metavar="A,B",
         help="scopes every request's token must hold, else 403 insufficient_scope",
     )
+    auth.add_argument(
+        "--auth-dpop",
+        choices=["off", "allowed", "required"],
+        default="off",
+        help="DPoP (RFC 9449) sender-constrained tokens: off (bearer only, the default), allowed "
+        "(bearer or DPoP), required (DPoP only)",
+    )
     keys = auth.add_mutually_exclusive_group()
     keys.add_argument(
         "--auth-jwks-uri",
@@ -318,6 +325,7 @@ def _protected_resource(args: argparse.Namespace, served_url: str) -> Any:
             ("--auth-required-scopes", args.auth_required_scopes),
             ("--auth-jwks-uri", args.auth_jwks_uri),
             ("--auth-introspect", args.auth_introspect),
+            ("--auth-dpop", args.auth_dpop != "off"),
         )
         if value
     ]
@@ -366,6 +374,7 @@ def _protected_resource(args: argparse.Namespace, served_url: str) -> Any:
             verifier=verifier,
             scopes_supported=args.auth_scopes,
             required_scopes=args.auth_required_scopes,
+            dpop=args.auth_dpop,
         )
     except ValueError as exc:
         _fail(str(exc))
