@@ -130,6 +130,8 @@ class _Route:
     server: HostServer
     tool: Tool
     allowed_by: Approvals | None = None
+    #: ``allowed_by`` when the tool has no ``outputSchema`` too: the fast lane may relay it.
+    relayed_by: Approvals | None = None
 
 
 def _allowing(approvals: object, server: HostServer, tool: Tool) -> Approvals | None:
@@ -284,6 +286,8 @@ class Gateway(Server):
             host.approvals.ui = self.ui
         host.add_listener(self._upstream_changed)
         self._hooked: weakref.WeakSet[Client] = weakref.WeakSet()
+        # The same, by id (a weak reference each: cheaper to look up than the WeakSet).
+        self._hooked_by_id: dict[int, weakref.ref[Client]] = {}
         self._relays: set[asyncio.Task[None]] = set()
         self._index: dict[str, _Route] = {}
         self._routes: dict[str, Handler] = {
@@ -386,7 +390,9 @@ class Gateway(Server):
         for tool, server, own in found:
             if self.bare_names and owners[own.name] == 1 and own.name not in index:
                 tool = msgspec.structs.replace(tool, name=own.name)
-            index[tool.name] = _Route(server, own, _allowing(approvals, server, own))
+            allowed_by = _allowing(approvals, server, own)
+            plain = own.output_schema is None or own.output_schema is msgspec.UNSET
+            index[tool.name] = _Route(server, own, allowed_by, allowed_by if plain else None)
             shown.append(tool)
         self._index = index
         return shown
@@ -466,19 +472,21 @@ class Gateway(Server):
         params = request.params
         name = params.get("name")
         route = self._index.get(name) if isinstance(name, str) else None
-        if route is None or route.allowed_by is None or route.allowed_by is not self.host.approvals:
+        if route is None or route.relayed_by is not self.host.approvals or route.relayed_by is None:
             return None
         arguments = params.get("arguments")
-        schema = route.tool.output_schema
-        if (schema is not None and schema is not msgspec.UNSET) or not (arguments is None or isinstance(arguments, dict)):
+        if not (arguments is None or isinstance(arguments, dict)) or not params.keys() <= _PLAIN_CALL:
             return None
-        if not params.keys() <= _PLAIN_CALL:
+        upstream = route.server
+        client = upstream.client
+        if client is None or upstream.status != "ready":
             return None
-        client = route.server.client
-        if client is None or route.server.status != "ready" or not client.modern or client.transport.sends_headers:
+        session = client.session
+        if not session.modern or session.transport.sends_headers:
             return None
-        if client not in self._hooked:
-            self._hook_modern(route.server.name, client)
+        hooked = self._hooked_by_id.get(id(client))
+        if hooked is None or hooked() is not client:
+            self._hook_modern(upstream.name, client)
         meta = params.get("_meta")
         if isinstance(meta, dict):  # 2026-07-28: what the dispatcher reads, read here
             has = features(meta.get(_meta.PROTOCOL_VERSION))
@@ -498,7 +506,7 @@ class Gateway(Server):
                 return None
             has = caller.features
         decorate = Feature.RESULT_TYPE in has
-        server, tool = route.server.name, route.tool.name
+        server, tool = upstream.name, route.tool.name
         again: list[asyncio.Task[None]] = []
 
         def settled(result: dict[str, Any] | None, error: BaseException | None) -> None:
@@ -513,7 +521,7 @@ class Gateway(Server):
             respond(response)
 
         try:
-            abandon = client.session.begin(
+            abandon = session.begin(
                 "tools/call", {"name": tool, "arguments": arguments or {}}, settled, logs=False
             )
         except MCPError:
@@ -546,6 +554,7 @@ class Gateway(Server):
             self._hook_modern(server, client)
             return
         self._hooked.add(client)
+        self._hooked_by_id[id(client)] = weakref.ref(client)
         session = client.session
         if session.log_level is None and client.server_capabilities.logging:
             try:
@@ -557,6 +566,7 @@ class Gateway(Server):
     def _hook_modern(self, server: str, client: Client) -> None:
         """``_hook`` for a 2026-07-28 upstream, where it needs no request."""
         self._hooked.add(client)
+        self._hooked_by_id[id(client)] = weakref.ref(client)
         if client.session.log_level is None:
             client.session.log_level = "debug"  # every request asks for every level
         self._relay_logs_of(server, client)
