@@ -779,20 +779,26 @@ def _relayed(
     if isinstance(error, ProtocolError):
         return error_response(request_id, error)  # the upstream's JSON-RPC error, as it sent it
     if error is None and result is not None and isinstance(result.get("content"), list):
-        reply = _strip(result)
-    else:
-        if error is None:
-            error = MalformedResponse(f"its result has no content list: {str(result)[:200]}")
-        if not isinstance(error, MCPError):
-            raise error
-        reply = _error(f"server {server!r} could not run {tool!r}: {error}")
+        if not decorate:
+            return result_response(request_id, _strip(result))
+        # ``_strip`` and then the dispatcher's keys, in one pass over the upstream's result.
+        result["resultType"] = "complete"
+        result.pop("ttlMs", None)
+        result.pop("cacheScope", None)
+        meta = result.get("_meta")
+        if meta is None:
+            result["_meta"] = {_meta.SERVER_INFO: info}
+        else:
+            meta[_meta.SERVER_INFO] = info
+        return result_response(request_id, result)
+    if error is None:
+        error = MalformedResponse(f"its result has no content list: {str(result)[:200]}")
+    if not isinstance(error, MCPError):
+        raise error
+    reply = _error(f"server {server!r} could not run {tool!r}: {error}")
     if decorate:
         reply["resultType"] = "complete"
-        meta = reply.get("_meta")
-        if meta is None:
-            reply["_meta"] = {_meta.SERVER_INFO: info}
-        else:
-            meta.setdefault(_meta.SERVER_INFO, info)
+        reply["_meta"] = {_meta.SERVER_INFO: info}
     return result_response(request_id, reply)
 
 
