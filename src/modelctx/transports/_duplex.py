@@ -189,6 +189,11 @@ class _FastCall:
 
     def _end(self) -> None:
         self._done = True
+        # The lane's cancel leads back here (through its callbacks), and so does the
+        # request's handle: let go of both, and the call is freed by its last reference,
+        # not left to the cyclic garbage collector (23 objects a call).
+        self.stop = None
+        self._inbound.handle = None
         self._server._calls.discard(self)
         if self._ended is not None and not self._ended.done():
             self._ended.set_result(None)
@@ -202,10 +207,11 @@ class _FastCall:
     def cancel(self) -> bool:
         if self._done:
             return False
+        stop = self.stop
         self._end()
         self._server.connection.cancel(self._inbound)
-        if self.stop is not None:
-            self.stop()
+        if stop is not None:
+            stop()
         return True
 
     def ended(self) -> asyncio.Future[None]:
