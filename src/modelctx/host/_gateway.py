@@ -505,34 +505,14 @@ class Gateway(Server):
             if caller.log_rank is not None:
                 return None
             has = caller.features
-        decorate = Feature.RESULT_TYPE in has
-        server, tool = upstream.name, route.tool.name
-        again: list[asyncio.Task[None]] = []
-
-        def settled(result: dict[str, Any] | None, error: BaseException | None) -> None:
-            try:
-                if result is not None and result.get("resultType", "complete") != "complete":
-                    again.append(self._serve_again(request, peer, send, respond))
-                    return
-                response = _relayed(request.id, server, tool, result, error, decorate, self.info)
-            except Exception:  # an answer for every request, whatever happened
-                log.exception("gateway: relaying the answer to %s (id %r) failed", tool, request.id)
-                response = error_response(request.id, InternalError("Internal error"))
-            respond(response)
-
+        relay = _Relay(self, request, peer, send, respond, upstream.name, route.tool.name, Feature.RESULT_TYPE in has)
         try:
-            abandon = session.begin(
-                "tools/call", {"name": tool, "arguments": arguments or {}}, settled, logs=False
+            relay.abandon = session.begin(
+                "tools/call", {"name": relay.tool, "arguments": arguments or {}}, relay.settled, logs=False
             )
         except MCPError:
             return None  # the connection is gone: the common way says so
-
-        def cancel() -> None:
-            abandon()
-            for task in again:
-                task.cancel()
-
-        return cancel
+        return relay.cancel
 
     def _serve_again(
         self, request: Request, peer: Peer, send: Send, respond: Callable[[dict[str, Any] | None], None]
@@ -763,6 +743,57 @@ def _strip(wire: dict[str, Any]) -> dict[str, Any]:
 
 #: The params of a ``tools/call`` the fast lane takes (anything else: the common way).
 _PLAIN_CALL = frozenset({"name", "arguments", "_meta"})
+
+
+class _Relay:
+    """One call the fast lane relays: ``settled`` takes the upstream's answer (from
+    ``ClientSession.begin``) and responds with ours; ``cancel`` gives it up. One object
+    a call, not a closure each (and their cells)."""
+
+    __slots__ = ("gateway", "request", "peer", "send", "respond", "server", "tool", "decorate", "abandon", "again")
+
+    def __init__(
+        self,
+        gateway: Gateway,
+        request: Request,
+        peer: Peer,
+        send: Send,
+        respond: Callable[[dict[str, Any] | None], None],
+        server: str,
+        tool: str,
+        decorate: bool,
+    ) -> None:
+        self.gateway = gateway
+        self.request = request
+        self.peer = peer
+        self.send = send
+        self.respond = respond
+        self.server = server
+        self.tool = tool
+        self.decorate = decorate
+        self.abandon: Callable[[], None] | None = None
+        self.again: asyncio.Task[None] | None = None  # served again the common way
+
+    def settled(self, result: dict[str, Any] | None, error: BaseException | None) -> None:
+        self.abandon = None  # the upstream's request holds this: no cycle left behind
+        request, gateway = self.request, self.gateway
+        try:
+            if result is not None and result.get("resultType", "complete") != "complete":
+                # input_required: the common way asks, and answers.
+                self.again = gateway._serve_again(request, self.peer, self.send, self.respond)
+                return
+            response = _relayed(request.id, self.server, self.tool, result, error, self.decorate, gateway.info)
+        except Exception:  # an answer for every request, whatever happened
+            log.exception("gateway: relaying the answer to %s (id %r) failed", self.tool, request.id)
+            response = error_response(request.id, InternalError("Internal error"))
+        self.respond(response)
+
+    def cancel(self) -> None:
+        abandon, self.abandon = self.abandon, None
+        if abandon is not None:
+            abandon()
+        if self.again is not None:
+            self.again.cancel()
 
 
 def _relayed(
