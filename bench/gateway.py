@@ -135,6 +135,7 @@ def run_loop_relay_floor(target: str) -> None:
     ``target`` and its stdout's data to ours, each from the loop's read callback."""
     import asyncio
 
+    loop: asyncio.AbstractEventLoop
     try:
         import uvloop
 
@@ -162,6 +163,8 @@ def run_loop_relay_floor(target: str) -> None:
                 self.write(data)
 
     async def relay() -> None:
+        out: Any
+        upstream: Any
         out, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(1, "wb", buffering=0))
         argv = json.loads(target)
         upstream, _ = await loop.subprocess_exec(lambda: Upstream(out.write), *argv, stderr=None)
