@@ -205,6 +205,7 @@ class ClientSession:
         #: Called once, with the cause, when the connection ends (a crash or ``aclose``).
         self.on_closed: Callable[[BaseException], None] | None = None
         self._timer: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # see ``_running_loop``
         self._timer_at = math.inf
         self._subscriptions: dict[str | int, EventQueue] = {}
         self._closed: BaseException | None = None
@@ -212,6 +213,15 @@ class ClientSession:
         self._answering = 0  # server-to-client requests being answered
         self._refusing = 0  # ... and being refused
         self._dropped = 0
+
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
+        """The running loop, as ``asyncio.get_running_loop()`` gives it, looked up once
+        while it runs: on Python 3.11 each lookup is a getpid() system call, and a
+        relayed call made two (a session is used from one thread, one loop at a time)."""
+        loop = self._loop
+        if loop is None or not loop.is_running():
+            loop = self._loop = asyncio.get_running_loop()
+        return loop
 
     @property
     def timeout(self) -> float:
@@ -223,7 +233,7 @@ class ClientSession:
 
     # -- TransportEvents ------------------------------------------------------------
     def message(self, message: Message) -> None:
-        event = self.connection.receive(message, asyncio.get_running_loop().time())
+        event = self.connection.receive(message, self._running_loop().time())
         if isinstance(event, Answer):
             resolve(event.outbound.handle.future, event.response)
         elif isinstance(event, Progress):
@@ -543,7 +553,7 @@ class ClientSession:
                 meta[_meta.LOG_LEVEL] = self.log_level
             params = {**params, "_meta": meta}
             headers = self._modern_headers(method, params)
-        loop = asyncio.get_running_loop()
+        loop = self._running_loop()
         now = loop.time()
         outbound = self.connection.request(method, params, now=now, timeout=timeout)
         request_id = outbound.id
