@@ -3,6 +3,7 @@
     python bench/gateway.py              # stdio and HTTP, about a minute
     python bench/gateway.py --quick      # fewer calls
     python bench/gateway.py --only stdio --out /tmp/gateway.json
+    python bench/gateway.py --only stdio --baseline /work/main   # A/B against main's gateway
 
 The same upstream (our echo server, ``bench/servers/modelctx_echo.py``) is called three
 ways by the same raw client (over stdio the fronts take turns, 100 calls each, so a
@@ -20,6 +21,9 @@ shared machine's load falls on all of them alike; every process runs this checko
 - **looprelay** (stdio only): the same copy done from event-loop callbacks (uvloop when
   installed, as our gateway runs), parsing nothing (``--loop-relay-floor``): the floor of
   a gateway written on an event loop.
+- **baseline** (stdio only, with ``--baseline CHECKOUT``): our gateway as another checkout
+  has it (its ``src``; the upstream still runs this one's), taking turns with ours: an
+  A/B of a change in one run, under the same load.
 
 Over stdio the client writes to the front process's stdin and the front reaches the
 upstream over stdio; over HTTP every hop is Streamable HTTP on 127.0.0.1 (one kept-alive
@@ -62,12 +66,14 @@ from harness import (  # noqa: E402 - the bench folder is put on the path first
     stdio_command,
 )
 
-FRONTS = ("direct", "relay", "looprelay", "modelctx", "fastmcp")
+FRONTS = ("direct", "relay", "looprelay", "modelctx", "baseline", "fastmcp")
 #: Calls a stdio front makes in one turn (the fronts take turns).
 STDIO_BLOCK = 100
 #: The processes run this checkout's modelctx (not whichever copy is installed).
 CHECKOUT_ENV = {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")]))}
 DEFAULT_OUT = Path("/tmp/modelctx-bench/gateway.json")
+#: The environment of the "baseline" front's gateway (``--baseline``); empty: no such front.
+BASELINE_ENV: dict[str, str] = {}
 GOAL_RATIO = 3.0
 GOAL_STDIO_P50_US = 150.0
 
@@ -77,8 +83,8 @@ def log(message: str) -> None:
 
 
 # -- the fronts -----------------------------------------------------------------------------
-def _gateway_config(folder: Path, upstream: dict[str, Any]) -> Path:
-    path = folder / "gateway.json"
+def _gateway_config(folder: Path, upstream: dict[str, Any], name: str = "gateway.json") -> Path:
+    path = folder / name
     path.write_text(json.dumps({"mcpServers": {"echo": {**upstream, "approval": "allow"}}}))
     return path
 
@@ -87,8 +93,10 @@ def stdio_front(front: str, folder: Path) -> list[str]:
     upstream = stdio_command("modelctx")
     if front == "direct":
         return upstream
-    if front == "modelctx":
-        config = _gateway_config(folder, {"command": upstream[0], "args": upstream[1:]})
+    if front in ("modelctx", "baseline"):
+        # The upstream runs this checkout, whichever checkout runs the gateway.
+        spec = {"command": upstream[0], "args": upstream[1:], "env": CHECKOUT_ENV}
+        config = _gateway_config(folder, spec, f"{front}.json")
         return [MODELCTX_CLI, "gateway", "--config", str(config), "--bare-names"]
     if front == "relay":
         return [PYTHON, __file__, "--relay-floor", "--target", json.dumps(upstream)]
@@ -127,6 +135,7 @@ def run_loop_relay_floor(target: str) -> None:
     ``target`` and its stdout's data to ours, each from the loop's read callback."""
     import asyncio
 
+    loop: asyncio.AbstractEventLoop
     try:
         import uvloop
 
@@ -154,6 +163,8 @@ def run_loop_relay_floor(target: str) -> None:
                 self.write(data)
 
     async def relay() -> None:
+        out: Any
+        upstream: Any
         out, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(1, "wb", buffering=0))
         argv = json.loads(target)
         upstream, _ = await loop.subprocess_exec(lambda: Upstream(out.write), *argv, stderr=None)
@@ -194,9 +205,9 @@ def run_fastmcp_proxy(kind: str, target: str, port: int | None) -> None:
 class _StdioFront:
     """One front started on stdio and warmed up, ready for timed calls."""
 
-    def __init__(self, servers: Servers, name: str, argv: list[str], warmup: int) -> None:
+    def __init__(self, servers: Servers, name: str, argv: list[str], warmup: int, env: dict[str, str]) -> None:
         self.name = name
-        self.proc = servers.spawn(name, argv, stdio=True, env=CHECKOUT_ENV)
+        self.proc = servers.spawn(name, argv, stdio=True, env=env)
         self.reader = LineReader(self.proc)
         stdin = self.proc.popen.stdin
         assert stdin is not None  # spawned with stdio=True
@@ -235,7 +246,8 @@ def measure_stdio(
         for name, argv in fronts.items():
             log(f"  stdio / {name} ...")
             try:
-                started.append(_StdioFront(servers, f"{name}-stdio", argv, warmup))
+                env = BASELINE_ENV if name == "baseline" else CHECKOUT_ENV
+                started.append(_StdioFront(servers, f"{name}-stdio", argv, warmup, env))
             except Exception as exc:  # noqa: BLE001 - one front failing must not hide the others
                 log(f"  stdio / {name}: ERROR {type(exc).__name__}: {exc}")
         template = echo_call_template()
@@ -342,7 +354,7 @@ def print_table(transport: str, figures: dict[str, Any]) -> None:
     for front in FRONTS:
         row = figures.get(front)
         if row is None:
-            if transport == "stdio" or front not in ("relay", "looprelay"):
+            if front != "baseline" and (transport == "stdio" or front not in ("relay", "looprelay")):
                 print(f"  {front:<10}{'error':>8}")
             continue
         print(
@@ -368,7 +380,7 @@ def run(transports: list[str], quick: bool, out: Path) -> dict[str, Any]:
     folder = Path(tempfile.mkdtemp(prefix="modelctx-gateway-bench-"))
     try:
         if "stdio" in transports:
-            fronts = {front: stdio_front(front, folder) for front in FRONTS}
+            fronts = {front: stdio_front(front, folder) for front in FRONTS if front != "baseline" or BASELINE_ENV}
             times = measure_stdio(servers, fronts, calls, warmup, max_seconds)
             if "direct" in times:
                 results["stdio"] = summarize(times)
@@ -384,7 +396,7 @@ def run(transports: list[str], quick: bool, out: Path) -> dict[str, Any]:
             for front in FRONTS:
                 log(f"  http / {front} ...")
                 try:
-                    if front in ("relay", "looprelay"):
+                    if front in ("relay", "looprelay", "baseline"):
                         continue
                     if front == "direct":
                         times[front] = measure_http(upstream_port, calls, warmup, max_seconds)
@@ -429,6 +441,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", choices=["stdio", "http"], help="one transport (repeatable)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"JSON results (default {DEFAULT_OUT})")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a goal is missed")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="another checkout whose gateway runs as the 'baseline' stdio front, taking turns with ours (A/B)",
+    )
     parser.add_argument("--fastmcp-proxy", choices=["stdio", "http"], help=argparse.SUPPRESS)
     parser.add_argument("--relay-floor", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--loop-relay-floor", action="store_true", help=argparse.SUPPRESS)
@@ -444,6 +461,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.fastmcp_proxy:
         run_fastmcp_proxy(args.fastmcp_proxy, args.target, args.port)
         return 0
+    if args.baseline is not None:
+        BASELINE_ENV["PYTHONPATH"] = str(args.baseline.resolve() / "src")
     results = run(args.only or ["stdio", "http"], args.quick, args.out)
     return 1 if args.strict and not goals_met(results) else 0
 

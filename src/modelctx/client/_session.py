@@ -140,6 +140,9 @@ class _Callback:
             session._cancel_in_background(self._request_id)
 
 
+#: The headers of a message on a transport that sends none (never changed).
+_NO_HEADERS: dict[str, str] = {}
+
 #: ``begin``'s callback: (result, None) or (None, the error).
 Settled = Callable[[dict[str, Any] | None, BaseException | None], None]
 
@@ -202,6 +205,7 @@ class ClientSession:
         #: Called once, with the cause, when the connection ends (a crash or ``aclose``).
         self.on_closed: Callable[[BaseException], None] | None = None
         self._timer: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # see ``_running_loop``
         self._timer_at = math.inf
         self._subscriptions: dict[str | int, EventQueue] = {}
         self._closed: BaseException | None = None
@@ -209,6 +213,15 @@ class ClientSession:
         self._answering = 0  # server-to-client requests being answered
         self._refusing = 0  # ... and being refused
         self._dropped = 0
+
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
+        """The running loop, as ``asyncio.get_running_loop()`` gives it, looked up once
+        while it runs: on Python 3.11 each lookup is a getpid() system call, and a
+        relayed call made two (a session is used from one thread, one loop at a time)."""
+        loop = self._loop
+        if loop is None or not loop.is_running():
+            loop = self._loop = asyncio.get_running_loop()
+        return loop
 
     @property
     def timeout(self) -> float:
@@ -220,7 +233,7 @@ class ClientSession:
 
     # -- TransportEvents ------------------------------------------------------------
     def message(self, message: Message) -> None:
-        event = self.connection.receive(message, asyncio.get_running_loop().time())
+        event = self.connection.receive(message, self._running_loop().time())
         if isinstance(event, Answer):
             resolve(event.outbound.handle.future, event.response)
         elif isinstance(event, Progress):
@@ -524,25 +537,40 @@ class ClientSession:
         """
         if self._closed is not None:
             raise self._closed
-        request_id = self.next_id()
-        if self.modern:
-            params = self.envelope(params, logs=logs)
-            headers = (
-                request_headers(method, params, self.version or "", None) if self.transport.sends_headers else {}
-            )
-        else:
+        modern = self.modern
+        if not modern:
             headers = self._handshake_headers()
-        loop = asyncio.get_running_loop()
+        elif "_meta" in params:
+            params = self.envelope(params, logs=logs)
+            headers = self._modern_headers(method, params)
+        else:  # the envelope built at once: nothing of the caller's to merge
+            meta = {
+                _meta.PROTOCOL_VERSION: self.version,
+                _meta.CLIENT_CAPABILITIES: self.capabilities,
+                _meta.CLIENT_INFO: self.client_info,
+            }
+            if logs and self.log_level is not None:
+                meta[_meta.LOG_LEVEL] = self.log_level
+            params = {**params, "_meta": meta}
+            headers = self._modern_headers(method, params)
+        loop = self._running_loop()
         now = loop.time()
-        outbound = self.connection.request(method, params, now=now, timeout=timeout, request_id=request_id)
+        outbound = self.connection.request(method, params, now=now, timeout=timeout)
+        request_id = outbound.id
         callback = outbound.handle = _Callback(self, on_done, request_id, method, now)
-        self._arm(outbound.deadline)
-        outgoing = Outgoing(outbound.message, headers, request_id, not self.modern)
+        if outbound.deadline < self._timer_at:
+            self._arm(outbound.deadline)
+        outgoing = Outgoing(outbound.message, headers, request_id, not modern)
         if not self.transport.send_nowait(outgoing):
             task = loop.create_task(self._send_later(outgoing))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
         return callback.abandon
+
+    def _modern_headers(self, method: str, params: dict[str, Any]) -> dict[str, str]:
+        if not self.transport.sends_headers:
+            return _NO_HEADERS
+        return request_headers(method, params, self.version or "", None)
 
     async def _send_later(self, outgoing: Outgoing) -> None:
         """``begin``'s send when the transport cannot send at once; a failure fails the request."""

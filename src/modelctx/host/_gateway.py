@@ -130,6 +130,8 @@ class _Route:
     server: HostServer
     tool: Tool
     allowed_by: Approvals | None = None
+    #: ``allowed_by`` when the tool has no ``outputSchema`` too: the fast lane may relay it.
+    relayed_by: Approvals | None = None
 
 
 def _allowing(approvals: object, server: HostServer, tool: Tool) -> Approvals | None:
@@ -284,6 +286,8 @@ class Gateway(Server):
             host.approvals.ui = self.ui
         host.add_listener(self._upstream_changed)
         self._hooked: weakref.WeakSet[Client] = weakref.WeakSet()
+        # The same, by id (a weak reference each: cheaper to look up than the WeakSet).
+        self._hooked_by_id: dict[int, weakref.ref[Client]] = {}
         self._relays: set[asyncio.Task[None]] = set()
         self._index: dict[str, _Route] = {}
         self._routes: dict[str, Handler] = {
@@ -386,7 +390,9 @@ class Gateway(Server):
         for tool, server, own in found:
             if self.bare_names and owners[own.name] == 1 and own.name not in index:
                 tool = msgspec.structs.replace(tool, name=own.name)
-            index[tool.name] = _Route(server, own, _allowing(approvals, server, own))
+            allowed_by = _allowing(approvals, server, own)
+            plain = own.output_schema is None or own.output_schema is msgspec.UNSET
+            index[tool.name] = _Route(server, own, allowed_by, allowed_by if plain else None)
             shown.append(tool)
         self._index = index
         return shown
@@ -466,19 +472,21 @@ class Gateway(Server):
         params = request.params
         name = params.get("name")
         route = self._index.get(name) if isinstance(name, str) else None
-        if route is None or route.allowed_by is None or route.allowed_by is not self.host.approvals:
+        if route is None or route.relayed_by is not self.host.approvals or route.relayed_by is None:
             return None
         arguments = params.get("arguments")
-        schema = route.tool.output_schema
-        if (schema is not None and schema is not msgspec.UNSET) or not (arguments is None or isinstance(arguments, dict)):
+        if not (arguments is None or isinstance(arguments, dict)) or not params.keys() <= _PLAIN_CALL:
             return None
-        if not params.keys() <= _PLAIN_CALL:
+        upstream = route.server
+        client = upstream.client
+        if client is None or upstream.status != "ready":
             return None
-        client = route.server.client
-        if client is None or route.server.status != "ready" or not client.modern or client.transport.sends_headers:
+        session = client.session
+        if not session.modern or session.transport.sends_headers:
             return None
-        if client not in self._hooked:
-            self._hook_modern(route.server.name, client)
+        hooked = self._hooked_by_id.get(id(client))
+        if hooked is None or hooked() is not client:
+            self._hook_modern(upstream.name, client)
         meta = params.get("_meta")
         if isinstance(meta, dict):  # 2026-07-28: what the dispatcher reads, read here
             has = features(meta.get(_meta.PROTOCOL_VERSION))
@@ -497,34 +505,14 @@ class Gateway(Server):
             if caller.log_rank is not None:
                 return None
             has = caller.features
-        decorate = Feature.RESULT_TYPE in has
-        server, tool = route.server.name, route.tool.name
-        again: list[asyncio.Task[None]] = []
-
-        def settled(result: dict[str, Any] | None, error: BaseException | None) -> None:
-            try:
-                if result is not None and result.get("resultType", "complete") != "complete":
-                    again.append(self._serve_again(request, peer, send, respond))
-                    return
-                response = _relayed(request.id, server, tool, result, error, decorate, self.info)
-            except Exception:  # an answer for every request, whatever happened
-                log.exception("gateway: relaying the answer to %s (id %r) failed", tool, request.id)
-                response = error_response(request.id, InternalError("Internal error"))
-            respond(response)
-
+        relay = _Relay(self, request, peer, send, respond, upstream.name, route.tool.name, Feature.RESULT_TYPE in has)
         try:
-            abandon = client.session.begin(
-                "tools/call", {"name": tool, "arguments": arguments or {}}, settled, logs=False
+            relay.abandon = session.begin(
+                "tools/call", {"name": relay.tool, "arguments": arguments or {}}, relay.settled, logs=False
             )
         except MCPError:
             return None  # the connection is gone: the common way says so
-
-        def cancel() -> None:
-            abandon()
-            for task in again:
-                task.cancel()
-
-        return cancel
+        return relay.cancel
 
     def _serve_again(
         self, request: Request, peer: Peer, send: Send, respond: Callable[[dict[str, Any] | None], None]
@@ -546,6 +534,7 @@ class Gateway(Server):
             self._hook_modern(server, client)
             return
         self._hooked.add(client)
+        self._hooked_by_id[id(client)] = weakref.ref(client)
         session = client.session
         if session.log_level is None and client.server_capabilities.logging:
             try:
@@ -557,6 +546,7 @@ class Gateway(Server):
     def _hook_modern(self, server: str, client: Client) -> None:
         """``_hook`` for a 2026-07-28 upstream, where it needs no request."""
         self._hooked.add(client)
+        self._hooked_by_id[id(client)] = weakref.ref(client)
         if client.session.log_level is None:
             client.session.log_level = "debug"  # every request asks for every level
         self._relay_logs_of(server, client)
@@ -755,6 +745,57 @@ def _strip(wire: dict[str, Any]) -> dict[str, Any]:
 _PLAIN_CALL = frozenset({"name", "arguments", "_meta"})
 
 
+class _Relay:
+    """One call the fast lane relays: ``settled`` takes the upstream's answer (from
+    ``ClientSession.begin``) and responds with ours; ``cancel`` gives it up. One object
+    a call, not a closure each (and their cells)."""
+
+    __slots__ = ("gateway", "request", "peer", "send", "respond", "server", "tool", "decorate", "abandon", "again")
+
+    def __init__(
+        self,
+        gateway: Gateway,
+        request: Request,
+        peer: Peer,
+        send: Send,
+        respond: Callable[[dict[str, Any] | None], None],
+        server: str,
+        tool: str,
+        decorate: bool,
+    ) -> None:
+        self.gateway = gateway
+        self.request = request
+        self.peer = peer
+        self.send = send
+        self.respond = respond
+        self.server = server
+        self.tool = tool
+        self.decorate = decorate
+        self.abandon: Callable[[], None] | None = None
+        self.again: asyncio.Task[None] | None = None  # served again the common way
+
+    def settled(self, result: dict[str, Any] | None, error: BaseException | None) -> None:
+        self.abandon = None  # the upstream's request holds this: no cycle left behind
+        request, gateway = self.request, self.gateway
+        try:
+            if result is not None and result.get("resultType", "complete") != "complete":
+                # input_required: the common way asks, and answers.
+                self.again = gateway._serve_again(request, self.peer, self.send, self.respond)
+                return
+            response = _relayed(request.id, self.server, self.tool, result, error, self.decorate, gateway.info)
+        except Exception:  # an answer for every request, whatever happened
+            log.exception("gateway: relaying the answer to %s (id %r) failed", self.tool, request.id)
+            response = error_response(request.id, InternalError("Internal error"))
+        self.respond(response)
+
+    def cancel(self) -> None:
+        abandon, self.abandon = self.abandon, None
+        if abandon is not None:
+            abandon()
+        if self.again is not None:
+            self.again.cancel()
+
+
 def _relayed(
     request_id: str | int,
     server: str,
@@ -769,20 +810,26 @@ def _relayed(
     if isinstance(error, ProtocolError):
         return error_response(request_id, error)  # the upstream's JSON-RPC error, as it sent it
     if error is None and result is not None and isinstance(result.get("content"), list):
-        reply = _strip(result)
-    else:
-        if error is None:
-            error = MalformedResponse(f"its result has no content list: {str(result)[:200]}")
-        if not isinstance(error, MCPError):
-            raise error
-        reply = _error(f"server {server!r} could not run {tool!r}: {error}")
+        if not decorate:
+            return result_response(request_id, _strip(result))
+        # ``_strip`` and then the dispatcher's keys, in one pass over the upstream's result.
+        result["resultType"] = "complete"
+        result.pop("ttlMs", None)
+        result.pop("cacheScope", None)
+        meta = result.get("_meta")
+        if meta is None:
+            result["_meta"] = {_meta.SERVER_INFO: info}
+        else:
+            meta[_meta.SERVER_INFO] = info
+        return result_response(request_id, result)
+    if error is None:
+        error = MalformedResponse(f"its result has no content list: {str(result)[:200]}")
+    if not isinstance(error, MCPError):
+        raise error
+    reply = _error(f"server {server!r} could not run {tool!r}: {error}")
     if decorate:
         reply["resultType"] = "complete"
-        meta = reply.get("_meta")
-        if meta is None:
-            reply["_meta"] = {_meta.SERVER_INFO: info}
-        else:
-            meta.setdefault(_meta.SERVER_INFO, info)
+        reply["_meta"] = {_meta.SERVER_INFO: info}
     return result_response(request_id, reply)
 
 

@@ -69,6 +69,8 @@ class LineBuffer:
 
     def feed(self, data: bytes) -> list[bytes]:
         """The lines completed by ``data``, without their newlines."""
+        if not self._buf and not self._skipping and data.find(b"\n") == len(data) - 1 >= 0:
+            return [data[:-1]]  # one whole line and nothing held back: the common case
         if self._skipping:
             end = data.find(b"\n")
             if end < 0:

@@ -1,9 +1,11 @@
 """Serving one duplex connection (stdio pipes, an in-process pair) on the event loop.
 
 The rules of the conversation live in ``ServerConnection`` (protocol/_connection.py);
-this is the part that needs a loop: every request runs as its own task (so requests
-are served concurrently and a cancellation can stop one), what the connection says to
-send is sent, and ``shutdown`` ends it all within a bounded time whatever handlers do.
+this is the part that needs a loop: a request runs as its own task (so requests are
+served concurrently and a cancellation can stop one), unless the app's fast lane takes
+it, which serves it from loop callbacks and holds it as a ``_FastCall``; what the
+connection says to send is sent, and ``shutdown`` ends it all within a bounded time
+whatever handlers do.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ class DuplexServer:
         self._fast: FastLane | None = getattr(app, "serve_fast", None)
         self._loop = asyncio.get_running_loop()
         self._tasks: set[asyncio.Future[Any]] = set()
+        self._calls: set[_FastCall] = set()  # requests the fast lane holds
 
     def _opened(self, session: HandshakeSession) -> None:
         session.outbound = self._send  # messages of no request go down the same pipe
@@ -97,48 +100,45 @@ class DuplexServer:
 
     def _serve_fast(self, inbound: Inbound, fast: FastLane) -> bool:
         """Offer ``inbound`` to the app's fast lane; True when it took it. What it took
-        is held by a future (counted, drained and cancelled as the tasks are) and
-        answered from the lane's callback, as ``_serve`` answers."""
-        held: asyncio.Future[None] = self._loop.create_future()
-
-        def respond(response: dict[str, Any] | None) -> None:
-            if held.done():
-                return  # cancelled meanwhile: not answered (cancellation.mdx)
-            held.remove_done_callback(ended)
-            held.set_result(None)
-            self._tasks.discard(held)
-            message = self.connection.finish(inbound, response)
-            if message is not None and not (self._send_now is not None and self._send_now(message)):
-                self._spawn(self._send(message))
-
-        cancel = fast(inbound.request, self.peer, self._send, respond)
+        is held by a ``_FastCall`` (counted, drained and cancelled as the tasks are)
+        and answered from the lane's callback, as ``_serve`` answers."""
+        call = _FastCall(self, inbound)
+        cancel = fast(inbound.request, self.peer, self._send, call.respond)
         if cancel is None:
             return False
-
-        def ended(done: asyncio.Future[None]) -> None:  # cancelled: by the peer, or at shutdown
-            self._tasks.discard(done)
-            self.connection.cancel(inbound)
-            cancel()
-
-        inbound.handle = held
-        self._tasks.add(held)
-        held.add_done_callback(ended)
+        call.stop = cancel
+        inbound.handle = call
+        self._calls.add(call)
         return True
+
+    def _answer(self, inbound: Inbound, response: dict[str, Any] | None) -> None:
+        """Send the answer of a request the fast lane served (None: it was cancelled)."""
+        message = self.connection.finish(inbound, response)
+        if message is not None and not (self._send_now is not None and self._send_now(message)):
+            self._spawn(self._send(message))
 
     def busy(self, limit: int) -> bool:
         """Whether ``limit`` or more requests are being served."""
-        return len(self._tasks) >= limit
+        return len(self._tasks) + len(self._calls) >= limit
+
+    def _running(self) -> list[asyncio.Future[Any]]:
+        """What to wait on for the requests being served: their tasks, and a future for
+        each request the fast lane holds (made only now: a call served and answered
+        from callbacks needs none)."""
+        running = [t for t in self._tasks if not t.done()]
+        running.extend(call.ended() for call in self._calls)
+        return running
 
     async def room(self, limit: int) -> None:
         """Wait until fewer than ``limit`` requests are being served (back-pressure:
         the caller reads no more frames until then)."""
-        while len(self._tasks) >= limit:
-            await asyncio.wait(list(self._tasks), return_when=asyncio.FIRST_COMPLETED)
+        while self.busy(limit):
+            await asyncio.wait(self._running(), return_when=asyncio.FIRST_COMPLETED)
 
     # -- out -----------------------------------------------------------------------------
     async def drain(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for the running requests to answer."""
-        running = [t for t in self._tasks if not t.done()]
+        running = self._running()
         if running:
             await asyncio.wait(running, timeout=timeout)
 
@@ -152,6 +152,8 @@ class DuplexServer:
         _, waiting = self.connection.close()
         for outbound in waiting:
             fail(outbound, ConnectionClosed("the connection closed"))
+        for call in list(self._calls):
+            call.cancel()  # ends at once: the lane stops its work in its ``cancel``
         running = [t for t in self._tasks if not t.done()]
         for task in running:
             task.cancel()
@@ -165,6 +167,60 @@ class DuplexServer:
                 )
                 return False
         return True
+
+
+class _FastCall:
+    """A request the app's fast lane holds: its ``inbound.handle``, as a task is for
+    the others. ``respond`` answers it (once); ``cancel`` (the peer's
+    notifications/cancelled, or the shutdown) stops the lane's work and leaves it
+    unanswered. Either ends it."""
+
+    __slots__ = ("_server", "_inbound", "stop", "_ended", "_done")
+
+    def __init__(self, server: DuplexServer, inbound: Inbound) -> None:
+        self._server = server
+        self._inbound = inbound
+        self.stop: Callable[[], None] | None = None  # the lane's cancel
+        self._ended: asyncio.Future[None] | None = None
+        self._done = False
+
+    def done(self) -> bool:
+        return self._done
+
+    def _end(self) -> None:
+        self._done = True
+        # The lane's cancel leads back here (through its callbacks), and so does the
+        # request's handle: let go of both, and the call is freed by its last reference,
+        # not left to the cyclic garbage collector (23 objects a call).
+        self.stop = None
+        self._inbound.handle = None
+        self._server._calls.discard(self)
+        if self._ended is not None and not self._ended.done():
+            self._ended.set_result(None)
+
+    def respond(self, response: dict[str, Any] | None) -> None:
+        if self._done:
+            return  # cancelled meanwhile: not answered (cancellation.mdx)
+        self._end()
+        self._server._answer(self._inbound, response)
+
+    def cancel(self) -> bool:
+        if self._done:
+            return False
+        stop = self.stop
+        self._end()
+        self._server.connection.cancel(self._inbound)
+        if stop is not None:
+            stop()
+        return True
+
+    def ended(self) -> asyncio.Future[None]:
+        """A future done when this call ends (for ``drain``, ``room`` and ``shutdown``)."""
+        if self._ended is None:
+            self._ended = self._server._loop.create_future()
+            if self._done:
+                self._ended.set_result(None)
+        return self._ended
 
 
 async def _await(work: Awaitable[None]) -> None:
