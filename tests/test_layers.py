@@ -23,13 +23,17 @@ ALLOWED = {
 
 
 def _imported_layers(path: Path) -> set[str]:
+    # The package a module sits in, as parts under modelctx (auth/dev/_oauth.py: auth, dev).
+    package = path.relative_to(PACKAGE).parent.parts
     layers = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.level >= 1:
-            parts = (node.module or "").split(".")
-            # from ..x import y inside a layer package names layer x; from . import is its own layer
-            if node.level == 2 and parts[0]:
-                layers.add(parts[0])
+            # from .x / ..x / ...x: resolve against this module's package, so a subpackage's
+            # "from .._dpop" names its own layer (auth), not a layer called "_dpop".
+            base = package[: len(package) - (node.level - 1)] if node.level > 1 else package
+            target = [*base, *(node.module or "").split(".")]
+            if target and target[0]:
+                layers.add(target[0])
         elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("modelctx."):
             layers.add(node.module.split(".")[1])
     return layers
