@@ -690,6 +690,23 @@ def test_an_error_redirect_fails_with_what_the_server_said():
     run(main())
 
 
+def test_a_redirect_port_held_by_another_program_is_an_authorization_error_saying_what_to_do():
+    async def main() -> None:
+        async with LoopbackReceiver("http://127.0.0.1:0/callback") as holder:
+            taken = holder.redirect_uri
+            with pytest.raises(AuthorizationError, match="another program holds that port") as refused:
+                await LoopbackReceiver(taken).start()
+            assert taken in str(refused.value)
+
+    run(main())
+
+
+def test_the_default_redirect_port_is_below_every_systems_ephemeral_range():
+    # A port in the ephemeral range may be held by any outgoing connection's local end.
+    port = urllib.parse.urlsplit(ClientMetadata().redirect_uris[0]).port
+    assert port is not None and port < 32768
+
+
 @pytest.mark.parametrize("url", ["javascript:alert(1)", "file:///etc/passwd", "data:text/html,hi", "/relative"])
 def test_the_browser_opener_refuses_anything_but_http_urls(url):
     with pytest.raises(AuthorizationError, match="refusing to open"):

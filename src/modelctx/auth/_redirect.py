@@ -110,7 +110,15 @@ class LoopbackReceiver:
     async def start(self) -> None:
         """Listen (before the browser is sent to the authorization server)."""
         self._result = asyncio.get_running_loop().create_future()
-        self._server = await asyncio.start_server(self._serve, self._host, self._port)
+        try:
+            self._server = await asyncio.start_server(self._serve, self._host, self._port)
+        except OSError as exc:
+            raise AuthorizationError(
+                f"cannot receive the authorization redirect at {self.redirect_uri}: {exc.strerror or exc}; "
+                "another program holds that port: give the client another redirect URI "
+                "(ClientMetadata(redirect_uris=('http://127.0.0.1:PORT/callback',)), or redirectPort in a host "
+                "configuration)"
+            ) from None
         if self._port == 0:
             self._port = self._server.sockets[0].getsockname()[1]
             self.redirect_uri = f"http://{self._shown_host}:{self._port}{self._path}"

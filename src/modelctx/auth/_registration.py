@@ -23,7 +23,10 @@ from ._discovery import AuthServerMetadata
 __all__ = ["ClientMetadata", "Registration", "apply_client_auth", "choose_auth_method", "register_dynamically"]
 
 #: The default redirect URI of a native client: the loopback receiver in ``_redirect``.
-DEFAULT_REDIRECT_URI = "http://127.0.0.1:33418/callback"
+#: Its port is below every system's ephemeral range (Linux 32768-60999, macOS and
+#: Windows 49152-65535): a port in that range may be held at any moment by some
+#: outgoing connection's local end, and the receiver could not listen.
+DEFAULT_REDIRECT_URI = "http://127.0.0.1:18418/callback"
 
 
 @dataclass(frozen=True)
@@ -31,7 +34,7 @@ class ClientMetadata:
     """What the client says about itself when it registers (RFC 7591 §2).
 
     ``redirect_uris``: the first is where the authorization response is received; the
-    default, ``http://127.0.0.1:33418/callback``, is the loopback receiver's.
+    default, ``http://127.0.0.1:18418/callback``, is the loopback receiver's.
     ``application_type`` defaults to ``native`` when every redirect URI is a loopback
     ``http`` URL or a private scheme, else ``web`` (client-registration.mdx)."""
 

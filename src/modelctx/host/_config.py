@@ -29,7 +29,7 @@ An HTTP server protected with OAuth takes ``auth``: ``{"type": "oauth"}`` signs 
 person in through the browser (authorization code with PKCE; optional ``scopes`` to ask
 for when the server names none, ``clientId`` and ``clientSecret`` of a client registered
 beforehand, ``clientMetadataUrl`` (a Client ID Metadata Document), ``clientName``,
-``redirectPort``, the loopback port the browser comes back to, default 33418), or
+``redirectPort``, the loopback port the browser comes back to, default 18418), or
 ``{"type": "client_credentials", "clientId": ..., "clientSecret": "${VAR}"}`` (or
 ``"privateKeyFile"`` with ``"signingAlgorithm"``) for a service acting as itself.
 Tokens are kept in ``tokenStore`` (top level; default ``~/.config/modelctx/tokens.json``,
@@ -114,7 +114,7 @@ class AuthSpec:
     client_secret: str | None = field(default=None, repr=False)
     client_metadata_url: str | None = None
     client_name: str = "modelctx"
-    redirect_port: int = 33418
+    redirect_port: int = 18418
     private_key_file: str | None = None
     signing_algorithm: str = "ES256"
 
@@ -296,7 +296,7 @@ def _auth_spec(where: str, value: object, env: Mapping[str, str]) -> AuthSpec:
     scopes = tuple(_strings(where, "auth.scopes", value.get("scopes", [])))
     if any(not scope or " " in scope for scope in scopes):
         raise HostConfigError(f"{where}: 'auth.scopes' must be scope names without spaces, not {list(scopes)!r}")
-    port = value.get("redirectPort", 33418)
+    port = value.get("redirectPort", 18418)
     if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
         raise HostConfigError(f"{where}: 'auth.redirectPort' must be a port number (1-65535), not {port!r}")
     spec = AuthSpec(
