@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -25,6 +25,8 @@ from ..transports._http_requests import Http11Client
 from ..transports._url_guard import UrlPolicy, check_scheme
 
 __all__ = ["PostReply", "fetch_json", "post_form", "post_json"]
+
+_T = TypeVar("_T")
 
 _EXCERPT = 200
 
@@ -47,20 +49,38 @@ async def fetch_json(
     ``RequestTimeout``, ``ConnectionClosed`` (the network failed), ``HttpStatusError``
     (a status other than 2xx) or ``MalformedResponse`` (not JSON, or too large).
     """
+    return await _guarded(
+        "GET", url, policy, timeout, {}, headers,
+        lambda http, request_headers: _fetch(http, url, request_headers, timeout, max_bytes),
+    )  # fmt: skip
+
+
+async def _guarded(
+    method: str,
+    url: str,
+    policy: UrlPolicy | None,
+    timeout: float,
+    base_headers: Mapping[str, str],
+    headers: Mapping[str, str] | None,
+    exchange: Callable[[Http11Client, dict[str, str]], Awaitable[_T]],
+) -> _T:
+    """Run ``exchange`` on a one-use client behind ``policy`` (default ``UrlPolicy()``)
+    with the request headers (ours, ``base_headers``, then the caller's), bounded as a
+    whole by ``timeout``; the transport's failures become our errors."""
     policy = policy if policy is not None else UrlPolicy()
     check_scheme(url)
-    request_headers = {"accept": "application/json", "user-agent": "modelctx"}
+    request_headers = {"accept": "application/json", "user-agent": "modelctx", **base_headers}
     request_headers.update({k.lower(): v for k, v in (headers or {}).items()})
     http = Http11Client(max_idle=0, url_policy=policy)
     try:
-        return await asyncio.wait_for(_fetch(http, url, request_headers, timeout, max_bytes), timeout)
+        return await asyncio.wait_for(exchange(http, request_headers), timeout)
     except (TimeoutError, ConnectTimeout, ReadTimeout, WriteTimeout):
-        # The whole fetch and each of its steps share one bound: whichever notices first.
-        raise RequestTimeout(f"GET {url} took longer than {timeout:g}s") from None
+        # The whole exchange and each of its steps share one bound: whichever notices first.
+        raise RequestTimeout(f"{method} {url} took longer than {timeout:g}s") from None
     except UrlRefused:
         raise
     except HttpError as exc:
-        raise ConnectionClosed(f"GET {url} failed: {type(exc).__name__}: {exc}") from exc
+        raise ConnectionClosed(f"{method} {url} failed: {type(exc).__name__}: {exc}") from exc
     finally:
         http.close()
 
@@ -136,21 +156,10 @@ async def _post(
     max_bytes: int,
     headers: Mapping[str, str] | None,
 ) -> PostReply:
-    policy = policy if policy is not None else UrlPolicy()
-    check_scheme(url)
-    request_headers = {"accept": "application/json", "user-agent": "modelctx", "content-type": content_type}
-    request_headers.update({k.lower(): v for k, v in (headers or {}).items()})
-    http = Http11Client(max_idle=0, url_policy=policy)
-    try:
-        return await asyncio.wait_for(_send(http, url, body, request_headers, timeout, max_bytes), timeout)
-    except (TimeoutError, ConnectTimeout, ReadTimeout, WriteTimeout):
-        raise RequestTimeout(f"POST {url} took longer than {timeout:g}s") from None
-    except UrlRefused:
-        raise
-    except HttpError as exc:
-        raise ConnectionClosed(f"POST {url} failed: {type(exc).__name__}: {exc}") from exc
-    finally:
-        http.close()
+    return await _guarded(
+        "POST", url, policy, timeout, {"content-type": content_type}, headers,
+        lambda http, request_headers: _send(http, url, body, request_headers, timeout, max_bytes),
+    )  # fmt: skip
 
 
 async def _send(
