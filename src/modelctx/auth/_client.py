@@ -55,11 +55,9 @@ class OAuthClientProvider(OAuthProviderBase):
     ``authorization_timeout`` bounds the wait for the user, ``timeout`` each HTTP request.
     ``url_policy``: the SSRF guard for discovery (default: the zones of the MCP server's
     own address, so a loopback server may use a loopback authorization server).
-        dpop: bool | DPoPKey = False,
-        scopes: tuple[str, ...] = (),
-    ) -> None:
-        super().__init__(store=store, url_policy=url_policy, timeout=timeout, refresh=refresh_tokens, dpop=dpop)
-        self._scopes = tuple(scopes)
+    ``dpop``: True (a new ES256 key) or a ``DPoPKey``: ask for DPoP-bound tokens (RFC
+    9449) and prove possession of the key on every token and MCP request.
+    ``scopes``: what to ask for when the server's challenge and metadata name nothing.
     """
 
     def __init__(
