@@ -77,8 +77,9 @@ class OAuthClientProvider(OAuthProviderBase):
         dpop: bool | DPoPKey = False,
         scopes: tuple[str, ...] = (),
     ) -> None:
-        super().__init__(store=store, url_policy=url_policy, timeout=timeout, refresh=refresh_tokens, dpop=dpop)
-        self._scopes = tuple(scopes)
+        super().__init__(
+            store=store, url_policy=url_policy, timeout=timeout, refresh=refresh_tokens, dpop=dpop, scopes=scopes
+        )
         self.client = client or ClientMetadata()
         if client_secret is not None and client_id is None:
             raise ValueError("client_secret needs the client_id it belongs to")
@@ -122,7 +123,7 @@ class OAuthClientProvider(OAuthProviderBase):
                 "(code_challenge_methods_supported); refusing to proceed without it"
             )
         registration = await self._registration(server, resource, stored, policy)
-        scope = scope or (" ".join(self._scopes) if self._scopes else None)
+        scope = self._scope_for(scope)
         pkce = Pkce()
         state = secrets.token_urlsafe(32)
         query = {

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import time
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -56,8 +56,10 @@ class OAuthProviderBase:
         timeout: float,
         refresh: bool = True,
         dpop: bool | DPoPKey = False,
+        scopes: Iterable[str] = (),
     ) -> None:
         self.store: TokenStore = store if store is not None else MemoryTokenStore()
+        self._scopes = tuple(scopes)
         self._dpop = _dpop_key(dpop)
         # The latest DPoP-Nonce each server handed out (RFC 9449 8, 9): per token
         # endpoint, and per MCP server (its canonical resource URL).
@@ -188,6 +190,11 @@ class OAuthProviderBase:
             return False
         self._recent[key] = [*recent, now]
         return True
+
+    def _scope_for(self, scope: str | None) -> str | None:
+        """The scope to ask for: the one discovery chose (the challenge's, else the
+        metadata's), else the ``scopes`` this provider was given, else none."""
+        return scope or (" ".join(self._scopes) if self._scopes else None)
 
     async def _obtain(
         self,

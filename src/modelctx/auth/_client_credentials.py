@@ -56,13 +56,12 @@ class ClientCredentialsProvider(OAuthProviderBase):
         url_policy: UrlPolicy | None = None,
         dpop: bool | DPoPKey = False,
     ) -> None:
-        super().__init__(store=store, url_policy=url_policy, timeout=timeout, refresh=False, dpop=dpop)
+        super().__init__(store=store, url_policy=url_policy, timeout=timeout, refresh=False, dpop=dpop, scopes=scopes)
         if (client_secret is None) == (private_key is None):
             raise ValueError("give ClientCredentialsProvider a client_secret or a private_key (not both)")
         self._client_id = client_id
         self._client_secret = client_secret
         self._algorithm = signing_algorithm
-        self._scopes = tuple(scopes)
         self._auth_method = auth_method
         self._key: Key | None = None
         if private_key is not None:
@@ -85,7 +84,7 @@ class ClientCredentialsProvider(OAuthProviderBase):
         scope: str | None,
         policy: UrlPolicy,
     ) -> StoredCredentials:
-        scope = scope or (" ".join(self._scopes) if self._scopes else None)
+        scope = self._scope_for(scope)
         form = {"grant_type": "client_credentials"}
         if scope:
             form["scope"] = scope

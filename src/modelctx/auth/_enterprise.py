@@ -72,7 +72,7 @@ class EnterpriseAuthorizationProvider(OAuthProviderBase):
         timeout: float = 10.0,
         url_policy: UrlPolicy | None = None,
     ) -> None:
-        super().__init__(store=store, url_policy=url_policy, timeout=timeout, refresh=False)
+        super().__init__(store=store, url_policy=url_policy, timeout=timeout, refresh=False, scopes=scopes)
         if idp_issuer is None and idp_token_endpoint is None:
             raise ValueError("name the identity provider: idp_issuer (discovered) or idp_token_endpoint")
         if idp_client_secret is not None and idp_client_id is None:
@@ -94,7 +94,6 @@ class EnterpriseAuthorizationProvider(OAuthProviderBase):
         self._idp_token_endpoint = idp_token_endpoint
         self._idp_client_id = idp_client_id
         self._idp_client_secret = idp_client_secret
-        self._scopes = tuple(scopes)
         self.refusals = Refusals()
 
     def __repr__(self) -> str:
@@ -114,7 +113,7 @@ class EnterpriseAuthorizationProvider(OAuthProviderBase):
     ) -> StoredCredentials:
         self.refusals.check_resource(resource)
         require_jwt_bearer(server)
-        scope = scope or (" ".join(self._scopes) if self._scopes else None)
+        scope = self._scope_for(scope)
         id_jag = await self._exchange(server.issuer, resource, resource_metadata.resource, scope)
         method = choose_auth_method(server, self._client_secret is not None)
         registration = Registration(self._client_id, self._client_secret, method)

@@ -222,11 +222,10 @@ class WorkloadIdentityProvider(OAuthProviderBase):
         timeout: float = 10.0,
         url_policy: UrlPolicy | None = None,
     ) -> None:
-        super().__init__(store=store, url_policy=url_policy, timeout=timeout, refresh=False)
+        super().__init__(store=store, url_policy=url_policy, timeout=timeout, refresh=False, scopes=scopes)
         self.source = AssertionSource("workload identity token", value=assertion, path=assertion_file)
         self._client_id = client_id
         self._client_secret = client_secret
-        self._scopes = tuple(scopes)
         self.refusals = Refusals()
 
     def __repr__(self) -> str:
@@ -243,7 +242,7 @@ class WorkloadIdentityProvider(OAuthProviderBase):
     ) -> StoredCredentials:
         self.refusals.check_resource(resource)
         require_jwt_bearer(server)
-        scope = scope or (" ".join(self._scopes) if self._scopes else None)
+        scope = self._scope_for(scope)
         assertion = await self.source.get(server.issuer)
         return await grant_with_assertion(
             self, server, resource_metadata, resource, assertion, scope, policy,
