@@ -7,12 +7,16 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 PY=${PYTHON:-python3}
 
-# tmux: the terminal chat is tested in a real terminal (tests/test_host_chat.py).
-if ! command -v tmux >/dev/null; then
+# tmux: the terminal chat is tested in a real terminal (tests/test_host_chat.py);
+# chromium: the inspector is tested in a real headless browser (tests/test_inspector*.py).
+MISSING=()
+command -v tmux >/dev/null || MISSING+=(tmux)
+command -v chromium >/dev/null || MISSING+=(chromium)
+if [ ${#MISSING[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq >/dev/null && apt-get install -y -qq tmux >/dev/null
+    apt-get update -qq >/dev/null && apt-get install -y -qq "${MISSING[@]}" >/dev/null
   else
-    echo "scripts/test.sh: tmux is missing; install it (apt-get install tmux)" >&2
+    echo "scripts/test.sh: ${MISSING[*]} missing; install with: apt-get install ${MISSING[*]}" >&2
     exit 1
   fi
 fi
@@ -40,6 +44,15 @@ if [ ! -f "$EVERYTHING_DIR/node_modules/@modelcontextprotocol/server-everything/
   npm install --silent --prefix "$EVERYTHING_DIR" @modelcontextprotocol/server-everything@2026.8.31 >/dev/null
 fi
 export MODELCTX_EVERYTHING_BIN="$EVERYTHING_DIR/node_modules/.bin/mcp-server-everything"
+# The npm reference filesystem and memory servers: our reference servers are compared with
+# them on the same tasks (tests/test_servers_vs_npm.py).
+REFERENCE_DIR="$ROOT/.tools/reference"
+if [ ! -f "$REFERENCE_DIR/node_modules/@modelcontextprotocol/server-memory/package.json" ]; then
+  npm install --silent --prefix "$REFERENCE_DIR" @modelcontextprotocol/server-filesystem@2026.8.31 \
+    @modelcontextprotocol/server-memory@2026.8.31 >/dev/null
+fi
+export MODELCTX_NPM_FILESYSTEM_BIN="$REFERENCE_DIR/node_modules/.bin/mcp-server-filesystem"
+export MODELCTX_NPM_MEMORY_BIN="$REFERENCE_DIR/node_modules/.bin/mcp-server-memory"
 
 # Lint and types first: both are part of the test run (and of CI).
 .venv/bin/ruff check src tests bench examples tools fuzz soak
