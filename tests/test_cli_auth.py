@@ -150,7 +150,7 @@ def test_auth_introspect_checks_tokens_with_the_credentials_from_the_environment
         (
             ["--http", "--auth-issuer", "https://a.example", "--auth-jwks-uri", "https://a.example/jwks",
              "--auth-introspect", "https://a.example/introspect"],
-            "not allowed with argument",
+            "give one of them",
         ),
         (
             ["--http", "--auth-issuer", "https://a.example", "--auth-introspect", "https://a.example/introspect"],

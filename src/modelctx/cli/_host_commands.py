@@ -1,0 +1,125 @@
+"""``modelctx chat``, ``modelctx gateway`` and ``modelctx auth-server``: the commands that
+run a host over a configuration file, or the development authorization server."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ._load import fail
+from ._params import PORT, served_url
+
+__all__ = ["auth_server_command", "chat_command", "gateway_command"]
+
+
+@click.command("chat")
+@click.option("--config", required=True, metavar="FILE", help='a JSON file with "mcpServers"')
+@click.option("--provider", type=click.Choice(["anthropic", "openai"]),
+              help="default: the one whose API key is set")
+@click.option("--model", help="the model name (default: MODELCTX_MODEL, else the provider's default)")
+def chat_command(config: str, provider: str | None, model: str | None) -> int:
+    """Chat with a model that uses the servers of a configuration file."""
+    try:
+        from ..host._chat import run_chat
+    except ImportError as exc:
+        fail(f"the chat needs {exc.name or 'rich'}: pip install 'modelctx[host]'")
+    return run_chat(config, provider=provider, model=model)
+
+
+@click.command("gateway")
+@click.option("--config", required=True, type=click.Path(path_type=Path), help="the mcpServers JSON file")
+@click.option("--http", is_flag=True, help="serve Streamable HTTP instead of stdio")
+@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP host")
+@click.option("--port", type=PORT, default=8000, show_default=True, help="HTTP port")
+@click.option("--path", default="/mcp", show_default=True, help="HTTP endpoint path")
+@click.option("--name", default="modelctx-gateway", show_default=True, help="the name the gateway gives itself")
+@click.option("--bare-names", is_flag=True,
+              help="offer a tool under its server's own name when no other server has one of that name")
+def gateway_command(
+    config: Path, http: bool, host: str, port: int, path: str, name: str, bare_names: bool
+) -> None:
+    """Serve the servers of an mcpServers file as one MCP server (a gateway)."""
+    from ..host import Gateway, Host, HostConfigError
+    from ..host._approval import ApprovalConfigError
+
+    try:
+        gateway = Gateway(
+            Host.from_file(config, authorization_handler=_sign_in_on_stderr), name=name, bare_names=bare_names
+        )
+    except (HostConfigError, ApprovalConfigError) as exc:
+        fail(str(exc))
+    if not http:
+        gateway.run("stdio")
+        return
+    servers = len(gateway.host.config.servers)
+    gateway.run(
+        "http",
+        host=host,
+        port=port,
+        path=path,
+        ready_message=f"modelctx: gateway for {servers} servers on Streamable HTTP at {served_url(host, port, path)}",
+    )
+
+
+async def _sign_in_on_stderr(server: str, url: str) -> None:
+    """The gateway has no window of its own (and stdout may be its MCP stream): it tells
+    the person on stderr where to sign in for a server that asks for it."""
+    print(
+        f"modelctx: server {server!r} needs you to sign in: open this URL in a browser:\n{url}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+@click.command("auth-server")
+@click.option("--host", default="127.0.0.1", show_default=True, help="host to listen on")
+@click.option("--port", type=PORT, default=9000, show_default=True, help="port to listen on")
+@click.option("--issuer", help="the issuer URL, exactly (default http://HOST:PORT)")
+@click.option("--auto-approve", is_flag=True,
+              help="grant requests whose redirect URI is on loopback without a consent page")
+@click.option("--client", "clients", multiple=True, metavar="ID[:SECRET]",
+              help="pre-register a client (repeatable): public without SECRET; any loopback redirect URI")
+@click.option("--scope", "scopes", multiple=True, help="a scope it grants (repeatable; default any)")
+@click.option("--resource", "resources", multiple=True, metavar="URL",
+              help="an MCP server URL it issues tokens for (repeatable; default any)")
+@click.option("--key-file", type=click.Path(path_type=Path),
+              help="keep the signing key here (created 0600) so tokens survive restarts")
+@click.option("--algorithm", type=click.Choice(["ES256", "RS256"]), default="ES256", show_default=True,
+              help="token signature")
+def auth_server_command(
+    host: str,
+    port: int,
+    issuer: str | None,
+    auto_approve: bool,
+    clients: tuple[str, ...],
+    scopes: tuple[str, ...],
+    resources: tuple[str, ...],
+    key_file: Path | None,
+    algorithm: str,
+) -> None:
+    """Run a development OAuth 2.1 authorization server (in memory; not for production)."""
+    try:
+        from ..auth import DevAuthorizationServer
+    except ImportError as exc:
+        fail(f"the authorization server needs {exc.name or 'authlib'}: pip install 'modelctx[auth,http]'")
+    issuer = issuer or served_url(host, port, "").rstrip("/")
+    try:
+        server = DevAuthorizationServer(
+            issuer,
+            auto_approve=auto_approve,
+            key_file=key_file,
+            algorithm=algorithm,
+            scopes=list(scopes) or None,
+            resources=list(resources) or None,
+        )
+    except ValueError as exc:
+        fail(str(exc))
+    for client in clients:
+        client_id, _, secret = client.partition(":")
+        if not client_id:
+            fail(f"--client {client!r} names no client id; write --client ID or --client ID:SECRET")
+        server.register_client(client_id, secret or None)
+    print(f"modelctx: development authorization server, issuer {issuer} (not for production)", file=sys.stderr)
+    server.run(host, port, ready_message=f"modelctx: authorization server ready at {issuer}")
