@@ -10,7 +10,7 @@ import click
 __all__ = ["PORT", "POSITIVE_FLOAT", "POSITIVE_INT", "SCOPE_LIST", "served_url"]
 
 
-class _Port(click.ParamType):
+class _Port(click.ParamType[int]):
     name = "port"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
@@ -23,7 +23,7 @@ class _Port(click.ParamType):
         return port
 
 
-class _Positive(click.ParamType):
+class _Positive(click.ParamType[int | float]):
     """A number of ``kind`` above zero."""
 
     def __init__(self, kind: type[int] | type[float]) -> None:
@@ -40,7 +40,7 @@ class _Positive(click.ParamType):
         return number
 
 
-class _ScopeList(click.ParamType):
+class _ScopeList(click.ParamType[tuple[str, ...]]):
     name = "a,b"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[str, ...]:

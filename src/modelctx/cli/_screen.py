@@ -1,0 +1,137 @@
+"""What a client command shows: results on stdout, everything else on stderr.
+
+With ``--json`` stdout carries the result object as JSON and nothing else. Without it,
+people read Rich tables and text (plain text when Rich is not installed; the server's
+text is never read as Rich markup). The spinner, with the server's progress messages,
+is drawn on stderr only when stderr is a terminal: piped output has none.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = ["Screen"]
+
+
+def _rich_available() -> bool:
+    try:
+        import rich  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class Screen:
+    """The terminal of one command run."""
+
+    def __init__(self, *, as_json: bool) -> None:
+        self.as_json = as_json
+        self._rich = _rich_available()
+        self._out: Any = None  # rich Consoles, made on first use
+        self._err: Any = None
+        self._status: Any = None
+
+    # -- stdout --------------------------------------------------------------------------
+    def json(self, value: Any) -> None:
+        """``value`` (a wire struct or plain data) as indented JSON on stdout."""
+        import msgspec
+
+        print(json.dumps(msgspec.to_builtins(value), indent=2, ensure_ascii=False), flush=True)
+
+    def json_line(self, value: Any) -> None:
+        """``value`` as one line of JSON (JSON Lines: one event a line)."""
+        print(json.dumps(value, ensure_ascii=False), flush=True)
+
+    def text(self, text: str) -> None:
+        """Text for people, printed as it is (never read as markup)."""
+        print(text, flush=True)
+
+    def table(
+        self, title: str, columns: Sequence[str], rows: Sequence[Sequence[str]], *, header: bool = True
+    ) -> None:
+        """A table for people: a Rich table, or aligned plain text without Rich."""
+        if not self._rich:
+            print(title)
+            widths = [max(len(str(cell)) for cell in column) for column in zip(columns, *rows, strict=False)]
+            for row in ((columns, *rows) if header else rows):
+                print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=False)).rstrip())
+            return
+        from rich.table import Table
+        from rich.text import Text
+
+        table = Table(title=title, title_justify="left", show_header=header)
+        for column in columns:
+            table.add_column(column, overflow="fold")
+        for row in rows:
+            table.add_row(*(Text(str(cell)) for cell in row))
+        self._stdout().print(table)
+
+    def _stdout(self) -> Any:
+        if self._out is None:
+            from rich.console import Console
+
+            self._out = Console(highlight=False)
+        return self._out
+
+    # -- stderr --------------------------------------------------------------------------
+    def error(self, message: str) -> None:
+        """One line on stderr: what went wrong."""
+        with self.paused():
+            print(f"modelctx: {message}", file=sys.stderr, flush=True)
+
+    note = error  # an informational line goes to the same place, in the same form
+
+    @property
+    def interactive(self) -> bool:
+        """A person is at a terminal to answer questions (stdin and stderr are TTYs)."""
+        return sys.stdin.isatty() and sys.stderr.isatty()
+
+    @contextmanager
+    def status(self, message: str) -> Iterator[None]:
+        """A spinner with ``message`` on stderr while the block runs (a terminal only)."""
+        if not (self._rich and sys.stderr.isatty()):
+            yield
+            return
+        from rich.text import Text
+
+        with self._stderr().status(Text(message)) as status:
+            self._status = status
+            try:
+                yield
+            finally:
+                self._status = None
+
+    def progress(self, message: str) -> None:
+        """Show ``message`` on the running spinner, if there is one."""
+        if self._status is not None:
+            from rich.text import Text
+
+            self._status.update(Text(message))
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Stop the spinner while the block writes to stderr or asks a question."""
+        status = self._status
+        if status is None:
+            yield
+            return
+        status.stop()
+        try:
+            yield
+        finally:
+            status.start()
+
+    def _stderr(self) -> Any:
+        if self._err is None:
+            from rich.console import Console
+
+            self._err = Console(stderr=True, highlight=False)
+        return self._err
+
+    def console_for_questions(self) -> Any:
+        """The stderr Rich console prompts are drawn on (stdout may be a pipe)."""
+        return self._stderr()
