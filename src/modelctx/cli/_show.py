@@ -71,8 +71,10 @@ def show_discovery(screen: Screen, found: Mapping[str, Any]) -> None:
         ("supported versions", ", ".join(found.get("supportedVersions") or [])),
         ("capabilities", ", ".join(sorted(capabilities)) or "none"),
     ]
-    if found.get("instructions"):
-        rows.append(("instructions", str(found["instructions"])))
+    instructions = str(found.get("instructions") or "").strip()
+    if instructions:
+        lines = instructions.count("\n") + 1
+        rows.append(("instructions", _first_line(instructions) + (f" ({lines} lines; --json shows all)" if lines > 1 else "")))
     screen.table(f"server at {found['target']}", ("", ""), rows, header=False)
 
 
