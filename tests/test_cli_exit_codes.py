@@ -1,0 +1,135 @@
+"""The exit statuses of the client commands, which scripts rely on (``modelctx --help``):
+0 success, 1 the tool returned isError, 2 usage error, 3 could not connect or the
+server died, 4 the server answered a JSON-RPC error, 5 timed out, 130 interrupted.
+
+Each failure is one ``modelctx: ...`` line on stderr, never a traceback, and nothing on
+stdout. Every command runs as a real subprocess.
+"""
+
+from __future__ import annotations
+
+import shlex
+import signal
+import subprocess
+import sys
+
+import pytest
+from cli_run import SAMPLE_STDIO, modelctx, one_line_error, sample
+from conftest import DEADLINE, free_port, wait_until
+
+
+def test_help_lists_every_command_and_the_exit_statuses():
+    result = modelctx("--help")
+    assert result.returncode == 0
+    for command in ("serve", "discover", "tools", "call", "resources", "read", "prompts", "prompt", "complete",
+                    "listen", "inspect", "dev", "install", "chat", "gateway", "auth-server"):
+        assert f"\n  {command} " in result.stdout, command
+    for status in ("0  success", "1  the tool returned isError", "2  usage error", "3  could not connect",
+                   "4  the server answered a JSON-RPC error", "5  timed out", "130  interrupted"):
+        assert status in result.stdout, status
+
+
+def test_help_imports_no_command():
+    probe = (
+        "import sys\nfrom modelctx.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "loaded = [m for m in sys.modules if m.startswith(('modelctx.client', 'modelctx.server', "
+        "'modelctx.cli._client_commands', 'modelctx.cli._serve', 'modelctx.inspector', 'rich'))]\n"
+        "print(loaded, file=sys.stderr)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=DEADLINE)
+    assert result.stderr.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["tools"], "give the server with --url URL or --stdio"),
+        (["tools", "--url", "http://127.0.0.1:1/mcp", "--stdio", "x"], "not both"),
+        (["tools", "--url", "ftp://example.com"], "is not an http:// or https:// URL"),
+        (["tools", "--stdio", "python 'unbalanced"], "cannot be split as a shell would"),
+        (["tools", "--stdio", "x", "--header", "X-A: b"], "--header is for an HTTP server"),
+        (["tools", "--url", "http://127.0.0.1:1/mcp", "--env", "A=b"], "--env is for a server run with --stdio"),
+        (["tools", "--url", "http://127.0.0.1:1/mcp", "--header", "nocolon"], "is not K:V"),
+        (["tools", "--stdio", "x", "--env", "novalue"], "--env 'novalue' is not K=V"),
+        (["tools", "--stdio", "x", "--mode", "2025-11-25"], "spoken with --mode handshake"),
+        (["tools", "--stdio", "x", "--mode", "newest"], "is not auto, handshake or one of"),
+        (["tools", "--url", "http://127.0.0.1:1/mcp", "--bearer-env", "MODELCTX_NO_SUCH_TOKEN"],
+         "the environment variable MODELCTX_NO_SUCH_TOKEN is not set"),
+        (["call", "add", "a=1", "b", "--stdio", "x"], "'b' is not key=value"),
+        (["call", "add", "--args", "{not json", "--stdio", "x"], "--args is not JSON"),
+        (["call", "add", "--args", "[1, 2]", "--stdio", "x"], "must be a JSON object of arguments, not list"),
+        (["call", "add", "--args", "@/no/such/args.json", "--stdio", "x"], "cannot read /no/such/args.json"),
+        (["call", "register", "--accept-elicitation", "yes", "--stdio", "x"], "--accept-elicitation is not JSON"),
+        (["complete", "language", "--stdio", "x"], "--prompt NAME or --template URI_TEMPLATE"),
+        (["call", "--stdio", "x"], "Missing argument 'TOOL'"),
+        (["listen", "--count", "0", "--stdio", "x"], "--count"),
+    ],
+)
+def test_usage_errors_are_one_line_and_status_2_before_anything_starts(args, says):
+    result = modelctx(*args)
+    one_line_error(result, 2, says)
+    assert result.stdout == ""
+
+
+def test_a_command_this_installation_lacks_is_one_line_not_a_traceback():
+    result = modelctx("inspect", "server.py")
+    if result.returncode == 2 and "is not available in this installation" in result.stderr:
+        one_line_error(result, 2, "'inspect' is not available in this installation")
+    else:  # the inspector is there (after the merge): its help at least loads
+        assert "Traceback" not in result.stderr, result.stderr
+
+
+def test_an_unreachable_url_is_status_3():
+    url = f"http://127.0.0.1:{free_port()}/mcp"
+    one_line_error(modelctx("tools", "--url", url), 3, f"127.0.0.1:{url.split(':')[2].split('/')[0]}")
+
+
+def test_a_command_that_does_not_exist_is_status_3():
+    one_line_error(modelctx("tools", "--stdio", "modelctx-no-such-server --flag"), 3, "could not start",
+                   "modelctx-no-such-server")
+
+
+def test_a_server_that_exits_at_once_is_status_3():
+    command = shlex.join([sys.executable, "-c", "import sys; sys.exit(7)"])
+    one_line_error(modelctx("tools", "--stdio", command), 3, "exited with code 7")
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["call", "no_such_tool"], "the server answered error -32602: Unknown tool: no_such_tool"),
+        (["read", "sample://nothing"], "the server answered error -32602"),
+        (["prompt", "no_such_prompt"], "the server answered error -32602"),
+    ],
+)
+def test_a_json_rpc_error_from_the_server_is_status_4_with_its_code(args, says):
+    result = sample(*args)
+    one_line_error(result, 4, says)
+    assert result.stdout == ""
+
+
+def test_a_call_past_its_timeout_is_status_5():
+    result = sample("call", "sleepy", "seconds=30", "--timeout", "1")
+    one_line_error(result, 5, "timed out", "tools/call")
+
+
+def test_ctrl_c_is_status_130(tmp_path):
+    marker = tmp_path / "marker"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "modelctx", "call", "sleepy", "seconds=30", f"marker={marker}", "--stdio", SAMPLE_STDIO],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_until(lambda: (tmp_path / "marker.started").exists(), "the tool to start")
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=DEADLINE)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "modelctx: interrupted"
+    assert "Traceback" not in err and out == ""
