@@ -208,6 +208,7 @@ def _oauth_provider() -> Any:
 def exit_for(exc: BaseException) -> tuple[ExitCode, str]:
     """The status and the one line for what went wrong while talking to the server."""
     from ..errors import (
+        HttpStatusError,
         InputRoundsExceeded,
         MalformedResponse,
         MCPError,
@@ -222,6 +223,8 @@ def exit_for(exc: BaseException) -> tuple[ExitCode, str]:
         return ExitCode.SERVER_ERROR, f"the server answered error {exc.code}: {exc.message}"
     if isinstance(exc, (MalformedResponse, OutputSchemaViolation, InputRoundsExceeded)):
         return ExitCode.SERVER_ERROR, str(exc)
+    if isinstance(exc, HttpStatusError) and exc.status == 401:
+        return ExitCode.UNREACHABLE, f"{exc} (the server wants authorization: add --oauth, or --bearer-env VAR)"
     if isinstance(exc, (MCPError, OSError)):
         return ExitCode.UNREACHABLE, str(exc) or type(exc).__name__
     raise exc
