@@ -82,7 +82,7 @@ def test_an_error_in_the_users_module_shows_only_the_users_frames(tmp_path):
 
     assert result.returncode == 1
     assert "Traceback" in result.stderr and "RuntimeError: no config file" in result.stderr
-    assert "cli.py" not in result.stderr and "importlib" not in result.stderr, result.stderr
+    assert "modelctx/cli" not in result.stderr and "importlib" not in result.stderr, result.stderr
 
 
 def test_a_port_in_use_is_one_line_and_no_url_is_announced(tmp_path):
