@@ -29,6 +29,13 @@ def test_help_lists_every_command_and_the_exit_statuses():
         assert status in result.stdout, status
 
 
+def test_modelctx_alone_prints_its_usage_as_a_usage_error():
+    result = modelctx()
+    assert result.returncode == 2
+    assert result.stderr.startswith("Usage: modelctx [OPTIONS] COMMAND [ARGS]...")
+    assert result.stdout == ""
+
+
 def test_help_imports_no_command():
     probe = (
         "import sys\nfrom modelctx.cli import main\n"

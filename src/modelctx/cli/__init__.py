@@ -25,6 +25,9 @@ def main(argv: list[str] | None = None) -> None:
     try:
         status = cli.main(args=argv, prog_name="modelctx", standalone_mode=False)
     except click.ClickException as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # bare `modelctx`: the help, as a usage error
+            print(exc.format_message(), file=sys.stderr)
+            raise SystemExit(ExitCode.USAGE) from None
         where = exc.ctx.command_path if isinstance(exc, click.UsageError) and exc.ctx else ""
         hint = f" (see '{where} --help')" if where else ""
         print(f"modelctx: {exc.format_message()}{hint}", file=sys.stderr)
