@@ -121,6 +121,11 @@ def test_a_call_past_its_timeout_is_status_5():
     one_line_error(result, 5, "timed out", "tools/call")
 
 
+def test_a_server_that_never_answers_is_status_5():
+    silent = shlex.join([sys.executable, "-c", "import time; time.sleep(60)"])
+    one_line_error(modelctx("tools", "--stdio", silent, "--timeout", "1"), 5, "no answer from", "within 1 s")
+
+
 def test_ctrl_c_is_status_130(tmp_path):
     marker = tmp_path / "marker"
     process = subprocess.Popen(

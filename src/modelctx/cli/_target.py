@@ -31,6 +31,8 @@ __all__ = ["DEFAULT_TIMEOUT", "ClientTarget", "client_options", "exit_for", "run
 
 #: Seconds each request (and connecting) may take when ``--timeout`` is not given.
 DEFAULT_TIMEOUT = 60.0
+#: Seconds a person has to sign in in the browser (``--oauth``), as the OAuth provider allows.
+OAUTH_SIGN_IN = 300.0
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -110,6 +112,12 @@ class ClientTarget:
             as_json=options["as_json"],
             elicitation_answers=_answers(options["accept_elicitation"]),
         )
+
+    @property
+    def connect_deadline(self) -> float:
+        """Seconds to connect: ``--timeout``, but a person signing in with ``--oauth``
+        gets the sign-in's own five minutes unless ``--timeout`` says otherwise."""
+        return OAUTH_SIGN_IN if self.oauth and not self.timeout_given else self.timeout
 
     @property
     def shown(self) -> str:
@@ -233,11 +241,13 @@ def exit_for(exc: BaseException) -> tuple[ExitCode, str]:
 async def _connected(target: ClientTarget, client: Client, screen: Screen) -> None:
     with screen.status(f"connecting to {target.shown}"):
         try:
-            async with asyncio.timeout(target.timeout):
+            async with asyncio.timeout(target.connect_deadline):
                 await client.connect()
         except TimeoutError:
             await client.close()
-            raise TimeoutError(f"no answer from {target.shown} within {target.timeout:g} s (--timeout)") from None
+            raise TimeoutError(
+                f"no answer from {target.shown} within {target.connect_deadline:g} s (--timeout)"
+            ) from None
 
 
 def run_client(target: ClientTarget, work: Callable[[Client, Screen], Awaitable[int]]) -> int:
