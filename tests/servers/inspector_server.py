@@ -5,7 +5,7 @@ import base64
 from dataclasses import dataclass
 from typing import Literal
 
-from modelctx import Context, Server, ToolError
+from modelctx import Context, ResourceNotFound, Server, ToolError
 from modelctx.server import Image
 
 server = Server("inspector-test", version="2.0.0", instructions="A server to look at.")
@@ -58,9 +58,9 @@ class Confirmation:
 async def confirm_booking(ctx: Context) -> str:
     """Ask the user to confirm, with a seat choice (elicitation)."""
     answer = await ctx.elicit("Confirm the booking?", Confirmation)
-    if answer.action != "accept" or answer.data is None:
+    if answer.action != "accept" or answer.content is None:
         return f"booking {answer.action}d"
-    return f"confirmed={answer.data.confirm} seat={answer.data.seat}"
+    return f"confirmed={answer.content.confirm} seat={answer.content.seat}"
 
 
 @server.tool
@@ -88,7 +88,9 @@ def readme() -> str:
 
 @server.resource("inspector://greeting/{who}")
 def greeting(who: str) -> str:
-    """A greeting for someone."""
+    """A greeting for someone (nobody is not found: a JSON-RPC error)."""
+    if who == "nobody":
+        raise ResourceNotFound(f"inspector://greeting/{who}")
     return f"hello, {who}"
 
 

@@ -21,7 +21,8 @@ function resolve(schema, root) {
   while (schema && typeof schema.$ref === "string" && schema.$ref.startsWith("#/") && seen++ < 32) {
     let target = root;
     for (const part of schema.$ref.slice(2).split("/")) target = target?.[part.replace(/~1/g, "/").replace(/~0/g, "~")];
-    schema = { ...target, ...Object.fromEntries(Object.entries(schema).filter(([k]) => k !== "$ref")) };
+    // A referenced type's title names the type, not this field: keep the field's own.
+    schema = { ...without(target || {}, "title"), ...Object.fromEntries(Object.entries(schema).filter(([k]) => k !== "$ref")) };
   }
   // Optional[X] is anyOf [X, null]: show X, an empty field means "leave it out".
   if (schema && Array.isArray(schema.anyOf)) {
@@ -58,7 +59,7 @@ function choices(schema) {
 }
 
 function labelFor(name, schema, required) {
-  const title = el("span", { class: required ? "required" : undefined, text: schema.title || name });
+  const title = el("span", {}, el("span", { class: required ? "required" : "name", text: schema.title || name }));
   if (schema.description) title.append(" ", el("span", { class: "description", text: schema.description }));
   return title;
 }
