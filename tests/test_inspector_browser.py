@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from inspector_processes import Screenshots, chromium_page, running_inspector
 
 SERVER = Path(__file__).parent / "servers" / "inspector_server.py"

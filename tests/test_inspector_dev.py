@@ -20,13 +20,16 @@ def hello() -> str:
     return "hello"
 '''
 
-SECOND = FIRST.replace('version="1"', 'version="2"') + '''
+SECOND = (
+    FIRST.replace('version="1"', 'version="2"')
+    + '''
 
 @server.tool
 def goodbye() -> str:
     """Say goodbye (added while the inspector was open)."""
     return "goodbye"
 '''
+)
 
 
 @pytest.fixture

@@ -27,18 +27,26 @@ def _root(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
-def _snapshot(url: str, connected: bool = True) -> dict[str, Any]:
-    """The first event of the page's event stream once the server is connected."""
-    for _ in range(100):
-        with httpx.stream("GET", url + "api/events", timeout=15) as response:
-            assert response.status_code == 200
-            for line in response.iter_lines():
-                if line.startswith("data: "):
-                    event: dict[str, Any] = json.loads(line[len("data: "):])
-                    break
-        if not connected or event["status"]["state"] not in ("idle", "connecting"):
-            return event
-    raise AssertionError(f"the inspector never finished connecting: {event['status']}")
+def _snapshot(url: str) -> dict[str, Any]:
+    """The page's state once the inspector has connected (or failed to): the event
+    stream's snapshot, with the status and lists that followed it."""
+    state: dict[str, Any] = {}
+    with httpx.stream("GET", url + "api/events", timeout=30) as response:
+        assert response.status_code == 200
+        for line in response.iter_lines():
+            if not line.startswith("data: "):
+                continue
+            event = json.loads(line[len("data: ") :])
+            if event["type"] == "snapshot":
+                state = event
+            elif event["type"] in ("status", "lists"):
+                state[event["type"]] = event[event["type"]]
+            elif event["type"] == "message":
+                state["log"].append(event["entry"])
+            connected = state["status"]["state"] == "connected" and any(state["lists"].values())
+            if connected or state["status"]["state"] == "failed":
+                return state
+    raise AssertionError(f"the event stream ended before the inspector connected: {state}")
 
 
 def _wait_for_port(port: int) -> None:

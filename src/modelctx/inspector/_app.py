@@ -118,9 +118,7 @@ def _routes(session: InspectorSession) -> list[Route | Mount]:
             finally:
                 session.unsubscribe(queue)
 
-        return StreamingResponse(
-            stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"}
-        )
+        return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
 
     async def call(body: dict[str, Any]) -> dict[str, Any]:
         call_id = body.get("callId")
@@ -146,8 +144,14 @@ def _routes(session: InspectorSession) -> list[Route | Mount]:
         await session.refresh()
         return {"ok": True}
 
-    api = {"call": call, "read": read, "prompt": prompt, "elicitation": elicitation,
-           "reconnect": reconnect, "refresh": refresh}
+    api = {
+        "call": call,
+        "read": read,
+        "prompt": prompt,
+        "elicitation": elicitation,
+        "reconnect": reconnect,
+        "refresh": refresh,
+    }
 
     async def post(request: Request) -> JSONResponse:
         handler = api.get(request.path_params["name"])

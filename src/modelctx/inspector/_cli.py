@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from ._run import serve_inspector, transport_factory, watch_and_restart
 from ._session import InspectorSession
+from ._targets import transport_factory
 
 __all__ = ["dev_command", "inspect_command"]
 
@@ -28,10 +28,16 @@ def _announce(url: str) -> None:
 
 
 def _run(session: InspectorSession, port: int, no_browser: bool, watch: Path | None = None) -> None:
+    try:
+        # The web stack loads only when a page is served, so listing commands stays cheap.
+        from ._run import serve_inspector, watch_and_restart
+    except ImportError as exc:
+        raise click.ClickException(f"the inspector needs {exc.name}: pip install uvicorn starlette watchfiles") from exc
     background = partial(watch_and_restart, watch) if watch is not None else None
     try:
-        asyncio.run(serve_inspector(session, port=port, open_browser=not no_browser, announce=_announce,
-                                    background=background))
+        asyncio.run(
+            serve_inspector(session, port=port, open_browser=not no_browser, announce=_announce, background=background)
+        )
     except OSError as exc:
         raise click.ClickException(str(exc)) from exc
     except KeyboardInterrupt:

@@ -1,52 +1,27 @@
-"""Running the inspector: the transport for a target, the web server, ``dev``'s reloads."""
+"""Running the inspector: the web server on loopback, and ``dev``'s reloads."""
 
 from __future__ import annotations
 
 import asyncio
 import secrets
-import shlex
 import socket
 import sys
 import webbrowser
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 
-from ..client import ClientTransport
 from ._app import build_app
-from ._session import InspectorSession, TransportFactory
+from ._session import InspectorSession
 
-__all__ = ["serve_inspector", "transport_factory", "watch_and_restart"]
+__all__ = ["serve_inspector", "watch_and_restart"]
 
 
-def transport_factory(target: str | None, stdio: str | None) -> TransportFactory:
-    """How to reach the server: an ``http(s)://`` URL, a ``--stdio`` command line, or a
-    server file / ``module:obj`` run as ``python -m modelctx serve TARGET`` on stdio."""
-    if stdio is not None:
-        argv = shlex.split(stdio)
-        if not argv:
-            raise ValueError("--stdio needs a command line, e.g. --stdio 'python server.py'")
-    elif target is None:
-        raise ValueError("give a TARGET (URL, server file or module:obj) or --stdio 'COMMAND'")
-    elif target.startswith(("http://", "https://")):
-        url = target
-
-        def http() -> ClientTransport:
-            from ..transports.http_client import HttpClientTransport
-
-            return HttpClientTransport(url)
-
-        return http
-    else:
-        argv = [sys.executable, "-m", "modelctx", "serve", target]
-
-    def stdio_process() -> ClientTransport:
-        from ..transports.stdio_client import StdioClientTransport
-
-        return StdioClientTransport(argv)
-
-    return stdio_process
+def _open_browser(url: str) -> None:
+    if not webbrowser.open(url):
+        print(f"could not open a browser; open {url} yourself", file=sys.stderr)
 
 
 def _loopback_socket(port: int) -> socket.socket:
@@ -68,7 +43,7 @@ async def serve_inspector(
     port: int = 0,
     open_browser: bool = True,
     announce: Callable[[str], None] = print,
-    background: Callable[[InspectorSession], Awaitable[None]] | None = None,
+    background: Callable[[InspectorSession], Coroutine[Any, Any, None]] | None = None,
 ) -> None:
     """Serve the page for ``session`` on 127.0.0.1 until interrupted (SIGINT/SIGTERM).
 
@@ -92,7 +67,7 @@ async def serve_inspector(
         tasks.append(asyncio.create_task(background(session)))
     if open_browser:
         # webbrowser may block while it starts a browser: keep it off the event loop.
-        tasks.append(asyncio.create_task(asyncio.to_thread(webbrowser.open, url)))
+        tasks.append(asyncio.create_task(asyncio.to_thread(_open_browser, url)))
     try:
         await server.serve(sockets=[sock])
     finally:

@@ -19,7 +19,7 @@ from typing import Any
 import msgspec
 
 from ..client import Client, ClientHandlers, ClientTransport, Elicitation, ListChanged
-from ..errors import MCPError
+from ..errors import MCPError, ProtocolError
 from ._observer import ObservedTransport
 
 __all__ = ["InspectorSession", "TransportFactory"]
@@ -45,9 +45,8 @@ def _plain(value: Any) -> Any:
 
 def _error_body(exc: BaseException) -> dict[str, Any]:
     """A failure as the page shows it: JSON-RPC errors keep their code and data."""
-    code = getattr(exc, "code", None)
-    if isinstance(exc, MCPError) and isinstance(code, int):
-        return {"kind": "jsonrpc", "code": code, "message": exc.message, "data": exc.data}
+    if isinstance(exc, ProtocolError):
+        return {"kind": "jsonrpc", "code": exc.code, "message": exc.message, "data": exc.data}
     return {"kind": "local", "message": f"{type(exc).__name__}: {exc}"}
 
 
@@ -204,11 +203,13 @@ class InspectorSession:
     async def _follow_changes(self, client: Client) -> None:
         """Re-list what the server says changed, for as long as the connection lasts."""
         caps = client.raw_server_capabilities
-        wanted = {kind: bool((caps.get(kind) or {}).get("listChanged")) for kind in ("tools", "prompts", "resources")}
-        if not any(wanted.values()):
+        follows = {kind: bool((caps.get(kind) or {}).get("listChanged")) for kind in ("tools", "prompts", "resources")}
+        if not any(follows.values()):
             return
         try:
-            async for event in client.listen(**wanted):
+            async for event in client.listen(
+                tools=follows["tools"], prompts=follows["prompts"], resources=follows["resources"]
+            ):
                 if isinstance(event, ListChanged):
                     kinds = ("resources", "resourceTemplates") if event.kind == "resources" else (event.kind,)
                     self.publish({"type": "notice", "level": "info", "text": f"{event.kind} list changed"})
@@ -255,9 +256,7 @@ class InspectorSession:
         started = time.monotonic()
 
         def progress(done: float, total: float | None, message: str | None) -> None:
-            self.publish(
-                {"type": "progress", "callId": call_id, "progress": done, "total": total, "message": message}
-            )
+            self.publish({"type": "progress", "callId": call_id, "progress": done, "total": total, "message": message})
 
         try:
             result = await client.call_tool_raw(name, arguments, progress=progress)
