@@ -43,7 +43,7 @@ def test_the_inspector_connects_calls_tools_answers_elicitation_and_follows_list
         expect(page.locator('dd[data-row="Server"]')).to_have_text("inspector-test 2.0.0")
         expect(page.locator('dd[data-row="Protocol version"]')).to_have_text("2026-07-28")
         expect(page.locator("#capabilities")).to_contain_text('"listChanged": true')
-        expect(page.locator("#tools button")).to_have_count(6)
+        expect(page.locator("#tools button")).to_have_count(9)
         shots.take(page, "connected")
 
         # A form from the nested schema: required fields are enforced before any call.
@@ -78,6 +78,22 @@ def test_the_inspector_connects_calls_tools_answers_elicitation_and_follows_list
         expect(page.locator("#result img.image")).to_have_attribute("src", re.compile(r"^data:image/png;base64,iVBOR"))
         shots.take(page, "image-result")
 
+        # Audio, a resource link (read from the result) and an embedded resource.
+        _tool(page, "media")
+        page.locator("#call").click()
+        expect(page.locator("#result audio.audio")).to_have_attribute("src", re.compile(r"^data:audio/wav;base64,UklGR"))
+        expect(page.locator("#result .resource pre")).to_have_text("an embedded note")
+        shots.take(page, "media-result")
+        page.locator("#result .resource-link button").click()
+        expect(page.locator("#result .read-result pre")).to_have_text("A server for the inspector's tests.")
+
+        # Structured content, as pretty JSON.
+        _tool(page, "quote")
+        page.locator('input[name="arg.city"]').fill("Lisbon")
+        page.locator("#call").click()
+        expect(page.locator("#result pre.json")).to_contain_text('"price": 99.5')
+        shots.take(page, "structured-content")
+
         # Progress notifications, shown as they come.
         _tool(page, "count")
         page.locator('input[name="arg.to"]').fill("3")
@@ -106,6 +122,15 @@ def test_the_inspector_connects_calls_tools_answers_elicitation_and_follows_list
         expect(dialog).to_be_hidden()
         expect(page.locator("#result pre.text")).to_have_text("confirmed=True seat=window")
         shots.take(page, "elicitation-answered")
+
+        # URL-mode elicitation: a link to open, then accept or decline.
+        _tool(page, "sign_in")
+        page.locator("#call").click()
+        expect(dialog.locator("#elicitation-url")).to_have_attribute("href", "https://example.com/sign-in")
+        expect(dialog.locator("#elicitation-cancel")).to_have_count(0)
+        shots.take(page, "url-elicitation")
+        dialog.locator("#elicitation-accept").click()
+        expect(page.locator("#result pre.text")).to_have_text("sign-in accepted")
 
         # list_changed: a tool the server adds appears without a reload.
         _tool(page, "add_tool")

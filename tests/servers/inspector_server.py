@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from modelctx import Context, ResourceNotFound, Server, ToolError
-from modelctx.server import Image
+from modelctx.server import Audio, EmbeddedResource, Image, ResourceLink, ToolResult
 
 server = Server("inspector-test", version="2.0.0", instructions="A server to look at.")
 
@@ -38,6 +38,41 @@ def book_trip(destination: Destination, cabin: Literal["economy", "business"] = 
 def picture() -> Image:
     """A one-pixel red picture."""
     return Image(_PIXEL, "image/png")
+
+
+# The smallest WAV file: a RIFF header and no samples.
+_SILENCE = b"RIFF$\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00@\x1f\x00\x00@\x1f\x00\x00\x01\x00\x08\x00data\x00\x00\x00\x00"
+
+
+@server.tool
+def media() -> ToolResult:
+    """Audio, a resource link and an embedded resource, in one result."""
+    return ToolResult(
+        [
+            Audio(_SILENCE, "audio/wav"),
+            ResourceLink("inspector://readme", "readme", mime_type="text/plain"),
+            EmbeddedResource("inspector://note", text="an embedded note", mime_type="text/plain"),
+        ]
+    )
+
+
+@dataclass
+class Quote:
+    city: str
+    price: float
+
+
+@server.tool
+def quote(city: str) -> Quote:
+    """A price, as structured content."""
+    return Quote(city, 99.5)
+
+
+@server.tool
+async def sign_in(ctx: Context) -> str:
+    """Send the user to a page (URL-mode elicitation)."""
+    answer = await ctx.elicit_url("Sign in to continue", "https://example.com/sign-in")
+    return f"sign-in {answer.action}ed" if answer.action == "accept" else f"sign-in {answer.action}d"
 
 
 @server.tool
