@@ -6,6 +6,8 @@ Real inspector processes; plain HTTP requests as another page or program would s
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import socket
 import subprocess
 import sys
@@ -15,6 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+import pytest
 from conftest import serve_command
 from inspector_processes import running_inspector
 
@@ -132,3 +135,16 @@ def test_inspect_needs_exactly_one_target() -> None:
     )
     assert neither.returncode == 2
     assert "TARGET or --stdio" in neither.stderr
+
+
+def test_the_reference_everything_server_is_inspected_over_stdio() -> None:
+    command = os.environ.get("MODELCTX_EVERYTHING_BIN")
+    if not command:
+        pytest.skip("@modelcontextprotocol/server-everything is not installed (MODELCTX_EVERYTHING_BIN)")
+    with running_inspector("inspect", "--stdio", shlex.join([command, "stdio"])) as url:
+        snapshot = _snapshot(url)
+        assert snapshot["status"]["state"] == "connected", snapshot["status"]
+        assert snapshot["status"]["era"].startswith("handshake")
+        assert "echo" in {tool["name"] for tool in snapshot["lists"]["tools"]}
+        echoed = httpx.post(url + "api/call", json={"name": "echo", "arguments": {"message": "hi"}}, timeout=30)
+        assert "hi" in echoed.json()["result"]["content"][0]["text"]
