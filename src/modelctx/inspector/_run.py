@@ -62,7 +62,7 @@ async def serve_inspector(
     )
     server = uvicorn.Server(config)
     announce(url)
-    tasks = [asyncio.create_task(session.start())]
+    tasks = [asyncio.create_task(session.start()), asyncio.create_task(_end_streams_on_exit(server, session))]
     if background is not None:
         tasks.append(asyncio.create_task(background(session)))
     if open_browser:
@@ -76,6 +76,14 @@ async def serve_inspector(
         await asyncio.gather(*tasks, return_exceptions=True)
         await session.stop()
         sock.close()
+
+
+async def _end_streams_on_exit(server: uvicorn.Server, session: InspectorSession) -> None:
+    """End the pages' event streams as soon as the server is told to stop: uvicorn waits
+    for open responses before it exits, and an event stream never ends on its own."""
+    while not server.should_exit:
+        await asyncio.sleep(0.2)
+    session.close_streams()
 
 
 def _watched(path: Path) -> Callable[[object, str], bool]:
