@@ -81,7 +81,9 @@ def test_the_inspector_connects_calls_tools_answers_elicitation_and_follows_list
         # Audio, a resource link (read from the result) and an embedded resource.
         _tool(page, "media")
         page.locator("#call").click()
-        expect(page.locator("#result audio.audio")).to_have_attribute("src", re.compile(r"^data:audio/wav;base64,UklGR"))
+        expect(page.locator("#result audio.audio")).to_have_attribute(
+            "src", re.compile(r"^data:audio/wav;base64,UklGR")
+        )
         expect(page.locator("#result .resource pre")).to_have_text("an embedded note")
         shots.take(page, "media-result")
         page.locator("#result .resource-link button").click()
@@ -90,8 +92,12 @@ def test_the_inspector_connects_calls_tools_answers_elicitation_and_follows_list
         # Structured content, as pretty JSON.
         _tool(page, "quote")
         page.locator('input[name="arg.city"]').fill("Lisbon")
+        page.locator('textarea[name="arg.extras"]').fill("[not json")  # arrays are JSON text
         page.locator("#call").click()
-        expect(page.locator("#result pre.json")).to_contain_text('"price": 99.5')
+        expect(page.locator('textarea[name="arg.extras"] + .field-error')).to_contain_text("not valid JSON")
+        page.locator('textarea[name="arg.extras"]').fill('["breakfast", "view"]')
+        page.locator("#call").click()
+        expect(page.locator("#result pre.json")).to_contain_text('"price": 119.5')
         shots.take(page, "structured-content")
 
         # Progress notifications, shown as they come.

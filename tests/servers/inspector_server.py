@@ -63,9 +63,9 @@ class Quote:
 
 
 @server.tool
-def quote(city: str) -> Quote:
-    """A price, as structured content."""
-    return Quote(city, 99.5)
+def quote(city: str, extras: list[str] | None = None) -> Quote:
+    """A price, as structured content; each extra (an array) costs 10 more."""
+    return Quote(city, 99.5 + 10 * len(extras or []))
 
 
 @server.tool
