@@ -1,0 +1,178 @@
+"""The inspector's web side: a Starlette app on loopback, guarded by a token.
+
+Every path starts with ``/<token>/`` (the page's own relative URLs keep it, so the ES
+modules, the JSON API and the event stream all carry it); anything else is 403. The
+``Host`` header must name the loopback address and port we listen on (DNS rebinding),
+and an ``Origin``, when a browser sends one, must be this page's own origin: a web page
+elsewhere can neither read nor drive the inspector.
+
+API (JSON in, JSON out, under ``/<token>/api/``): ``GET events`` (Server-Sent Events:
+a ``snapshot``, then ``message``, ``status``, ``lists``, ``progress``, ``elicitation``,
+``elicitation_done``, ``notice``), ``POST call``, ``read``, ``prompt``, ``elicitation``,
+``reconnect``, ``refresh``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ._session import InspectorSession
+
+__all__ = ["build_app"]
+
+STATIC = Path(__file__).parent / "static"
+BODY_LIMIT = 1_000_000
+#: A comment line on an idle stream, so a dead page is noticed and proxies keep it open.
+KEEPALIVE_SECONDS = 15.0
+
+
+class LoopbackGuard:
+    """Refuses (403) a request without the token, for another host, or from another origin."""
+
+    def __init__(self, app: ASGIApp, *, token: str, port: int) -> None:
+        self.app = app
+        self.prefix = f"/{token}"
+        self.hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
+        self.origins = {f"http://{host}" for host in self.hosts}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        problem = self._problem(scope)
+        if problem is not None:
+            await PlainTextResponse(problem, status_code=403)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def _problem(self, scope: Scope) -> str | None:
+        path: str = scope["path"]
+        first = "/" + path.lstrip("/").split("/", 1)[0]
+        if not hmac.compare_digest(first.encode(), self.prefix.encode()):
+            return "forbidden: open the URL the inspector printed (it carries the access token)"
+        headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
+        if headers.get("host") not in self.hosts:
+            return "forbidden: the inspector answers only to 127.0.0.1 and localhost"
+        origin = headers.get("origin")
+        if origin is not None and origin not in self.origins:
+            return f"forbidden: requests from origin {origin} are refused"
+        return None
+
+
+async def _json_body(request: Request) -> dict[str, Any]:
+    if request.headers.get("content-type", "").split(";")[0] != "application/json":
+        raise ValueError("send the body as application/json")
+    body = await request.body()
+    if len(body) > BODY_LIMIT:
+        raise ValueError(f"body over {BODY_LIMIT} bytes")
+    value = json.loads(body or b"{}")
+    if not isinstance(value, dict):
+        raise ValueError("the body must be a JSON object")
+    return value
+
+
+def _text(body: dict[str, Any], name: str) -> str:
+    value = body.get(name)
+    if not isinstance(value, str):
+        raise ValueError(f"{name!r} must be a string")
+    return value
+
+
+def _object(body: dict[str, Any], name: str) -> dict[str, Any]:
+    value = body.get(name) or {}
+    if not isinstance(value, dict):
+        raise ValueError(f"{name!r} must be an object")
+    return value
+
+
+def _routes(session: InspectorSession) -> list[Route | Mount]:
+    async def index(request: Request) -> FileResponse:
+        return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-store"})
+
+    async def events(request: Request) -> StreamingResponse:
+        queue = session.subscribe()
+
+        async def stream() -> AsyncIterator[str]:
+            try:
+                while True:
+                    try:
+                        event = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
+                    except TimeoutError:
+                        yield ": keepalive\n\n"
+                        continue
+                    if event is None:
+                        return
+                    yield f"data: {json.dumps(event)}\n\n"
+            finally:
+                session.unsubscribe(queue)
+
+        return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+
+    async def call(body: dict[str, Any]) -> dict[str, Any]:
+        call_id = body.get("callId")
+        return await session.call_tool(_text(body, "name"), _object(body, "arguments"), str(call_id or ""))
+
+    async def read(body: dict[str, Any]) -> dict[str, Any]:
+        return await session.read_resource(_text(body, "uri"))
+
+    async def prompt(body: dict[str, Any]) -> dict[str, Any]:
+        arguments = {str(key): str(value) for key, value in _object(body, "arguments").items()}
+        return await session.get_prompt(_text(body, "name"), arguments)
+
+    async def elicitation(body: dict[str, Any]) -> dict[str, Any]:
+        content = body.get("content")
+        session.answer(_text(body, "id"), _text(body, "action"), content if isinstance(content, dict) else None)
+        return {"ok": True}
+
+    async def reconnect(body: dict[str, Any]) -> dict[str, Any]:
+        await session.start()
+        return {"ok": True}
+
+    async def refresh(body: dict[str, Any]) -> dict[str, Any]:
+        await session.refresh()
+        return {"ok": True}
+
+    api = {
+        "call": call,
+        "read": read,
+        "prompt": prompt,
+        "elicitation": elicitation,
+        "reconnect": reconnect,
+        "refresh": refresh,
+    }
+
+    async def post(request: Request) -> JSONResponse:
+        handler = api.get(request.path_params["name"])
+        if handler is None:
+            return JSONResponse({"error": {"kind": "local", "message": "no such API"}}, status_code=404)
+        try:
+            return JSONResponse(await handler(await _json_body(request)))
+        except (ValueError, KeyError, ConnectionError) as exc:
+            message = f"no pending question {exc}" if isinstance(exc, KeyError) else str(exc)
+            return JSONResponse({"error": {"kind": "local", "message": message}}, status_code=400)
+
+    return [
+        Route("/", index),
+        Route("/api/events", events),
+        Route("/api/{name}", post, methods=["POST"]),
+        Mount("/static", StaticFiles(directory=STATIC)),
+    ]
+
+
+def build_app(session: InspectorSession, *, token: str, port: int) -> ASGIApp:
+    """The guarded ASGI app serving the page and its API for ``session``."""
+    inner = Starlette(routes=_routes(session))
+    outer = Starlette(routes=[Mount(f"/{token}", app=inner)])
+    return LoopbackGuard(outer, token=token, port=port)
