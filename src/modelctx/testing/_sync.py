@@ -57,7 +57,8 @@ class LoopThread:
                 self.run(self._opened.pop().__aexit__(None, None, None))
             except Exception as exc:  # noqa: BLE001 - keep closing the others, then raise the first
                 errors.append(exc)
-        self.run(self._cancel_leftovers())
+        # Not through run(): its wait_for would be one more task, and this one cancels all others.
+        asyncio.run_coroutine_threadsafe(self._cancel_leftovers(), self.loop).result(self.timeout + 5)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(self.timeout)
         if not self._thread.is_alive():
