@@ -212,3 +212,20 @@ def test_mcp_client_without_an_mcp_server_fixture_says_what_to_write(tmp_path):
     result = run_pytest(tmp_path)
     assert result.returncode == 1
     assert "mcp_client needs a fixture named mcp_server that returns your Server" in result.stdout
+
+
+def test_a_tool_that_never_answers_fails_its_test_at_the_mcp_timeout_deadline(tmp_path):
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmcp_timeout = 2\n")
+    (tmp_path / "stuck.py").write_text(
+        "import asyncio\nfrom modelctx import Server\nserver = Server('stuck')\n\n"
+        "@server.tool\nasync def wait() -> str:\n    await asyncio.Event().wait()\n    return 'never'\n"
+    )
+    (tmp_path / "test_stuck.py").write_text(
+        "import pytest\nfrom stuck import server\n\n@pytest.fixture\ndef mcp_server():\n    return server\n\n"
+        "def test_in_process(mcp_client):\n    mcp_client.call_tool('wait')\n\n"
+        "def test_over_stdio(mcp_stdio_client):\n    mcp_stdio_client('stuck.py').call_tool('wait')\n"
+    )
+    result = run_pytest(tmp_path)
+    assert result.returncode == 1
+    assert "2 failed" in result.stdout, result.stdout
+    assert result.stdout.count("RequestTimeout") >= 2, result.stdout

@@ -18,6 +18,7 @@ from ..client import Client
 __all__ = ["LoopThread", "SyncClient"]
 
 _T = TypeVar("_T")
+_GRACE = 2.0  # seconds past a deadline before the loop thread's own bound cuts in
 
 
 class LoopThread:
@@ -39,11 +40,13 @@ class LoopThread:
 
     def run(self, coroutine: Coroutine[Any, Any, _T], timeout: float | None = None) -> _T:
         """The result of ``coroutine``, run on the loop; ``TimeoutError`` (the coroutine
-        cancelled) when it takes longer than ``timeout`` (default: this loop's)."""
+        cancelled) when it runs past ``timeout`` (default: this loop's) and a short grace."""
         limit = self.timeout if timeout is None else timeout
-        future = asyncio.run_coroutine_threadsafe(asyncio.wait_for(coroutine, limit), self.loop)
-        # wait_for on the loop enforces the deadline; this one only guards a loop that hangs.
-        return future.result(limit + 5)
+        # The grace lets the client's own deadline (the same number) win, which also tells
+        # the server to stop; wait_for catches a wait that has none, and result()'s bound
+        # only a loop that hangs.
+        future = asyncio.run_coroutine_threadsafe(asyncio.wait_for(coroutine, limit + _GRACE), self.loop)
+        return future.result(limit + 2 * _GRACE)
 
     def open(self, context: AbstractAsyncContextManager[_T]) -> _T:
         value = self.run(context.__aenter__())
@@ -58,7 +61,7 @@ class LoopThread:
             except Exception as exc:  # noqa: BLE001 - keep closing the others, then raise the first
                 errors.append(exc)
         # Not through run(): its wait_for would be one more task, and this one cancels all others.
-        asyncio.run_coroutine_threadsafe(self._cancel_leftovers(), self.loop).result(self.timeout + 5)
+        asyncio.run_coroutine_threadsafe(self._cancel_leftovers(), self.loop).result(self.timeout + 2 * _GRACE)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(self.timeout)
         if not self._thread.is_alive():
