@@ -177,9 +177,13 @@ def test_a_wrong_answer_fails(mcp_client):
 
 
 def run_pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    # Autoload off and the plugin named: the same run whether or not the installed
+    # modelctx registers it as a pytest11 entry point (loading it twice is an error).
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "modelctx.testing.plugin", "-p", "no:cacheprovider", "-rA", *args],
         cwd=project,
+        env=env,
         capture_output=True,
         text=True,
         timeout=120,
