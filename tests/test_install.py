@@ -172,6 +172,12 @@ def test_a_bad_env_pair_or_a_missing_file_is_a_usage_error(project):
     assert missing.returncode == 1 and "no such file: nothere.py" in missing.stderr
 
 
+def test_workspace_is_refused_for_claude_desktop_which_has_no_project_config(project):
+    result = install(project, "weather.py", "--client", "claude-desktop", "--workspace", ".")
+    assert result.returncode == 1 and "claude-desktop has no project config" in result.stderr
+    assert not (project.parent / "home").exists()
+
+
 def test_with_checks_that_the_packages_are_installed_in_the_python_the_host_will_run(project):
     assert install(project, "weather.py", "--dry-run", "--with", "click").returncode == 0
     missing = install(project, "weather.py", "--with", "no-such-package-mcx", "--with", "click")

@@ -8,6 +8,7 @@ The pytest plugin is tested as a user runs it: a small project in a temporary fo
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -110,6 +111,7 @@ async def test_a_server_that_cannot_start_is_an_error_quoting_its_stderr(tmp_pat
 
 @async_test(deadline=60)
 async def test_served_http_serves_a_server_object_on_loopback_with_a_url():
+    uvicorn_handlers = list(logging.getLogger("uvicorn").handlers)
     async with leak_free("served_http(server)"):
         async with (served := served_http(calc_server())) as client:
             assert served.url.startswith("http://127.0.0.1:") and served.url.endswith("/mcp")
@@ -120,6 +122,7 @@ async def test_served_http_serves_a_server_object_on_loopback_with_a_url():
             assert reply.status_code == 400
         with pytest.raises(httpx.ConnectError):
             httpx.post(served.url, content=b"{}", timeout=DEADLINE)
+    assert logging.getLogger("uvicorn").handlers == uvicorn_handlers  # the test run's logging is left alone
 
 
 @async_test(deadline=60)

@@ -63,6 +63,11 @@ def install(
     entry_name = name or server_file.stem
     if not entry_name.strip():
         raise InstallError("--name must not be empty")
+    if workspace is not None and config is None and not host.has_workspace_file:
+        raise InstallError(
+            f"{client} has no project config, only the user's; leave out --workspace, or use "
+            "--client cursor, vscode or claude-code for a project"
+        )
     if config is not None:
         path = Path(config).absolute()
     else:

@@ -184,6 +184,7 @@ async def _uvicorn(server: Server, timeout: float) -> AsyncIterator[str]:
     config = uvicorn.Config(
         HttpApp(server), host="127.0.0.1", port=port, log_level="warning", lifespan="on",
         timeout_graceful_shutdown=1, access_log=False,
+        log_config=None,  # uvicorn's default would reconfigure the test run's logging
     )
     runner = uvicorn.Server(config)
     task = asyncio.ensure_future(runner.serve(sockets=[listening]))
