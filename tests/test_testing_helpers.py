@@ -135,6 +135,16 @@ async def test_served_http_runs_a_server_file_as_an_http_subprocess(server_file)
         assert not alive(pid)
 
 
+@async_test(deadline=60)
+async def test_an_http_server_file_that_cannot_start_is_an_error_quoting_its_stderr(tmp_path):
+    broken = tmp_path / "broken.py"
+    broken.write_text("raise RuntimeError('no database configured')\n")
+    async with leak_free("a failed HTTP start"):
+        with pytest.raises(ConnectionError, match=r"--http exited; its stderr:\n(.|\n)*no database configured"):
+            async with served_http(broken):
+                pass
+
+
 # -- the pytest plugin, in a user's project ----------------------------------------------------
 USER_TESTS = '''
 import os
