@@ -1,0 +1,83 @@
+"""``modelctx install``: add a server file to an MCP host's config.
+
+``install(file, client="claude-desktop")`` writes the host's entry that starts ``file``
+with this interpreter's ``python -m modelctx serve FILE``, keeping everything else in
+the config file, and returns what it wrote and where (``Installed``). The command line
+is ``modelctx install`` (``_cli.py``); each host's format and location is ``_hosts.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ._config_file import InstallError, add_entry, read_config, write_atomically
+from ._hosts import HOSTS, server_entry
+
+__all__ = ["HOSTS", "InstallError", "Installed", "install"]
+
+
+@dataclass(frozen=True)
+class Installed:
+    """What ``install`` wrote (or, with ``dry_run``, would write): the server ``name``,
+    its ``entry``, the config file ``path``, and whether the file was ``written``."""
+
+    name: str
+    entry: dict[str, Any]
+    path: Path
+    client: str
+    written: bool
+
+
+def install(
+    file: str | os.PathLike[str],
+    *,
+    client: str = "claude-desktop",
+    name: str | None = None,
+    env: Mapping[str, str] | None = None,
+    config: str | os.PathLike[str] | None = None,
+    workspace: str | os.PathLike[str] | None = None,
+    force: bool = False,
+    dry_run: bool = False,
+    home: Path | None = None,
+) -> Installed:
+    """Add ``file``'s server to ``client``'s config (``config``, else the host's default
+    file; ``workspace`` picks the project file of Cursor, VS Code and Claude Code).
+
+    The entry is named ``name`` (default: the file's stem). Raises ``InstallError``, with
+    the file untouched, when the file is not a ``.py`` file, the config is not a JSON
+    object, or an entry of that name exists and ``force`` is false.
+    """
+    host = HOSTS.get(client)
+    if host is None:
+        raise InstallError(f"unknown client {client!r}; choose one of {', '.join(HOSTS)}")
+    server_file = Path(file).absolute()
+    if not server_file.is_file():
+        raise InstallError(f"no such file: {file}; give the path of the .py file that holds your Server")
+    if server_file.suffix != ".py":
+        raise InstallError(f"{file} is not a .py file; give the Python file that holds your Server")
+    entry_name = name or server_file.stem
+    if not entry_name.strip():
+        raise InstallError("--name must not be empty")
+    if workspace is not None and config is None and not host.has_workspace_file:
+        raise InstallError(
+            f"{client} has no project config, only the user's; leave out --workspace, or use "
+            "--client cursor, vscode or claude-code for a project"
+        )
+    if config is not None:
+        path = Path(config).absolute()
+    else:
+        folder = Path(workspace).absolute() if workspace is not None else None
+        path = host.default_path(folder, home or Path.home(), sys.platform, os.environ)
+    entry = server_entry(host, server_file, env or {})
+    updated = add_entry(read_config(path), host.servers_key, entry_name, entry, force=force, path=path)
+    if not dry_run:
+        try:
+            write_atomically(path, updated, private=bool(env))
+        except OSError as exc:
+            raise InstallError(f"cannot write {path}: {exc}; check the directory's permissions or pass --config PATH") from None
+    return Installed(entry_name, entry, path, client, written=not dry_run)
