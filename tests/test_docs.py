@@ -1,0 +1,153 @@
+"""The documentation site builds without warnings, and every Python sample in it runs.
+
+Each page's ```python blocks run in order in one fresh temporary directory, each as its
+own ``python -`` process that must exit 0 within ``BLOCK_TIMEOUT`` seconds. A block after
+``<!-- file: NAME -->`` is written to NAME in that directory instead (a server file a
+later block starts); a block after ``<!-- no-run: REASON -->`` is not run, and
+``MAX_NO_RUN`` keeps such blocks rare. Samples reach only loopback.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+BLOCK_TIMEOUT = 60.0
+BUILD_TIMEOUT = 300.0
+MAX_NO_RUN = 3
+
+# A fence opening at the start of a line, optionally preceded by one directive comment.
+_BLOCK = re.compile(
+    r"(?:<!--\s*(?P<kind>file|no-run):\s*(?P<arg>.*?)\s*-->\s*\n)?^```(?P<lang>[\w-]*)[^\n]*\n(?P<body>.*?)^```\s*$",
+    re.MULTILINE | re.DOTALL,
+)
+
+
+@dataclass(frozen=True)
+class Block:
+    """One ```python block of a page: its line, its code and what to do with it."""
+
+    line: int
+    code: str
+    file: str | None = None  # write to this name instead of running
+    no_run: str | None = None  # the reason it is not run
+
+
+def python_blocks(page: Path) -> list[Block]:
+    """The page's ```python blocks in order, with their directives."""
+    text = page.read_text("utf-8")
+    blocks = []
+    for match in _BLOCK.finditer(text):
+        if match.group("lang") != "python":
+            continue
+        line = text.count("\n", 0, match.start("body"))
+        kind, arg = match.group("kind"), match.group("arg")
+        blocks.append(
+            Block(
+                line=line,
+                code=match.group("body"),
+                file=arg if kind == "file" else None,
+                no_run=arg if kind == "no-run" else None,
+            )
+        )
+    return blocks
+
+
+def pages() -> list[Path]:
+    return sorted(DOCS.rglob("*.md"))
+
+
+def sample_env() -> dict[str, str]:
+    """The reader's environment: this interpreter's ``python`` and ``modelctx`` first on
+    PATH, the package under test importable, no proxy (samples reach only loopback)."""
+    env = {k: v for k, v in os.environ.items() if k.lower() not in {"http_proxy", "https_proxy", "all_proxy"}}
+    bin_dir = str(Path(sys.executable).parent)
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")]))
+    env["NO_PROXY"] = "127.0.0.1,localhost"
+    for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
+        env.pop(key, None)  # a sample never spends a reader's model credits
+    return env
+
+
+@pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(DOCS)))
+def test_every_python_sample_of_the_page_runs(page: Path, tmp_path: Path) -> None:
+    env = sample_env()
+    for block in python_blocks(page):
+        where = f"{page.relative_to(ROOT)}:{block.line}"
+        if block.no_run is not None:
+            assert block.no_run, f"{where}: a no-run block must say why"
+            continue
+        if block.file is not None:
+            target = tmp_path / block.file
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(block.code, "utf-8")
+            continue
+        try:
+            result = subprocess.run(
+                [sys.executable, "-"],
+                input=block.code,
+                cwd=tmp_path,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=BLOCK_TIMEOUT,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as timeout:
+            pytest.fail(f"{where}: the sample ran past {BLOCK_TIMEOUT:.0f} s\n{timeout.stdout}\n{timeout.stderr}")
+        assert result.returncode == 0, f"{where}: the sample exited {result.returncode}\n{result.stdout}\n{result.stderr}"
+
+
+def test_samples_that_do_not_run_are_few_and_say_why() -> None:
+    skipped = [(page, block) for page in pages() for block in python_blocks(page) if block.no_run is not None]
+    assert len(skipped) <= MAX_NO_RUN, [f"{page.name}:{block.line} ({block.no_run})" for page, block in skipped]
+    assert all(block.no_run for _, block in skipped)
+
+
+def test_every_page_has_a_python_sample_or_is_reference() -> None:
+    """A guide without a runnable sample cannot be checked; reference pages are generated."""
+    guides = [p for p in pages() if p.parent.name in {"tutorial", "how-to"} and p.name not in _OTHERS]
+    assert guides
+    for page in guides:
+        assert any(b.no_run is None and b.file is None for b in python_blocks(page)), page
+
+
+# Pages other helpers write; they follow the same convention but are theirs to fill.
+_OTHERS = {"inspector.md", "testing.md", "cli.md"}
+
+
+def test_the_site_builds_strictly_with_the_api_reference(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    env = {**sample_env(), "NO_MKDOCS_2_WARNING": "1"}
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(ROOT / "mkdocs.yml"), "-d", str(site)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=BUILD_TIMEOUT,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "WARNING" not in result.stderr, result.stderr
+    reference = site / "reference"
+    for page, name in [
+        ("client", "modelctx.client.Client"),
+        ("server", "modelctx.server.Server"),
+        ("server", "modelctx.server.Context"),
+        ("host", "modelctx.host.Host"),
+        ("auth", "modelctx.auth.ProtectedResource"),
+        ("errors", "modelctx.errors.MCPError"),
+        ("transports", "modelctx.transports.http"),
+    ]:
+        html = (reference / page / "index.html").read_text("utf-8")
+        assert f'id="{name}"' in html, f"the API page {page} lacks {name}"
