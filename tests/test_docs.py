@@ -3,7 +3,7 @@
 Each page's ```python blocks run in order in one fresh temporary directory, each as its
 own ``python -`` process that must exit 0 within ``BLOCK_TIMEOUT`` seconds. A block after
 ``<!-- file: NAME -->`` is written to NAME in that directory instead (a server file a
-later block starts); a block after ``<!-- no-run: REASON -->`` is not run, and
+later block starts; a JSON block may be named so too); a block after ``<!-- no-run: REASON -->`` is not run, and
 ``MAX_NO_RUN`` keeps such blocks rare. Samples reach only loopback.
 """
 
@@ -42,14 +42,15 @@ class Block:
 
 
 def python_blocks(page: Path) -> list[Block]:
-    """The page's ```python blocks in order, with their directives."""
+    """The page's ```python blocks in order, with their directives, and the blocks of any
+    language that a ``file:`` directive names (a JSON configuration a sample reads)."""
     text = page.read_text("utf-8")
     blocks = []
     for match in _BLOCK.finditer(text):
-        if match.group("lang") != "python":
+        kind, arg = match.group("kind"), match.group("arg")
+        if match.group("lang") != "python" and kind != "file":
             continue
         line = text.count("\n", 0, match.start("body"))
-        kind, arg = match.group("kind"), match.group("arg")
         blocks.append(
             Block(
                 line=line,
