@@ -79,16 +79,18 @@ def sample_env() -> dict[str, str]:
     return env
 
 
-@pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(DOCS)))
-def test_every_python_sample_of_the_page_runs(page: Path, tmp_path: Path) -> None:
+def run_page(page: Path, workdir: Path) -> int:
+    """Run ``page``'s blocks in order in ``workdir``; returns how many ran. A block that
+    exits non-zero or outlives ``BLOCK_TIMEOUT`` fails the test, naming page and line."""
     env = sample_env()
+    ran = 0
     for block in python_blocks(page):
-        where = f"{page.relative_to(ROOT)}:{block.line}"
+        where = f"{page.name}:{block.line + 1}"
         if block.no_run is not None:
             assert block.no_run, f"{where}: a no-run block must say why"
             continue
         if block.file is not None:
-            target = tmp_path / block.file
+            target = workdir / block.file
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(block.code, "utf-8")
             continue
@@ -96,7 +98,7 @@ def test_every_python_sample_of_the_page_runs(page: Path, tmp_path: Path) -> Non
             result = subprocess.run(
                 [sys.executable, "-"],
                 input=block.code,
-                cwd=tmp_path,
+                cwd=workdir,
                 env=env,
                 capture_output=True,
                 text=True,
@@ -104,8 +106,58 @@ def test_every_python_sample_of_the_page_runs(page: Path, tmp_path: Path) -> Non
                 check=False,
             )
         except subprocess.TimeoutExpired as timeout:
-            pytest.fail(f"{where}: the sample ran past {BLOCK_TIMEOUT:.0f} s\n{timeout.stdout}\n{timeout.stderr}")
-        assert result.returncode == 0, f"{where}: the sample exited {result.returncode}\n{result.stdout}\n{result.stderr}"
+            pytest.fail(f"{where}: the sample ran past {BLOCK_TIMEOUT:.0f} s\n{timeout.stdout!r}\n{timeout.stderr!r}")
+        if result.returncode != 0:
+            pytest.fail(f"{where}: the sample exited {result.returncode}\n{result.stdout}\n{result.stderr}")
+        ran += 1
+    return ran
+
+
+@pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(DOCS)))
+def test_every_python_sample_of_the_page_runs(page: Path, tmp_path: Path) -> None:
+    run_page(page, tmp_path)
+
+
+_PAGE = """\
+Intro.
+
+<!-- file: helper.py -->
+```python
+ANSWER = 42
+```
+
+```python
+from helper import ANSWER
+assert ANSWER == 42
+```
+
+<!-- no-run: needs a key -->
+```python
+raise SystemExit(1)
+```
+
+```json
+{"not": "run"}
+```
+"""
+
+
+def test_a_page_runs_its_blocks_in_order_with_files_written_and_no_run_skipped(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(_PAGE)
+    blocks = python_blocks(page)
+    assert [(b.file, b.no_run) for b in blocks] == [("helper.py", None), (None, None), (None, "needs a key")]
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    assert run_page(page, workdir) == 1
+    assert (workdir / "helper.py").read_text() == "ANSWER = 42\n"
+
+
+def test_a_failing_sample_fails_the_page_naming_its_line(tmp_path: Path) -> None:
+    page = tmp_path / "broken.md"
+    page.write_text("# Broken\n\n```python\nprint('before')\nraise SystemExit('this sample is wrong')\n```\n")
+    with pytest.raises(pytest.fail.Exception, match=r"broken.md:4: the sample exited 1[\s\S]*this sample is wrong"):
+        run_page(page, tmp_path)
 
 
 def test_samples_that_do_not_run_are_few_and_say_why() -> None:
@@ -130,7 +182,17 @@ def test_the_site_builds_strictly_with_the_api_reference(tmp_path: Path) -> None
     site = tmp_path / "site"
     env = {**sample_env(), "NO_MKDOCS_2_WARNING": "1"}
     result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(ROOT / "mkdocs.yml"), "-d", str(site)],
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "--config-file",
+            str(ROOT / "mkdocs.yml"),
+            "-d",
+            str(site),
+        ],
         cwd=ROOT,
         env=env,
         capture_output=True,
