@@ -214,3 +214,30 @@ def test_the_site_builds_strictly_with_the_api_reference(tmp_path: Path) -> None
     ]:
         html = (reference / page / "index.html").read_text("utf-8")
         assert f'id="{name}"' in html, f"the API page {page} lacks {name}"
+
+
+def test_samples_import_only_what_they_use_and_use_only_what_exists(tmp_path: Path) -> None:
+    """Pyflakes' checks (ruff's F rules) over every sample: a reader copies these."""
+    for page in pages():
+        for number, block in enumerate(python_blocks(page)):
+            if block.file is None or block.file.endswith(".py"):
+                (tmp_path / f"{page.stem}_{number}_line{block.line + 1}.py").write_text(block.code, "utf-8")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ruff",
+            "check",
+            "--isolated",
+            "--select",
+            "F",
+            "--output-format",
+            "concise",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=BLOCK_TIMEOUT,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
