@@ -9,10 +9,13 @@ later block starts; a JSON block may be named so too); a block after ``<!-- no-r
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -79,6 +82,37 @@ def sample_env() -> dict[str, str]:
     return env
 
 
+def run_sample(code: str, workdir: Path, env: dict[str, str]) -> tuple[int | None, str]:
+    """Run ``code`` as ``python -`` in ``workdir``, in its own process group; returns its
+    exit status (None past ``BLOCK_TIMEOUT``) and its output. Whatever the sample started
+    and left behind (a server it did not stop) is killed with the group."""
+    # Files, not pipes: a child the sample leaves running would hold a pipe open.
+    source, log = workdir / ".sample.py", workdir / ".sample.log"
+    source.write_text(code, "utf-8")
+    with source.open("rb") as stdin, log.open("wb") as stdout:
+        process = subprocess.Popen(
+            [sys.executable, "-"],
+            stdin=stdin,
+            stdout=stdout,
+            stderr=subprocess.STDOUT,
+            cwd=workdir,
+            env=env,
+            start_new_session=True,
+        )
+        try:
+            returncode: int | None = process.wait(timeout=BLOCK_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            returncode = None
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    output = log.read_text("utf-8", errors="replace")
+    source.unlink()
+    log.unlink()
+    return returncode, output
+
+
 def run_page(page: Path, workdir: Path) -> int:
     """Run ``page``'s blocks in order in ``workdir``; returns how many ran. A block that
     exits non-zero or outlives ``BLOCK_TIMEOUT`` fails the test, naming page and line."""
@@ -94,21 +128,11 @@ def run_page(page: Path, workdir: Path) -> int:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(block.code, "utf-8")
             continue
-        try:
-            result = subprocess.run(
-                [sys.executable, "-"],
-                input=block.code,
-                cwd=workdir,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=BLOCK_TIMEOUT,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as timeout:
-            pytest.fail(f"{where}: the sample ran past {BLOCK_TIMEOUT:.0f} s\n{timeout.stdout!r}\n{timeout.stderr!r}")
-        if result.returncode != 0:
-            pytest.fail(f"{where}: the sample exited {result.returncode}\n{result.stdout}\n{result.stderr}")
+        returncode, output = run_sample(block.code, workdir, env)
+        if returncode is None:
+            pytest.fail(f"{where}: the sample ran past {BLOCK_TIMEOUT:.0f} s\n{output}")
+        if returncode != 0:
+            pytest.fail(f"{where}: the sample exited {returncode}\n{output}")
         ran += 1
     return ran
 
@@ -241,3 +265,27 @@ def test_samples_import_only_what_they_use_and_use_only_what_exists(tmp_path: Pa
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_process_a_sample_leaves_running_is_stopped_with_it(tmp_path: Path) -> None:
+    code = (
+        "import subprocess, sys\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+        "print(child.pid)\n"
+    )
+    returncode, output = run_sample(code, tmp_path, sample_env())
+    assert returncode == 0, output
+    child = int(output.split()[0])
+    deadline = time.monotonic() + 10
+    while _alive(child):
+        assert time.monotonic() < deadline, f"the sample's child {child} outlived it"
+        time.sleep(0.05)
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` is a process that has not exited (a zombie has)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
