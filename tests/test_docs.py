@@ -26,6 +26,7 @@ DOCS = ROOT / "docs"
 BLOCK_TIMEOUT = 60.0
 BUILD_TIMEOUT = 300.0
 MAX_NO_RUN = 3
+PAGE_TIMEOUT = 600.0
 
 # A fence opening at the start of a line, optionally preceded by one directive comment.
 _BLOCK = re.compile(
@@ -137,6 +138,8 @@ def run_page(page: Path, workdir: Path) -> int:
     return ran
 
 
+# Each block has its own deadline (BLOCK_TIMEOUT); the page's is their sum, at most.
+@pytest.mark.timeout(PAGE_TIMEOUT)
 @pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(DOCS)))
 def test_every_python_sample_of_the_page_runs(page: Path, tmp_path: Path) -> None:
     run_page(page, tmp_path)
@@ -202,6 +205,7 @@ def test_every_page_has_a_python_sample_or_is_reference() -> None:
 _OTHERS = {"inspector.md", "testing.md", "cli.md"}
 
 
+@pytest.mark.timeout(BUILD_TIMEOUT + 30)
 def test_the_site_builds_strictly_with_the_api_reference(tmp_path: Path) -> None:
     site = tmp_path / "site"
     env = {**sample_env(), "NO_MKDOCS_2_WARNING": "1"}
