@@ -156,6 +156,10 @@ def open_confined(located: Located, flags: int, mode: int = 0o644) -> int:
     try:
         parent = os.open(real.parent, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW | _CLOEXEC)
     except OSError as exc:
+        if exc.errno in (errno.ENOTDIR, errno.ELOOP) and os.path.islink(real.parent):
+            raise ToolError(
+                f"refused {located.given!r}: its directory was replaced by a symlink after it was checked"
+            ) from None
         raise describe_os_error(located.given, exc) from None
     try:
         _checked(located, parent, close=False)
