@@ -237,12 +237,12 @@ def test_changes_reach_subscribers_as_updated_and_list_changed(tmp_path, mode):
 
             task = asyncio.create_task(consume())
             await asyncio.wait_for(opened.wait(), 15)
-            await asyncio.sleep(0.3)  # the watcher's first scan (it starts with the server)
+            # The server watches from the moment it answers: one change each is enough.
             (tmp_path / "watched.txt").write_text("v2")
-            (tmp_path / "appeared.txt").write_text("new")
+            (tmp_path / "appeared0.txt").write_text("new")
             await asyncio.wait_for(task, 15)
             listed = [r.uri for r in await client.resources()]
-            assert (tmp_path / "appeared.txt").as_uri() in listed
+            assert (tmp_path / "appeared0.txt").as_uri() in listed
         return events
 
     events = asyncio.run(asyncio.wait_for(scenario(), 40))

@@ -33,6 +33,8 @@ log = logging.getLogger("modelctx.servers.filesystem")
 
 MAX_LISTED = 1000
 DEBOUNCE_MS = 200
+TICK_MS = 250
+READY_TIMEOUT = 5.0
 
 
 def _mime(name: str) -> str:
@@ -104,20 +106,31 @@ class FileResources:
 
     @asynccontextmanager
     async def watching(self, _server: Any) -> AsyncIterator[None]:
-        """The server's lifespan: the listing at start, and a watcher until it stops."""
+        """The server's lifespan: the listing at start, and a watcher until it stops.
+        Serving starts once the watcher watches, so no change after that is missed."""
         await self.sync()
-        task = asyncio.get_running_loop().create_task(self._watch())
+        ready = asyncio.Event()
+        task = asyncio.get_running_loop().create_task(self._watch(ready))
+        try:
+            await asyncio.wait_for(ready.wait(), READY_TIMEOUT)
+        except TimeoutError:
+            log.warning("the file watcher did not start within %ss; changes may be missed", READY_TIMEOUT)
         try:
             yield None
         finally:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
 
-    async def _watch(self) -> None:
+    async def _watch(self, ready: asyncio.Event) -> None:
         import watchfiles
 
         paths = [str(root.path) for root in self.roots.roots]
-        async for changes in watchfiles.awatch(*paths, debounce=DEBOUNCE_MS, watch_filter=None):
+        # yield_on_timeout: an empty batch every TICK_MS, the first of which says the
+        # watcher is running (watchfiles has no other "ready" signal).
+        async for changes in watchfiles.awatch(
+            *paths, debounce=DEBOUNCE_MS, watch_filter=None, rust_timeout=TICK_MS, yield_on_timeout=True
+        ):
+            ready.set()
             appeared_or_gone = False
             for change, path in changes:
                 if change == watchfiles.Change.modified and os.path.isfile(path):
