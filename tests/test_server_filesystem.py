@@ -218,6 +218,23 @@ def test_files_are_resources_with_mime_types_and_the_template_reads_any(fs):
     assert base64.b64decode(png.contents[0]["blob"]) == PNG
 
 
+def test_the_template_reads_a_file_past_the_listing_bound_with_its_mime_type(tmp_path):
+    (tmp_path / "a b").mkdir()
+    (tmp_path / "a b" / "caf\u00e9 notes.md").write_text("# hi\n")
+    (tmp_path / "first.txt").write_text("first")
+
+    async def read() -> tuple[list[str], Any]:
+        server = build_server([str(tmp_path)], max_listed=1)
+        async with Client(server) as client:
+            listed = [r.uri for r in await client.resources()]
+            return listed, await client.read_resource((tmp_path / "a b" / "caf\u00e9 notes.md").as_uri())
+
+    listed, read_back = asyncio.run(asyncio.wait_for(read(), 15))
+    assert listed == [(tmp_path / "first.txt").as_uri()]
+    assert read_back.contents[0]["text"] == "# hi\n"
+    assert read_back.contents[0]["mimeType"] == "text/markdown"
+
+
 @pytest.mark.parametrize("mode", ["2026-07-28", "handshake"])
 def test_changes_reach_subscribers_as_updated_and_list_changed(tmp_path, mode):
     (tmp_path / "watched.txt").write_text("v1")

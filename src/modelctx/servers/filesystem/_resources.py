@@ -23,7 +23,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from ...server import Server
+from ...server import EmbeddedResource, Server
 from ._files import read_bytes
 from ._paths import Located, Roots
 
@@ -61,8 +61,12 @@ class FileResources:
             self._read_template
         )
 
-    def _read_template(self, path: str) -> str | bytes:
-        return self._read("/" + path)
+    def _read_template(self, path: str) -> EmbeddedResource:
+        contents = self._read("/" + path)
+        uri, mime = _uri("/" + path), _mime(path)
+        if isinstance(contents, str):
+            return EmbeddedResource(uri, text=contents, mime_type=mime)
+        return EmbeddedResource(uri, blob=contents, mime_type=mime)
 
     def _read(self, path: str) -> str | bytes:
         # A refused or missing path is a ToolError: the client reads its text (-32603).
