@@ -18,7 +18,7 @@ from typing import Any, Literal, TypedDict, TypeVar
 from ...errors import ToolError
 from ...server import Audio, EmbeddedResource, Image, Server
 from ._files import read_bytes, read_lines, read_text
-from ._paths import Located, Roots, describe_os_error
+from ._paths import Located, Roots, describe_os_error, open_confined
 
 __all__ = ["register_read_tools", "tool"]
 
@@ -96,11 +96,9 @@ def _walk(located: Located, exclude: list[str], max_depth: int | None) -> list[t
         depth = 0 if relative_top == "." else relative_top.count("/") + 1
         prefix = "" if relative_top == "." else relative_top + "/"
         dirs[:] = sorted(d for d in dirs if not _excluded(prefix + d, exclude))
+        found.extend((prefix + d, True) for d in dirs)
         if max_depth is not None and depth + 1 >= max_depth:
-            found.extend((prefix + d, True) for d in dirs)
-            dirs[:] = []
-        else:
-            found.extend((prefix + d, True) for d in dirs)
+            dirs[:] = []  # listed, not entered
         found.extend((prefix + f, False) for f in sorted(files) if not _excluded(prefix + f, exclude))
         if len(found) > MAX_ENTRIES:
             raise ToolError(f"more than {MAX_ENTRIES} entries under {located.given!r}; narrow the path or exclude some")
@@ -137,12 +135,23 @@ def _compile(query: str, regex: bool, case_sensitive: bool) -> re.Pattern[str]:
         raise ToolError(f"the regular expression {query!r} is not valid: {exc}") from None
 
 
-def _search_file(path: str, pattern: re.Pattern[str], limit: int, found: list[Match]) -> bool:
-    """Append the matching lines of one file; False when it is binary (skipped)."""
-    with open(path, "rb") as file:  # confined: a regular file under the root
-        data = file.read(MAX_SEARCH_FILE + 1)
+def _search_file(file: Located, pattern: re.Pattern[str], limit: int, found: list[Match]) -> bool:
+    """Append the matching lines of one file; False when it is binary, too large or
+    cannot be read (skipped). Opened as every file is: no symlink swapped in is followed."""
+    try:
+        fd = open_confined(file, os.O_RDONLY)
+    except ToolError:
+        return False
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SEARCH_FILE:
+            return False
+        data = os.pread(fd, MAX_SEARCH_FILE, 0)
+    finally:
+        os.close(fd)
     if b"\x00" in data[:8192]:
         return False
+    path = str(file.real)
     text = data.decode("utf-8", errors="replace")
     for number, line in enumerate(text.splitlines(), 1):
         if len(found) >= limit:
@@ -253,12 +262,9 @@ def register_read_tools(server: Server, roots: Roots) -> None:
         for relative, is_dir in _walk(located, [], None):
             if is_dir or not fnmatch.fnmatch(relative.rsplit("/", 1)[-1], include) or len(found) >= maxResults:
                 continue
-            full = os.path.join(located.real, relative)
-            info = os.lstat(full)
-            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SEARCH_FILE:
-                skipped.append(full)
-            elif not _search_file(full, pattern, maxResults, found):
-                skipped.append(full)
+            file = Located(relative, located.root, located.real / relative)
+            if not _search_file(file, pattern, maxResults, found):
+                skipped.append(str(file.real))
         return {"matches": found, "truncated": len(found) >= maxResults, "skipped": skipped}
 
     @tool(server, annotations=READ_ONLY)
