@@ -199,6 +199,12 @@ def test_moving_out_of_the_root_or_from_outside_is_refused(fs, tree):
     assert not (tree.root / "stolen.txt").exists()
 
 
+def test_a_root_itself_cannot_be_moved_or_replaced(fs, tree):
+    assert "outside" in fs.refused("move_file", source=str(tree.link), destination="inside_copy")
+    assert "already exists" in fs.refused("move_file", source="inside.txt", destination=str(tree.link))
+    assert (tree.root / "inside.txt").read_text() == "inside\n"
+
+
 def test_searches_and_trees_do_not_follow_symlinks_out(fs):
     found = fs.call("search_file_contents", path=".", query="secret")
     assert found.structured_content["matches"] == []
@@ -223,14 +229,16 @@ def test_a_directory_swapped_for_a_symlink_after_the_check_is_caught_at_open(tre
     # The race a check-then-open server loses: the path is checked while it is a real
     # directory, then a directory on it becomes a symlink out before the file is opened.
     from modelctx.errors import ToolError
-    from modelctx.servers.filesystem._files import read_text, write_text
+    from modelctx.servers.filesystem._files import move, read_text, write_text
     from modelctx.servers.filesystem._paths import Roots
 
     swap = tree.root / "swap"
     (swap / "deeper").mkdir(parents=True)
     (tree.outside / "deeper").mkdir(exist_ok=True)
+    (swap / "mine.txt").write_text("mine")
     roots = Roots([str(tree.root)])
     parent_swapped = [roots.locate("swap/secret.txt"), roots.locate("swap/new.txt")]
+    moving = (roots.locate("swap/mine.txt"), roots.locate("moved.txt"))
     grandparent_swapped = [roots.locate("swap/deeper/secret.txt"), roots.locate("swap/deeper/new.txt")]
     os.rename(swap, tree.root / "swap.real")
     swap.symlink_to(tree.outside)
@@ -240,6 +248,8 @@ def test_a_directory_swapped_for_a_symlink_after_the_check_is_caught_at_open(tre
             read_text(parent_swapped[0])
         with pytest.raises(ToolError, match="replaced by a symlink"):
             write_text(parent_swapped[1], "written")
+        with pytest.raises(ToolError, match="replaced by a symlink"):
+            move(*moving)
         with pytest.raises(ToolError, match="outside the allowed directories"):
             read_text(grandparent_swapped[0])
         with pytest.raises(ToolError, match="outside the allowed directories"):

@@ -11,9 +11,9 @@ import stat
 from collections import deque
 
 from ...errors import ToolError
-from ._paths import Located, describe_os_error, open_confined
+from ._paths import Located, describe_os_error, open_confined, open_parent
 
-__all__ = ["MAX_READ", "read_bytes", "read_lines", "read_text", "write_text"]
+__all__ = ["MAX_READ", "move", "read_bytes", "read_lines", "read_text", "write_text"]
 
 #: The most a single read returns; past it the caller is asked for a range.
 MAX_READ = 4 * 1024 * 1024
@@ -109,3 +109,19 @@ def write_text(located: Located, content: str) -> None:
         raise describe_os_error(located.given, exc) from None
     finally:
         os.close(fd)
+
+
+def move(origin: Located, target: Located) -> None:
+    """Rename ``origin`` to ``target`` between their parent directories as opened and
+    checked, so neither can be swapped for a symlink out between the check and the rename."""
+    origin_dir = open_parent(origin)
+    try:
+        target_dir = open_parent(target)
+        try:
+            os.rename(origin.real.name, target.real.name, src_dir_fd=origin_dir, dst_dir_fd=target_dir)
+        except OSError as exc:
+            raise describe_os_error(origin.given, exc) from None
+        finally:
+            os.close(target_dir)
+    finally:
+        os.close(origin_dir)

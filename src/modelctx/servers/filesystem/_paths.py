@@ -30,7 +30,7 @@ from pathlib import Path
 from ...errors import PathRefused, ToolError
 from ...server import FileRoot
 
-__all__ = ["Located", "Roots", "open_confined"]
+__all__ = ["Located", "Roots", "describe_os_error", "open_confined", "open_parent"]
 
 _PROC_FD = "/proc/self/fd"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -45,10 +45,6 @@ class Located:
     given: str
     root: FileRoot
     real: Path
-
-    def display(self) -> str:
-        """The path as the client sees it (the real path; never outside a root)."""
-        return str(self.real)
 
 
 class Roots:
@@ -146,36 +142,40 @@ def _where(fd: int) -> str | None:
         return None
 
 
+def open_parent(located: Located) -> int:
+    """A descriptor of the directory holding ``located``, opened without following a
+    symlink in its place and checked to be in the root; ``ToolError`` otherwise."""
+    try:
+        parent = os.open(located.real.parent, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW | _CLOEXEC)
+    except OSError as exc:
+        if exc.errno in (errno.ENOTDIR, errno.ELOOP) and os.path.islink(located.real.parent):
+            raise ToolError(
+                f"refused {located.given!r}: its directory was replaced by a symlink after it was checked"
+            ) from None
+        raise describe_os_error(located.given, exc) from None
+    return _checked(located, parent)
+
+
 def open_confined(located: Located, flags: int, mode: int = 0o644) -> int:
     """A descriptor for ``located`` opened without following a symlink anywhere a swap
     could lead out; ``ToolError`` when it cannot be opened or is no longer in its root."""
     real = located.real
     if real == located.root.path:
-        flags_dir = os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC
-        return _checked(located, os.open(real, flags_dir))
+        return _checked(located, os.open(real, os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC))
+    parent = open_parent(located)
     try:
-        parent = os.open(real.parent, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW | _CLOEXEC)
+        fd = os.open(real.name, flags | _NOFOLLOW | _CLOEXEC | _NONBLOCK, mode, dir_fd=parent)
     except OSError as exc:
-        if exc.errno in (errno.ENOTDIR, errno.ELOOP) and os.path.islink(real.parent):
-            raise ToolError(
-                f"refused {located.given!r}: its directory was replaced by a symlink after it was checked"
-            ) from None
         raise describe_os_error(located.given, exc) from None
-    try:
-        _checked(located, parent, close=False)
-        try:
-            fd = os.open(real.name, flags | _NOFOLLOW | _CLOEXEC | _NONBLOCK, mode, dir_fd=parent)
-        except OSError as exc:
-            raise describe_os_error(located.given, exc) from None
     finally:
         os.close(parent)
     return _checked(located, fd)
 
 
-def _checked(located: Located, fd: int, *, close: bool = True) -> int:
+def _checked(located: Located, fd: int) -> int:
+    """``fd``, if where it really is lies under the root; else it is closed and refused."""
     where = _where(fd)
     if where is not None and not _contained(located.root, where):
-        if close:
-            os.close(fd)
+        os.close(fd)
         raise ToolError(f"refused {located.given!r}: it leads outside the allowed directories")
     return fd

@@ -8,7 +8,7 @@ from typing import TypedDict
 
 from ...errors import ToolError
 from ...server import Server
-from ._files import read_text, write_text
+from ._files import move, read_text, write_text
 from ._paths import Located, Roots, describe_os_error
 from ._read_tools import tool
 
@@ -100,10 +100,5 @@ def register_write_tools(server: Server, roots: Roots) -> None:
         if os.path.lexists(target.real):
             raise ToolError(f"cannot move to {destination!r}: it already exists")
         _require_parent(target)
-        try:
-            # Both ends are real paths under a root: a symlink named as the source moves
-            # what it points to (still inside), never something outside.
-            os.rename(origin.real, target.real)
-        except OSError as exc:
-            raise describe_os_error(source, exc) from None
+        move(origin, target)
         return f"Successfully moved {origin.real} to {target.real}"
