@@ -1,0 +1,127 @@
+"""Reading and writing one confined file: bounded reads, line and byte ranges, atomic-enough writes.
+
+Every function takes a ``Located`` (a path ``Roots.locate`` accepted) and opens it
+through ``open_confined``; none follows a symlink the check did not see.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections import deque
+
+from ...errors import ToolError
+from ._paths import Located, describe_os_error, open_confined, open_parent
+
+__all__ = ["MAX_READ", "move", "read_bytes", "read_lines", "read_text", "write_text"]
+
+#: The most a single read returns; past it the caller is asked for a range.
+MAX_READ = 4 * 1024 * 1024
+_CHUNK = 64 * 1024
+
+
+def _open_regular(located: Located) -> int:
+    fd = open_confined(located, os.O_RDONLY)
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+        raise ToolError(f"cannot read {located.given!r}: it is {kind}")
+    return fd
+
+
+def read_bytes(located: Located, offset: int = 0, length: int | None = None) -> bytes:
+    """Bytes ``offset`` to ``offset + length`` (to the end without ``length``); at most
+    ``MAX_READ``, else ``ToolError`` asking for a range."""
+    if offset < 0 or (length is not None and length < 0):
+        raise ToolError("offset and length are counts of bytes, 0 or more")
+    fd = _open_regular(located)
+    try:
+        size = os.fstat(fd).st_size
+        wanted = max(0, size - offset) if length is None else length
+        if wanted > MAX_READ:
+            raise ToolError(
+                f"{located.given!r} is {size} bytes; read at most {MAX_READ} at a time "
+                "(give offset and length, or head/tail lines)"
+            )
+        return os.pread(fd, wanted, offset)
+    except OSError as exc:
+        raise describe_os_error(located.given, exc) from None
+    finally:
+        os.close(fd)
+
+
+def _decode(located: Located, data: bytes, where: str = "") -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ToolError(
+            f"{located.given!r} is not UTF-8 text{where} (byte {exc.start}: {data[exc.start:exc.start + 1]!r}); "
+            "read it with read_media_file, or as bytes with offset/length"
+        ) from None
+
+
+def read_text(located: Located, offset: int = 0, length: int | None = None) -> str:
+    """The text of the file (or of a byte range; a range cutting a character in two is
+    decoded with replacement characters at its ends only)."""
+    data = read_bytes(located, offset, length)
+    if offset or length is not None:
+        return data.decode("utf-8", errors="replace")
+    return _decode(located, data)
+
+
+def read_lines(located: Located, head: int | None, tail: int | None) -> str:
+    """The first ``head`` or last ``tail`` lines, streaming: a file of any size is read
+    in chunks, and only the lines kept are held."""
+    if head is not None and tail is not None:
+        raise ToolError("give head or tail, not both")
+    count = head if head is not None else tail
+    if count is None or count < 0:
+        raise ToolError("head and tail are counts of lines, 0 or more")
+    fd = _open_regular(located)
+    try:
+        with os.fdopen(fd, "rb", closefd=False) as file:
+            if head is not None:
+                lines = [line for _, line in zip(range(count), file, strict=False)]
+            else:
+                lines = list(deque(file, maxlen=count))
+    except OSError as exc:
+        raise describe_os_error(located.given, exc) from None
+    finally:
+        os.close(fd)
+    data = b"".join(lines)
+    if len(data) > MAX_READ:
+        raise ToolError(f"those lines are more than {MAX_READ} bytes; ask for fewer")
+    return _decode(located, data, " in those lines")
+
+
+def write_text(located: Located, content: str) -> None:
+    """Replace (or create) the file with ``content`` as UTF-8."""
+    fd = open_confined(located, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ToolError(f"cannot write {located.given!r}: it is not a regular file")
+        data = content.encode("utf-8")
+        written = 0
+        while written < len(data):
+            written += os.write(fd, data[written:])
+    except OSError as exc:
+        raise describe_os_error(located.given, exc) from None
+    finally:
+        os.close(fd)
+
+
+def move(origin: Located, target: Located) -> None:
+    """Rename ``origin`` to ``target`` between their parent directories as opened and
+    checked, so neither can be swapped for a symlink out between the check and the rename."""
+    origin_dir = open_parent(origin)
+    try:
+        target_dir = open_parent(target)
+        try:
+            os.rename(origin.real.name, target.real.name, src_dir_fd=origin_dir, dst_dir_fd=target_dir)
+        except OSError as exc:
+            raise describe_os_error(origin.given, exc) from None
+        finally:
+            os.close(target_dir)
+    finally:
+        os.close(origin_dir)

@@ -1,0 +1,295 @@
+"""The tools that only read: names and arguments as the npm reference server has them, plus more.
+
+Each is a plain function, so it runs on a worker thread and may block on the disk.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import mimetypes
+import os
+import re
+import stat
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, Literal, TypedDict, TypeVar
+
+from ...errors import ToolError
+from ...server import Audio, EmbeddedResource, Image, Server
+from ._files import read_bytes, read_lines, read_text
+from ._paths import Located, Roots, describe_os_error, open_confined
+
+__all__ = ["register_read_tools", "tool"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+READ_ONLY = {"readOnlyHint": True, "openWorldHint": False}
+MAX_ENTRIES = 10_000  # listings, trees and searches stop here and say so
+MAX_SEARCH_FILE = 1024 * 1024  # content search skips larger files
+
+
+class FileInfo(TypedDict):
+    path: str
+    type: Literal["file", "directory", "symlink", "other"]
+    size: int
+    created: str
+    modified: str
+    accessed: str
+    permissions: str
+
+
+class Match(TypedDict):
+    path: str
+    line: int
+    text: str
+
+
+class ContentMatches(TypedDict):
+    matches: list[Match]
+    truncated: bool
+    skipped: list[str]
+
+
+def tool(server: Server, **options: Any) -> Callable[[F], F]:
+    """``@server.tool(...)`` with its type kept (``server.tool`` returns ``Any``)."""
+
+    def register(fn: F) -> F:
+        server.add_tool(fn, **options)
+        return fn
+
+    return register
+
+
+def _time(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat()
+
+
+def _entries(located: Located) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(located.real) as scan:
+            entries = sorted(scan, key=lambda entry: entry.name)
+    except OSError as exc:
+        raise describe_os_error(located.given, exc) from None
+    if len(entries) > MAX_ENTRIES:
+        raise ToolError(f"{located.given!r} has {len(entries)} entries, more than {MAX_ENTRIES}; search it instead")
+    return entries
+
+
+def _size(entry: os.DirEntry[str]) -> int:
+    try:
+        return entry.stat(follow_symlinks=False).st_size
+    except OSError:
+        return 0
+
+
+def _excluded(relative: str, patterns: list[str]) -> bool:
+    name = relative.rsplit("/", 1)[-1]
+    return any(fnmatch.fnmatch(relative, p) or fnmatch.fnmatch(name, p) for p in patterns)
+
+
+def _walk(located: Located, exclude: list[str], max_depth: int | None) -> list[tuple[str, bool]]:
+    """(relative path, is directory) under ``located``, symlinks not followed, bounded."""
+    found: list[tuple[str, bool]] = []
+    for top, dirs, files in os.walk(located.real, followlinks=False):
+        relative_top = os.path.relpath(top, located.real)
+        depth = 0 if relative_top == "." else relative_top.count("/") + 1
+        prefix = "" if relative_top == "." else relative_top + "/"
+        dirs[:] = sorted(d for d in dirs if not _excluded(prefix + d, exclude))
+        found.extend((prefix + d, True) for d in dirs)
+        if max_depth is not None and depth + 1 >= max_depth:
+            dirs[:] = []  # listed, not entered
+        found.extend((prefix + f, False) for f in sorted(files) if not _excluded(prefix + f, exclude))
+        if len(found) > MAX_ENTRIES:
+            raise ToolError(f"more than {MAX_ENTRIES} entries under {located.given!r}; narrow the path or exclude some")
+    return sorted(found)
+
+
+def _tree(pairs: list[tuple[str, bool]]) -> list[dict[str, Any]]:
+    top: list[dict[str, Any]] = []
+    nodes: dict[str, list[dict[str, Any]]] = {"": top}
+    for relative, is_dir in pairs:
+        parent, _, name = relative.rpartition("/")
+        node: dict[str, Any] = {"name": name, "type": "directory" if is_dir else "file"}
+        if is_dir:
+            node["children"] = nodes[relative] = []
+        nodes.setdefault(parent, []).append(node)
+    return top
+
+
+def _media(located: Located) -> Image | Audio | EmbeddedResource:
+    data = read_bytes(located)
+    mime = mimetypes.guess_type(located.real.name)[0] or "application/octet-stream"
+    if mime.startswith("image/"):
+        return Image(data, mime)
+    if mime.startswith("audio/"):
+        return Audio(data, mime)
+    return EmbeddedResource(located.real.as_uri(), blob=data, mime_type=mime)
+
+
+def _compile(query: str, regex: bool, case_sensitive: bool) -> re.Pattern[str]:
+    flags = 0 if case_sensitive else re.IGNORECASE
+    try:
+        return re.compile(query if regex else re.escape(query), flags)
+    except re.error as exc:
+        raise ToolError(f"the regular expression {query!r} is not valid: {exc}") from None
+
+
+def _search_file(file: Located, pattern: re.Pattern[str], limit: int, found: list[Match]) -> bool:
+    """Append the matching lines of one file; False when it is binary, too large or
+    cannot be read (skipped). Opened as every file is: no symlink swapped in is followed."""
+    try:
+        fd = open_confined(file, os.O_RDONLY)
+    except ToolError:
+        return False
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SEARCH_FILE:
+            return False
+        data = os.pread(fd, MAX_SEARCH_FILE, 0)
+    finally:
+        os.close(fd)
+    if b"\x00" in data[:8192]:
+        return False
+    path = str(file.real)
+    text = data.decode("utf-8", errors="replace")
+    for number, line in enumerate(text.splitlines(), 1):
+        if len(found) >= limit:
+            break
+        if pattern.search(line):
+            found.append({"path": path, "line": number, "text": line[:500]})
+    return True
+
+
+def register_read_tools(server: Server, roots: Roots) -> None:
+    """Add the reading tools to ``server``, confined to ``roots``."""
+
+    @tool(server, annotations=READ_ONLY)
+    def read_text_file(
+        path: str, head: int | None = None, tail: int | None = None, offset: int = 0, length: int | None = None
+    ) -> str:
+        """Read a UTF-8 text file. head/tail: only the first/last N lines (any file
+        size); offset/length: a byte range. Without a range, files up to 4 MiB."""
+        located = roots.locate(path)
+        if head is not None or tail is not None:
+            return read_lines(located, head, tail)
+        return read_text(located, offset, length)
+
+    @tool(server, annotations=READ_ONLY)
+    def read_file(path: str, head: int | None = None, tail: int | None = None) -> str:
+        """Read a text file (the npm server's older name; use read_text_file)."""
+        located = roots.locate(path)
+        return read_lines(located, head, tail) if head is not None or tail is not None else read_text(located)
+
+    @tool(server, annotations=READ_ONLY)
+    def read_media_file(path: str) -> Image | Audio | EmbeddedResource:
+        """Read an image or audio file (base64 content with its MIME type); other
+        binary files come back as an embedded blob resource."""
+        return _media(roots.locate(path))
+
+    @tool(server, annotations=READ_ONLY)
+    def read_multiple_files(paths: list[str]) -> str:
+        """Read several text files at once; a file that fails is reported in its place."""
+        if len(paths) > 100:
+            raise ToolError("read at most 100 files at once")
+        parts = []
+        for path in paths:
+            try:
+                parts.append(f"{path}:\n{read_text(roots.locate(path))}\n")
+            except ToolError as exc:
+                parts.append(f"{path}: Error - {exc}")
+        return "\n---\n".join(parts)
+
+    @tool(server, annotations=READ_ONLY)
+    def list_directory(path: str) -> str:
+        """List a directory: one line per entry, [FILE] or [DIR] then its name."""
+        entries = _entries(roots.locate(path))
+        return "\n".join(f"{'[DIR]' if e.is_dir(follow_symlinks=False) else '[FILE]'} {e.name}" for e in entries)
+
+    @tool(server, annotations=READ_ONLY)
+    def list_directory_with_sizes(path: str, sortBy: Literal["name", "size"] = "name") -> str:  # noqa: N803
+        """List a directory with file sizes, sorted by name or by size (largest first)."""
+        entries = _entries(roots.locate(path))
+        if sortBy == "size":
+            entries.sort(key=_size, reverse=True)
+        lines = [
+            f"[DIR]  {e.name}" if e.is_dir(follow_symlinks=False) else f"[FILE] {e.name:<30} {_size(e):>10} bytes"
+            for e in entries
+        ]
+        files = [e for e in entries if not e.is_dir(follow_symlinks=False)]
+        lines.append(
+            f"\nTotal: {len(files)} files, {len(entries) - len(files)} directories, "
+            f"{sum(_size(e) for e in files)} bytes"
+        )
+        return "\n".join(lines)
+
+    @tool(server, annotations=READ_ONLY)
+    def directory_tree(
+        path: str, excludePatterns: list[str] | None = None, maxDepth: int | None = None  # noqa: N803
+    ) -> str:
+        """The tree under a directory as JSON ({name, type, children}); symlinks are not
+        followed; maxDepth limits how deep it goes."""
+        pairs = _walk(roots.locate(path), excludePatterns or [], maxDepth)
+        return json.dumps(_tree(pairs), indent=2)
+
+    @tool(server, annotations=READ_ONLY)
+    def search_files(path: str, pattern: str, excludePatterns: list[str] | None = None) -> str:  # noqa: N803
+        """Find files and directories under a path whose path or name matches a glob
+        (e.g. "*.py", "**/test_*"); one full path per line."""
+        located = roots.locate(path)
+        hits = [
+            str(located.real / relative)
+            for relative, _ in _walk(located, excludePatterns or [], None)
+            if fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(relative.rsplit("/", 1)[-1], pattern)
+        ]
+        return "\n".join(hits) if hits else "No matches found"
+
+    @tool(server, annotations=READ_ONLY)
+    def search_file_contents(
+        path: str,
+        query: str,
+        regex: bool = False,
+        caseSensitive: bool = True,  # noqa: N803
+        include: str = "*",
+        maxResults: int = 200,  # noqa: N803
+    ) -> ContentMatches:
+        """Search the text of files under a path for a literal string (or a regular
+        expression with regex=true); binary files and files over 1 MiB are skipped."""
+        located = roots.locate(path)
+        pattern = _compile(query, regex, caseSensitive)
+        found: list[Match] = []
+        skipped: list[str] = []
+        for relative, is_dir in _walk(located, [], None):
+            if is_dir or not fnmatch.fnmatch(relative.rsplit("/", 1)[-1], include) or len(found) >= maxResults:
+                continue
+            file = Located(relative, located.root, located.real / relative)
+            if not _search_file(file, pattern, maxResults, found):
+                skipped.append(str(file.real))
+        return {"matches": found, "truncated": len(found) >= maxResults, "skipped": skipped}
+
+    @tool(server, annotations=READ_ONLY)
+    def get_file_info(path: str) -> FileInfo:
+        """Size, times, type and permissions of a file or directory (a symlink is described, not followed)."""
+        located = roots.locate(path)
+        try:
+            info = os.stat(located.real)
+        except OSError as exc:
+            raise describe_os_error(located.given, exc) from None
+        kind: Literal["file", "directory", "symlink", "other"] = (
+            "file" if stat.S_ISREG(info.st_mode) else "directory" if stat.S_ISDIR(info.st_mode) else "other"
+        )
+        return {
+            "path": str(located.real),
+            "type": kind,
+            "size": info.st_size,
+            "created": _time(info.st_ctime),
+            "modified": _time(info.st_mtime),
+            "accessed": _time(info.st_atime),
+            "permissions": oct(stat.S_IMODE(info.st_mode))[2:],
+        }
+
+    @tool(server, annotations=READ_ONLY)
+    def list_allowed_directories() -> str:
+        """The directories this server may read (and, unless read-only, write)."""
+        return "Allowed directories:\n" + "\n".join(str(root.path) for root in roots.roots)
+

@@ -1,0 +1,149 @@
+"""Files under the roots as ``file://`` resources, kept current by a watcher.
+
+The first ``MAX_LISTED`` regular files (walked in name order, symlinks not followed)
+are registered as resources, so ``resources/list`` shows them, page by page; the
+template ``file:///{+path}`` reads any other file under a root. Both read through
+``Roots.locate``, so a resource URI cannot reach outside a root either.
+
+``watch`` runs for the server's lifespan: ``watchfiles`` reports changes (debounced),
+a changed file sends ``resources/updated`` to its subscribers, and a file that appears
+or disappears re-registers the listing, which sends ``list_changed`` (the server does
+that for every registration). Both reach ``subscriptions/listen`` streams and
+handshake-era sessions alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import mimetypes
+import os
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from ...server import EmbeddedResource, Server
+from ._files import read_bytes
+from ._paths import Located, Roots
+
+__all__ = ["FileResources"]
+
+log = logging.getLogger("modelctx.servers.filesystem")
+
+MAX_LISTED = 1000
+DEBOUNCE_MS = 200
+TICK_MS = 250
+READY_TIMEOUT = 5.0
+
+
+def _mime(name: str) -> str:
+    return mimetypes.guess_type(name)[0] or "application/octet-stream"
+
+
+def _contents(located: Located) -> str | bytes:
+    data = read_bytes(located)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data
+
+
+class FileResources:
+    """The resources of one filesystem server: registration, reading, watching."""
+
+    def __init__(self, server: Server, roots: Roots, *, max_listed: int = MAX_LISTED) -> None:
+        self.server = server
+        self.roots = roots
+        self.max_listed = max_listed
+        self.listed: set[str] = set()
+        server.resource("file:///{+path}", name="file", description="Any file under the allowed directories")(
+            self._read_template
+        )
+
+    def _read_template(self, path: str) -> EmbeddedResource:
+        contents = self._read("/" + path)
+        uri, mime = _uri("/" + path), _mime(path)
+        if isinstance(contents, str):
+            return EmbeddedResource(uri, text=contents, mime_type=mime)
+        return EmbeddedResource(uri, blob=contents, mime_type=mime)
+
+    def _read(self, path: str) -> str | bytes:
+        # A refused or missing path is a ToolError: the client reads its text (-32603).
+        return _contents(self.roots.locate(path))
+
+    def files(self) -> Iterator[str]:
+        """Real paths of regular files under the roots, in order, at most ``max_listed``."""
+        count = 0
+        for root in self.roots.roots:
+            for top, dirs, names in os.walk(root.path, followlinks=False):
+                dirs.sort()
+                for name in sorted(names):
+                    full = os.path.join(top, name)
+                    if os.path.isfile(full) and not os.path.islink(full):
+                        yield full
+                        count += 1
+                        if count >= self.max_listed:
+                            return
+
+    async def sync(self) -> None:
+        """Register the files now present and remove the ones gone. The walk runs on a
+        thread; the registry changes on the loop, where requests read it."""
+        present = set(await asyncio.to_thread(lambda: list(self.files())))
+        for gone in self.listed - present:
+            self.server.remove_resource(_uri(gone))
+        for new in sorted(present - self.listed):
+            self._register(new)
+        self.listed = present
+
+    def _register(self, path: str) -> None:
+        def read() -> str | bytes:
+            return self._read(path)
+
+        try:
+            size: int | None = os.path.getsize(path)
+        except OSError:
+            size = None
+        self.server.resource(_uri(path), name=os.path.basename(path), title=path, mime_type=_mime(path), size=size)(
+            read
+        )
+
+    @asynccontextmanager
+    async def watching(self, _server: Any) -> AsyncIterator[None]:
+        """The server's lifespan: the listing at start, and a watcher until it stops.
+        Serving starts once the watcher watches, so no change after that is missed."""
+        await self.sync()
+        ready = asyncio.Event()
+        task = asyncio.get_running_loop().create_task(self._watch(ready))
+        try:
+            await asyncio.wait_for(ready.wait(), READY_TIMEOUT)
+        except TimeoutError:
+            log.warning("the file watcher did not start within %ss; changes may be missed", READY_TIMEOUT)
+        try:
+            yield None
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    async def _watch(self, ready: asyncio.Event) -> None:
+        import watchfiles
+
+        paths = [str(root.path) for root in self.roots.roots]
+        # yield_on_timeout: an empty batch every TICK_MS, the first of which says the
+        # watcher is running (watchfiles has no other "ready" signal).
+        async for changes in watchfiles.awatch(
+            *paths, debounce=DEBOUNCE_MS, watch_filter=None, rust_timeout=TICK_MS, yield_on_timeout=True
+        ):
+            ready.set()
+            appeared_or_gone = False
+            for change, path in changes:
+                if change == watchfiles.Change.modified and os.path.isfile(path):
+                    self.server.resource_updated(_uri(path))
+                else:
+                    appeared_or_gone = True
+            if appeared_or_gone:
+                await self.sync()
+
+
+def _uri(path: str) -> str:
+    return Path(path).as_uri()
