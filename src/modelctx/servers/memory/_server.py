@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ... import Server, Text, ToolError, ToolResult
 from ._graph import EntityNotFound, KnowledgeGraph
@@ -20,6 +20,8 @@ from ._schemas import INPUTS, OUTPUTS
 __all__ = ["GRAPH_URI", "build_server"]
 
 GRAPH_URI = "memory://knowledge-graph"
+
+Handler = TypeVar("Handler", bound=Callable[..., ToolResult])
 
 _WRITES = {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False, "openWorldHint": False}
 _DELETES = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": False}
@@ -47,15 +49,20 @@ def build_server(store: str | Path) -> Server:
         instructions="A persistent knowledge graph: entities with observations, and relations between them.",
     )
 
-    def tool(name: str, title: str, description: str, annotations: dict[str, bool]) -> Callable[[Any], Any]:
-        return server.tool(
-            name=name,
-            title=title,
-            description=description,
-            annotations=annotations,
-            input_schema=INPUTS[name],
-            output_schema=OUTPUTS[name],
-        )
+    def tool(name: str, title: str, description: str, annotations: dict[str, bool]) -> Callable[[Handler], Handler]:
+        def register(fn: Handler) -> Handler:
+            server.add_tool(
+                fn,
+                name=name,
+                title=title,
+                description=description,
+                annotations=annotations,
+                input_schema=INPUTS[name],
+                output_schema=OUTPUTS[name],
+            )
+            return fn
+
+        return register
 
     def changed() -> None:
         server.resource_updated(GRAPH_URI)
