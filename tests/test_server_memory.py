@@ -18,9 +18,10 @@ import pytest
 from conftest import DEADLINE, async_test
 from mcp import Client as OfficialClient
 from mcp import StdioServerParameters
-from test_server_sqlite import module_command, served_over_http
+from test_server_sqlite import module_command, next_event, served_over_http
 
 from modelctx import Client
+from modelctx.client import ResourceUpdated
 from modelctx.servers.memory import default_store
 
 MODULE = "modelctx.servers.memory"
@@ -122,6 +123,19 @@ async def test_the_knowledge_graph_resource_shows_the_graph(tmp_path):
 
     assert contents["mimeType"] == "application/json"
     assert json.loads(contents["text"]) == {"entities": [ADA], "relations": []}
+
+
+@TRANSPORTS
+@async_test()
+async def test_a_change_to_the_graph_tells_subscribers_of_the_resource(transport, tmp_path):
+    async with connected(transport, tmp_path / "m.sqlite3", tmp_path / "log") as client:
+        event = await next_event(
+            client,
+            lambda: client.call_tool("create_entities", {"entities": [ADA]}),
+            resource_uris=["memory://knowledge-graph"],
+        )
+
+    assert event == ResourceUpdated("memory://knowledge-graph")
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])

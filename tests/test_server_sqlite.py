@@ -11,6 +11,7 @@ confirms through elicitation.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import sqlite3
@@ -28,6 +29,7 @@ from mcp import Client as OfficialClient
 from mcp import StdioServerParameters
 
 from modelctx import Client, ClientHandlers
+from modelctx.client import ListChanged
 
 MODULE = "modelctx.servers.sqlite"
 ROWS = 25
@@ -110,6 +112,20 @@ async def connected(
 TRANSPORTS = pytest.mark.parametrize("transport", ["stdio", "http"])
 
 
+async def next_event(client: Client, trigger: Any, **filters: Any) -> Any:
+    """The first event ``client.listen(**filters)`` yields once ``trigger()`` ran on an open stream."""
+    opened = asyncio.Event()
+    events = client.listen(on_open=opened.set, **filters)
+    first = asyncio.ensure_future(anext(events))
+    try:
+        await asyncio.wait_for(opened.wait(), DEADLINE)
+        await trigger()
+        return await asyncio.wait_for(first, DEADLINE)
+    finally:
+        first.cancel()
+        await events.aclose()
+
+
 # -- the schema ---------------------------------------------------------------------------------
 @TRANSPORTS
 @async_test()
@@ -129,10 +145,13 @@ async def test_the_schema_is_offered_as_an_overview_and_a_resource_per_table(tra
 @async_test()
 async def test_list_tables_and_describe_table_give_names_types_and_columns(database, tmp_path):
     async with connected("stdio", database, tmp_path) as client:
+        schemas = {tool.name: tool.output_schema for tool in (await client.list_tools()).tools}
         tables = await client.call_tool("list_tables")
         described = await client.call_tool("describe_table", {"name": "items"})
         unknown = await client.call_tool("describe_table", {"name": "orders"})
 
+    jsonschema.validate(tables.structured_content, schemas["list_tables"])
+    jsonschema.validate(described.structured_content, schemas["describe_table"])
     assert tables.structured_content == {"tables": [{"name": "cheap", "type": "view"}, {"name": "items", "type": "table"}]}
     assert [c["name"] for c in described.structured_content["columns"]] == ["id", "name", "price"]
     assert described.structured_content["columns"][1] == {
@@ -140,6 +159,22 @@ async def test_list_tables_and_describe_table_give_names_types_and_columns(datab
     }
     assert unknown.is_error and "no table or view named 'orders'" in unknown.content[0].text
     assert "cheap, items" in unknown.content[0].text
+
+
+@async_test()
+async def test_a_database_that_is_not_there_yet_is_created_empty(tmp_path):
+    missing = tmp_path / "new.db"
+    async with connected("stdio", missing, tmp_path, Person("accept")) as client:
+        empty = await client.call_tool("list_tables")
+        event = await next_event(
+            client, lambda: client.call_tool("execute", {"sql": "CREATE TABLE notes (body TEXT)"}), resources=True
+        )
+        uris = {resource.uri for resource in (await client.list_resources()).resources}
+
+    assert empty.structured_content == {"tables": []}
+    assert event == ListChanged("resources")
+    assert uris == {"sqlite://schema", "sqlite://table/notes"}
+    assert rows_in(missing, "SELECT name FROM sqlite_schema") == [("notes",)]
 
 
 # -- query: results, pages and bounds ---------------------------------------------------------------

@@ -3,11 +3,35 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Literal, TypedDict
 
 from ._connections import open_read_only
 
-__all__ = ["UnknownTable", "describe_table", "list_tables", "schema_text"]
+__all__ = ["Column", "Table", "TableInfo", "Tables", "UnknownTable", "describe_table", "list_tables", "schema_text"]
+
+
+class Table(TypedDict):
+    name: str
+    type: Literal["table", "view"]
+
+
+class Tables(TypedDict):
+    tables: list[Table]
+
+
+class Column(TypedDict):
+    name: str
+    type: str  # as declared ("" when the column has no declared type)
+    notNull: bool
+    default: str | None  # the default's SQL text
+    primaryKey: bool
+
+
+class TableInfo(TypedDict):
+    name: str
+    type: Literal["table", "view"]
+    sql: str
+    columns: list[Column]
 
 _OBJECTS = (
     "SELECT name, type, sql FROM sqlite_schema "
@@ -19,16 +43,16 @@ class UnknownTable(LookupError):
     """No table or view has that name; the message lists the ones there are."""
 
 
-def list_tables(path: Path) -> list[dict[str, str]]:
+def list_tables(path: Path) -> list[Table]:
     """Every table and view (SQLite's own tables left out), by name."""
     db = open_read_only(path)
     try:
-        return [{"name": name, "type": kind} for name, kind, _sql in db.execute(_OBJECTS)]
+        return [Table(name=name, type=kind) for name, kind, _sql in db.execute(_OBJECTS)]
     finally:
         db.close()
 
 
-def describe_table(path: Path, name: str) -> dict[str, Any]:
+def describe_table(path: Path, name: str) -> TableInfo:
     """``name``'s type, CREATE statement and columns. Raises ``UnknownTable``."""
     db = open_read_only(path)
     try:
@@ -38,12 +62,12 @@ def describe_table(path: Path, name: str) -> dict[str, Any]:
             raise UnknownTable(f"no table or view named {name!r}; the tables are: {known}")
         _name, kind, sql = found[name]
         columns = [
-            {"name": column, "type": declared, "notNull": bool(not_null), "default": default, "primaryKey": bool(pk)}
+            Column(name=column, type=declared, notNull=bool(not_null), default=default, primaryKey=bool(pk))
             for _cid, column, declared, not_null, default, pk in db.execute(
                 "SELECT * FROM pragma_table_info(?)", (name,)
             )
         ]
-        return {"name": name, "type": kind, "sql": sql, "columns": columns}
+        return TableInfo(name=name, type=kind, sql=sql, columns=columns)
     finally:
         db.close()
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -19,7 +20,7 @@ import msgspec
 from ... import Context, Server, Text, ToolError, ToolResult
 from ._execute import EXECUTE_OUTPUT_SCHEMA, check_statement, run_statement
 from ._query import QUERY_OUTPUT_SCHEMA, Limits, Param, QueryError, run_query
-from ._schema import UnknownTable, describe_table, list_tables, schema_text
+from ._schema import TableInfo, Tables, UnknownTable, describe_table, list_tables, schema_text
 
 __all__ = ["SCHEMA_URI", "build_server", "table_uri"]
 
@@ -52,6 +53,8 @@ def _refused(exc: QueryError | UnknownTable) -> ToolError:
 def build_server(database: str | Path, limits: Limits | None = None) -> Server:
     """A server for the SQLite file ``database`` (created if missing)."""
     path = Path(database)
+    if not path.exists():
+        sqlite3.connect(path).close()  # an empty database, as the sqlite3 shell would make
     limits = limits or Limits()
     server = Server(
         "modelctx-sqlite",
@@ -95,11 +98,11 @@ def build_server(database: str | Path, limits: Limits | None = None) -> Server:
         tables.sync(await asyncio.to_thread(tables.current))
         return ToolResult([Text(outcome["message"])], structured=outcome)
 
-    def list_tables_tool() -> dict[str, list[dict[str, str]]]:
+    def list_tables_tool() -> Tables:
         """The database's tables and views, with their type."""
-        return {"tables": list_tables(path)}
+        return Tables(tables=list_tables(path))
 
-    def describe_table_tool(name: str) -> dict[str, Any]:
+    def describe_table_tool(name: str) -> TableInfo:
         """A table's or view's CREATE statement and columns (name, type, notNull, default, primaryKey)."""
         try:
             return describe_table(path, name)
