@@ -1,6 +1,6 @@
 """The SQLite server: the schema as resources, read-only queries, confirmed writes.
 
-``query``, ``list_tables`` and ``describe_table`` are plain functions, so modelctx runs
+``query``, ``list_tables`` and ``describe_table`` are plain methods, so modelctx runs
 them on its worker threads; ``execute`` is async because it asks the user, and hands
 its SQLite work to a thread (``asyncio.to_thread``). In the 2026-07-28 era the handler
 runs again once the answer comes back, so it asks before it writes anything.
@@ -55,7 +55,6 @@ def build_server(database: str | Path, limits: Limits | None = None) -> Server:
     path = Path(database)
     if not path.exists():
         sqlite3.connect(path).close()  # an empty database, as the sqlite3 shell would make
-    limits = limits or Limits()
     server = Server(
         "modelctx-sqlite",
         instructions=(
@@ -65,8 +64,24 @@ def build_server(database: str | Path, limits: Limits | None = None) -> Server:
     )
     tables = _TableResources(server, path)
     tables.sync(tables.current())
+    tools = _Tools(path, limits or Limits(), tables)
+    server.add_tool(tools.query, annotations=_READS, output_schema=QUERY_OUTPUT_SCHEMA)
+    server.add_tool(tools.execute, annotations=_WRITES, output_schema=EXECUTE_OUTPUT_SCHEMA)
+    server.add_tool(tools.list_tables, annotations=_READS)
+    server.add_tool(tools.describe_table, annotations=_READS)
+    server.resource(SCHEMA_URI, name="schema", title="Database schema", mime_type="application/sql")(tools.schema)
+    return server
 
-    def query(sql: Sql, params: Params = None, limit: int = 100, cursor: str | None = None) -> dict[str, Any]:
+
+class _Tools:
+    """The tools' handlers, bound to one database and its limits."""
+
+    def __init__(self, path: Path, limits: Limits, tables: _TableResources) -> None:
+        self.path = path
+        self.limits = limits
+        self.tables = tables
+
+    def query(self, sql: Sql, params: Params = None, limit: int = 100, cursor: str | None = None) -> dict[str, Any]:
         """Run one read-only SQL statement (SELECT, WITH, EXPLAIN) and return a page of its rows.
 
         Args:
@@ -74,51 +89,45 @@ def build_server(database: str | Path, limits: Limits | None = None) -> Server:
             cursor: the nextCursor of the previous page, to get the next one
         """
         try:
-            return run_query(path, sql, params or [], limit, cursor, limits)
+            return run_query(self.path, sql, params or [], limit, cursor, self.limits)
         except QueryError as exc:
             raise _refused(exc) from None
 
-    async def execute(sql: Sql, ctx: Context, params: Params = None) -> ToolResult:
+    async def execute(self, sql: Sql, ctx: Context, params: Params = None) -> ToolResult:
         """Change the database with one SQL statement (INSERT, UPDATE, DELETE, CREATE, ...),
         after the user confirms it."""
         values = params or []
         try:
-            await asyncio.to_thread(check_statement, path, sql, values, limits)
+            # Compile it first: never ask the user about a statement that cannot run.
+            await asyncio.to_thread(check_statement, self.path, sql, values, self.limits)
         except QueryError as exc:
             raise _refused(exc) from None
         shown = f"\n\nwith parameters {json.dumps(values)}" if values else ""
-        answer = await ctx.elicit(f"Run this statement on {path.name}?\n\n{sql}{shown}", _CONFIRM_FORM)
+        answer = await ctx.elicit(f"Run this statement on {self.path.name}?\n\n{sql}{shown}", _CONFIRM_FORM)
         if not (answer.accepted and answer.content and answer.content.get("confirm") is True):
             why = "did not confirm it" if answer.accepted else f"answered {answer.action}"
             return _not_run(f"The statement was not run: the user {why}. Nothing in the database changed.")
         try:
-            outcome = await asyncio.to_thread(run_statement, path, sql, values, limits)
+            outcome = await asyncio.to_thread(run_statement, self.path, sql, values, self.limits)
         except QueryError as exc:
             raise _refused(exc) from None
-        tables.sync(await asyncio.to_thread(tables.current))
+        self.tables.sync(await asyncio.to_thread(self.tables.current))
         return ToolResult([Text(outcome["message"])], structured=outcome)
 
-    def list_tables_tool() -> Tables:
+    def list_tables(self) -> Tables:
         """The database's tables and views, with their type."""
-        return Tables(tables=list_tables(path))
+        return Tables(tables=list_tables(self.path))
 
-    def describe_table_tool(name: str) -> TableInfo:
+    def describe_table(self, name: str) -> TableInfo:
         """A table's or view's CREATE statement and columns (name, type, notNull, default, primaryKey)."""
         try:
-            return describe_table(path, name)
+            return describe_table(self.path, name)
         except UnknownTable as exc:
             raise _refused(exc) from None
 
-    def schema() -> str:
+    def schema(self) -> str:
         """Every CREATE statement of the database."""
-        return schema_text(path)
-
-    server.add_tool(query, annotations=_READS, output_schema=QUERY_OUTPUT_SCHEMA)
-    server.add_tool(execute, annotations=_WRITES, output_schema=EXECUTE_OUTPUT_SCHEMA)
-    server.add_tool(list_tables_tool, name="list_tables", annotations=_READS)
-    server.add_tool(describe_table_tool, name="describe_table", annotations=_READS)
-    server.resource(SCHEMA_URI, name="schema", title="Database schema", mime_type="application/sql")(schema)
-    return server
+        return schema_text(self.path)
 
 
 def _not_run(message: str) -> ToolResult:
