@@ -252,9 +252,11 @@ async def test_a_query_running_past_its_time_limit_is_stopped(database, tmp_path
 INJECTIONS = {
     "stacked statements": ("SELECT 1; DROP TABLE items", "exactly one SQL statement"),
     "stacked after a comment": ("SELECT 1 -- x\n; DELETE FROM items", "exactly one SQL statement"),
-    "ATTACH another file": ("ATTACH DATABASE 'other.db' AS other", "ATTACH is not allowed"),
+    "ATTACH another file": ("ATTACH DATABASE 'other.db' AS other", "it opens other database files"),
+    "VACUUM INTO another file": ("VACUUM INTO 'other.db'", "ATTACH (VACUUM uses it too) is not allowed"),
     "PRAGMA write": ("PRAGMA user_version = 7", "PRAGMA user_version is not allowed"),
     "PRAGMA turning query_only off": ("PRAGMA query_only = OFF", "PRAGMA query_only is not allowed"),
+    "a pragma function": ("SELECT * FROM pragma_table_info('items')", "PRAGMA table_info is not allowed"),
     "load_extension": ("SELECT load_extension('/tmp/evil.so')", "load_extension() is not allowed"),
     "a write": ("DELETE FROM items", "use the execute tool"),
     "a write in a CTE": ("WITH x AS (SELECT 1) INSERT INTO items (name) SELECT 'evil' FROM x", "use the execute tool"),
@@ -319,7 +321,7 @@ async def test_a_statement_that_cannot_run_is_refused_before_the_user_is_asked(d
         broken = await client.call_tool("execute", {"sql": "INSERT INTO nowhere VALUES (1)"})
 
     assert "exactly one SQL statement" in stacked.content[0].text
-    assert "ATTACH is not allowed" in attach.content[0].text
+    assert "it opens other database files" in attach.content[0].text
     assert "no such table: nowhere" in broken.content[0].text
     assert person.asked == []
     assert rows_in(database, "SELECT count(*) FROM items") == [(ROWS,)]

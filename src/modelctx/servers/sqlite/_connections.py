@@ -26,8 +26,16 @@ __all__ = ["BUSY_TIMEOUT_SECONDS", "FencedConnection", "open_read_only", "proble
 BUSY_TIMEOUT_SECONDS = 5.0  # waiting for another writer's lock
 _PROGRESS_EVERY = 1_000  # SQLite VM instructions between deadline checks
 
-_REFUSED_ACTIONS = {sqlite3.SQLITE_ATTACH: "ATTACH", sqlite3.SQLITE_DETACH: "DETACH"}
-_REFUSED_FUNCTIONS = frozenset({"load_extension"})
+# What the authorizer refuses, and why (the "why" goes to the model).
+_REFUSED_ACTIONS = {
+    sqlite3.SQLITE_ATTACH: "ATTACH (VACUUM uses it too) is not allowed on this server: it opens other database files",
+    sqlite3.SQLITE_DETACH: "DETACH is not allowed on this server",
+}
+_REFUSED_FUNCTIONS = {"load_extension": "load_extension() is not allowed on this server: it loads native code"}
+_PRAGMA_REFUSED = (
+    "PRAGMA {} is not allowed in query: a pragma can change the connection or the file; "
+    "list_tables and describe_table show the schema"
+)
 
 
 Authorizer = Callable[[int, str | None, str | None, str | None, str | None], int]
@@ -39,10 +47,10 @@ def _authorizer(read_only: bool, refusals: list[str]) -> Authorizer:
             refusals.append(_REFUSED_ACTIONS[action])
             return sqlite3.SQLITE_DENY
         if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _REFUSED_FUNCTIONS:
-            refusals.append(f"{arg2}()")
+            refusals.append(_REFUSED_FUNCTIONS[(arg2 or "").lower()])
             return sqlite3.SQLITE_DENY
         if read_only and action == sqlite3.SQLITE_PRAGMA:
-            refusals.append(f"PRAGMA {arg1}")
+            refusals.append(_PRAGMA_REFUSED.format(arg1))
             return sqlite3.SQLITE_DENY
         return sqlite3.SQLITE_OK
 
@@ -50,7 +58,7 @@ def _authorizer(read_only: bool, refusals: list[str]) -> Authorizer:
 
 
 class FencedConnection:
-    """A connection for one call; ``refusals`` lists what the authorizer refused."""
+    """A connection for one call; ``refusals`` says what the authorizer refused and why."""
 
     def __init__(self, path: Path, *, read_only: bool, timeout: float) -> None:
         if read_only:
@@ -90,9 +98,7 @@ def problem(exc: sqlite3.Error, connection: FencedConnection, *, timeout: float,
     if isinstance(exc, sqlite3.ProgrammingError) and "one statement" in text:
         return "give exactly one SQL statement per call (more than one was found); send the others in their own calls"
     if connection.refusals:
-        refused = connection.refusals[0]
-        fix = "; query runs no PRAGMA (list_tables and describe_table show the schema)" if refused.startswith("PRAGMA") else ""
-        return f"{refused} is not allowed on this server: it could reach beyond the database{fix}"
+        return connection.refusals[0]
     if text == "interrupted":
         return (
             f"the statement ran longer than {timeout:g} s and was stopped; narrow it "
