@@ -1,0 +1,169 @@
+"""The memory reference server (``python -m modelctx.servers.memory --store PATH``)
+through real transports, with our ``Client`` and the official ``mcp`` 2.3.0 client: the
+knowledge graph survives restarts, two servers sharing a store lose no write, and the
+``memory://knowledge-graph`` resource shows the graph.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import DEADLINE, async_test
+from mcp import Client as OfficialClient
+from mcp import StdioServerParameters
+from test_server_sqlite import module_command, next_event, served_over_http
+
+from modelctx import Client
+from modelctx.client import ResourceUpdated
+from modelctx.servers.memory import default_store
+
+MODULE = "modelctx.servers.memory"
+
+ADA = {"name": "Ada", "entityType": "person", "observations": ["wrote the first program"]}
+ENGINE = {"name": "Analytical Engine", "entityType": "machine", "observations": []}
+DESIGNED = {"from": "Ada", "to": "Analytical Engine", "relationType": "programmed"}
+
+
+def memory_server(store: Path) -> list[str]:
+    return module_command(MODULE, "--store", str(store))
+
+
+@contextlib.asynccontextmanager
+async def connected(transport: str, store: Path, log: Path):  # type: ignore[no-untyped-def]
+    with contextlib.ExitStack() as stack:
+        target: Any = memory_server(store)
+        if transport == "http":
+            target = stack.enter_context(served_over_http(MODULE, "--store", str(store), log=log))
+        async with Client(target, timeout=DEADLINE) as client:
+            yield client
+
+
+TRANSPORTS = pytest.mark.parametrize("transport", ["stdio", "http"])
+
+
+@TRANSPORTS
+@async_test()
+async def test_the_graph_survives_a_restart_of_the_server(transport, tmp_path):
+    store = tmp_path / "memory.sqlite3"
+    async with connected(transport, store, tmp_path / "first.log") as client:
+        await client.call_tool("create_entities", {"entities": [ADA, ENGINE]})
+        await client.call_tool("create_relations", {"relations": [DESIGNED]})
+        await client.call_tool("add_observations", {"observations": [{"entityName": "Ada", "contents": ["a poet's daughter"]}]})
+
+    async with connected(transport, store, tmp_path / "second.log") as client:
+        graph = (await client.call_tool("read_graph")).structured_content
+
+    assert graph == {
+        "entities": [{**ADA, "observations": ["wrote the first program", "a poet's daughter"]}, ENGINE],
+        "relations": [DESIGNED],
+    }
+
+
+@async_test(60)
+async def test_two_servers_sharing_a_store_lose_no_write(tmp_path):
+    store = tmp_path / "shared.sqlite3"
+    async with Client(memory_server(store), timeout=DEADLINE) as first, Client(memory_server(store), timeout=DEADLINE) as second:
+
+        async def create(client: Client, prefix: str) -> None:
+            for i in range(15):
+                entity = {"name": f"{prefix}{i}", "entityType": "t", "observations": [prefix]}
+                await client.call_tool("create_entities", {"entities": [entity]})
+                await client.call_tool("add_observations", {"observations": [{"entityName": "shared", "contents": [f"{prefix}{i}"]}]})
+
+        await first.call_tool("create_entities", {"entities": [{"name": "shared", "entityType": "t", "observations": []}]})
+        await asyncio.gather(create(first, "a"), create(second, "b"))
+        graph = (await first.call_tool("read_graph")).structured_content
+
+    names = {entity["name"] for entity in graph["entities"]}
+    assert names == {"shared"} | {f"{p}{i}" for p in "ab" for i in range(15)}
+    [shared] = [entity for entity in graph["entities"] if entity["name"] == "shared"]
+    assert sorted(shared["observations"]) == sorted(f"{p}{i}" for p in "ab" for i in range(15))
+
+
+@async_test()
+async def test_deleting_an_entity_deletes_its_relations_and_search_ignores_case(tmp_path):
+    async with Client(memory_server(tmp_path / "m.sqlite3"), timeout=DEADLINE) as client:
+        await client.call_tool("create_entities", {"entities": [ADA, ENGINE]})
+        await client.call_tool("create_relations", {"relations": [DESIGNED]})
+        found = (await client.call_tool("search_nodes", {"query": "FIRST PROGRAM"})).structured_content
+        await client.call_tool("delete_entities", {"entityNames": ["Analytical Engine"]})
+        opened = (await client.call_tool("open_nodes", {"names": ["Ada", "Nobody"]})).structured_content
+
+    assert found == {"entities": [ADA], "relations": [DESIGNED]}
+    assert opened == {"entities": [ADA], "relations": []}
+
+
+@async_test()
+async def test_observations_for_a_missing_entity_are_refused_and_nothing_is_added(tmp_path):
+    async with Client(memory_server(tmp_path / "m.sqlite3"), timeout=DEADLINE) as client:
+        await client.call_tool("create_entities", {"entities": [ADA]})
+        refused = await client.call_tool(
+            "add_observations",
+            {"observations": [{"entityName": "Ada", "contents": ["new"]}, {"entityName": "Nobody", "contents": ["x"]}]},
+        )
+        graph = (await client.call_tool("read_graph")).structured_content
+
+    assert refused.is_error
+    assert refused.content[0].text == "Entity with name Nobody not found; create it first with create_entities"
+    assert graph["entities"] == [ADA]  # one transaction: Ada's "new" was not kept either
+
+
+@async_test()
+async def test_the_knowledge_graph_resource_shows_the_graph(tmp_path):
+    async with Client(memory_server(tmp_path / "m.sqlite3"), timeout=DEADLINE) as client:
+        await client.call_tool("create_entities", {"entities": [ADA]})
+        contents = (await client.read_resource("memory://knowledge-graph")).contents[0]
+
+    assert contents["mimeType"] == "application/json"
+    assert json.loads(contents["text"]) == {"entities": [ADA], "relations": []}
+
+
+@TRANSPORTS
+@async_test()
+async def test_a_change_to_the_graph_tells_subscribers_of_the_resource(transport, tmp_path):
+    async with connected(transport, tmp_path / "m.sqlite3", tmp_path / "log") as client:
+        event = await next_event(
+            client,
+            lambda: client.call_tool("create_entities", {"entities": [ADA]}),
+            resource_uris=["memory://knowledge-graph"],
+        )
+
+    assert event == ResourceUpdated("memory://knowledge-graph")
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+@async_test(60)
+async def test_the_official_client_reads_and_writes_the_graph(transport, tmp_path):
+    store = tmp_path / "m.sqlite3"
+    with contextlib.ExitStack() as stack:
+        if transport == "http":
+            target: Any = stack.enter_context(served_over_http(MODULE, "--store", str(store), log=tmp_path / "log"))
+        else:
+            target = StdioServerParameters(command=sys.executable, args=["-m", MODULE, "--store", str(store)], env=dict(os.environ))
+        async with OfficialClient(target, read_timeout_seconds=DEADLINE) as client:
+            tools = [tool.name for tool in (await client.list_tools()).tools]
+            created = await client.call_tool("create_entities", {"entities": [ADA]})
+            graph = await client.call_tool("read_graph", {})
+
+    assert tools == [
+        "create_entities", "create_relations", "add_observations", "delete_entities", "delete_observations",
+        "delete_relations", "read_graph", "search_nodes", "open_nodes",
+    ]
+    assert created.structured_content == {"entities": [ADA]}
+    assert graph.structured_content == {"entities": [ADA], "relations": []}
+
+
+def test_the_default_store_is_in_the_users_data_directory(monkeypatch, tmp_path):
+    monkeypatch.delenv("MODELCTX_MEMORY_STORE", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    if sys.platform.startswith("linux"):
+        assert default_store() == tmp_path / "modelctx" / "memory.sqlite3"
+    monkeypatch.setenv("MODELCTX_MEMORY_STORE", str(tmp_path / "elsewhere.db"))
+    assert default_store() == tmp_path / "elsewhere.db"
