@@ -1,6 +1,7 @@
 """The exit statuses of the client commands, which scripts rely on (``modelctx --help``):
 0 success, 1 the tool returned isError, 2 usage error, 3 could not connect or the
-server died, 4 the server answered a JSON-RPC error, 5 timed out, 130 interrupted.
+server died, 4 the server answered a JSON-RPC error, 5 timed out, 130 interrupted, 141
+stdout's reader left (`| head`).
 
 Each failure is one ``modelctx: ...`` line on stderr, never a traceback, and nothing on
 stdout. Every command runs as a real subprocess.
@@ -80,11 +81,18 @@ def test_usage_errors_are_one_line_and_status_2_before_anything_starts(args, say
 
 
 def test_a_command_this_installation_lacks_is_one_line_not_a_traceback():
-    result = modelctx("inspect", "server.py")
-    if result.returncode == 2 and "is not available in this installation" in result.stderr:
-        one_line_error(result, 2, "'inspect' is not available in this installation")
-    else:  # the inspector is there (after the merge): its help at least loads
-        assert "Traceback" not in result.stderr, result.stderr
+    # An installation without the inspector's package: a None in sys.modules makes its
+    # import fail as a missing module would.
+    program = (
+        "import sys\n"
+        "sys.modules['modelctx.inspector'] = None\n"
+        "from modelctx.cli import main\n"
+        "main(['inspect', 'server.py'])\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=DEADLINE, stdin=subprocess.DEVNULL
+    )
+    one_line_error(result, 2, "'inspect' is not available in this installation")
 
 
 def test_an_unreachable_url_is_status_3():
@@ -145,3 +153,44 @@ def test_ctrl_c_is_status_130(tmp_path):
     assert process.returncode == 130, err
     assert err.strip().splitlines()[-1] == "modelctx: interrupted"
     assert "Traceback" not in err and out == ""
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_a_reader_that_stops_reading_ends_the_command_quietly_with_status_141(tmp_path, as_json):
+    """``modelctx call ... | head``: once head has its bytes it closes the pipe. That is
+    the reader's choice, not a failure: no error line, and 141 (as a shell reports a
+    writer ended by SIGPIPE), not 3 (the server died) or Rich's and Click's 1 (isError)."""
+    big = tmp_path / "big.py"
+    big.write_text(
+        "from modelctx import Server\nserver = Server('big')\n\n\n@server.tool\n"
+        "def lines() -> str:\n    return 'line\\n' * 500_000\n"
+    )
+    stdio = shlex.join([sys.executable, "-m", "modelctx", "serve", str(big)])
+    flags = ["--json"] if as_json else []
+    process = subprocess.Popen(
+        [sys.executable, "-m", "modelctx", "call", "lines", *flags, "--stdio", stdio],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    try:
+        assert process.stdout.read(4)  # what `head -c 4` reads, then it leaves
+        process.stdout.close()
+        err = process.stderr.read().decode()
+        process.wait(timeout=DEADLINE)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 141, err
+    assert err == ""
+
+
+def test_the_docs_list_every_exit_status_the_code_has():
+    from pathlib import Path
+
+    from modelctx.cli._exit import EXIT_TABLE
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "reference" / "cli.md").read_text()
+    documented = {int(row.split("|")[1]) for row in page.splitlines() if row.startswith("| ") and row.split("|")[1].strip().isdigit()}
+    assert documented == {int(code) for code, _ in EXIT_TABLE}

@@ -74,7 +74,13 @@ class Screen:
         if self._out is None:
             from rich.console import Console
 
-            self._out = Console(highlight=False)
+            class _Stdout(Console):
+                # Rich exits with status 1 on a broken pipe (its documented default);
+                # the command's own handling maps it to an exit status (_exit.py).
+                def on_broken_pipe(self) -> None:
+                    raise BrokenPipeError("stdout's reader is gone")
+
+            self._out = _Stdout(highlight=False)
         return self._out
 
     # -- stderr --------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from ._exit import ExitCode
+from ._exit import ExitCode, quiet_stdout, stdout_reader_gone
 from ._screen import Screen
 
 if TYPE_CHECKING:
@@ -233,6 +233,9 @@ def exit_for(exc: BaseException) -> tuple[ExitCode, str]:
         return ExitCode.SERVER_ERROR, str(exc)
     if isinstance(exc, HttpStatusError) and exc.status == 401:
         return ExitCode.UNREACHABLE, f"{exc} (the server wants authorization: add --oauth, or --bearer-env VAR)"
+    if isinstance(exc, BrokenPipeError) and stdout_reader_gone():
+        quiet_stdout()  # `| head` has what it wanted: end without a word
+        return ExitCode.READER_GONE, ""
     if isinstance(exc, (MCPError, OSError)):
         return ExitCode.UNREACHABLE, str(exc) or type(exc).__name__
     raise exc
@@ -273,5 +276,6 @@ def run_client(target: ClientTarget, work: Callable[[Client, Screen], Awaitable[
         return ExitCode.INTERRUPTED
     except Exception as exc:  # noqa: BLE001 - exit_for re-raises what it does not know (a bug to see)
         status, message = exit_for(exc)
-        screen.error(message)
+        if message:
+            screen.error(message)
         return status

@@ -32,7 +32,7 @@ def _run(session: InspectorSession, port: int, no_browser: bool, watch: Path | N
         # The web stack loads only when a page is served, so listing commands stays cheap.
         from ._run import serve_inspector, watch_and_restart
     except ImportError as exc:
-        raise click.ClickException(f"the inspector needs {exc.name}: pip install uvicorn starlette watchfiles") from exc
+        raise click.ClickException(f"the inspector needs {exc.name}: pip install \"modelctx[inspector]\"") from exc
     background = partial(watch_and_restart, watch) if watch is not None else None
     try:
         asyncio.run(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from .._serving import add_transport_options, serve
 from . import build_server
 
 
@@ -14,10 +15,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("roots", nargs="+", metavar="ROOT", help="a directory the server may use")
     parser.add_argument("--read-only", action="store_true", help="leave out the tools that write")
-    parser.add_argument("--http", action="store_true", help="serve Streamable HTTP instead of stdio")
-    parser.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
-    parser.add_argument("--path", default="/mcp", help="HTTP path (default /mcp)")
+    add_transport_options(parser)
     return parser
 
 
@@ -27,14 +25,7 @@ def main(argv: list[str] | None = None) -> None:
         server = build_server(args.roots, read_only=args.read_only)
     except (NotADirectoryError, ValueError) as exc:
         raise SystemExit(f"modelctx filesystem: {exc}; give existing directories") from None
-    if args.http:
-        url = f"http://{args.host}:{args.port}{args.path}"
-        server.run(
-            "http", host=args.host, port=args.port, path=args.path,
-            ready_message=f"modelctx: serving the filesystem server on Streamable HTTP at {url}",
-        )
-    else:
-        server.run("stdio")
+    serve(server, args)
 
 
 if __name__ == "__main__":
