@@ -181,3 +181,39 @@ def test_a_declined_elicitation_and_a_jsonrpc_error_are_shown_apart(page: Any, t
         expect(error).to_contain_text("JSON-RPC error -32602")
         expect(page.locator("#result .tool-error")).to_have_count(0)
         shots.take(page, "jsonrpc-error")
+
+
+def test_what_a_hostile_server_sends_is_shown_as_text_and_never_run(page: Any, tmp_path: Path) -> None:
+    """A server names a ``javascript:`` URL for the user to open and answers with markup:
+    neither runs in the inspector's page (which holds the access token)."""
+    from playwright.sync_api import expect
+
+    shots = Screenshots(tmp_path, prefix="inspector-hostile")
+    ran: list[str] = []
+    page.on("dialog", lambda dialog: (ran.append(dialog.message), dialog.dismiss()))
+    with running_inspector("inspect", str(SERVER)) as url:
+        response = page.goto(url)
+        assert response is not None
+        policy = response.headers.get("content-security-policy", "")
+        assert "script-src 'self'" in policy and response.headers.get("referrer-policy") == "no-referrer"
+        expect(page.locator("#status")).to_have_text("connected")
+
+        _tool(page, "sign_in")
+        page.locator('input[name="arg.url"]').fill("javascript:alert('from the server')")
+        page.locator("#call").click()
+        dialog = page.locator("dialog#elicitation")
+        shown = dialog.locator("#elicitation-url")
+        expect(shown).to_contain_text("not an http(s) URL")
+        expect(dialog.locator("a")).to_have_count(0)
+        shown.click()
+        shots.take(page, "javascript-url-refused")
+        dialog.locator("#elicitation-decline").click()
+        expect(page.locator("#result pre.text")).to_have_text("sign-in declined")
+
+        _tool(page, "sign_in")
+        page.locator('input[name="arg.url"]').fill("https://example.com/<img src=x onerror=alert(1)>")
+        page.locator("#call").click()
+        expect(dialog.locator("img")).to_have_count(0)
+        dialog.locator("#elicitation-decline").click()
+        expect(page.locator("#result pre.text")).to_have_text("sign-in declined")
+    assert ran == []

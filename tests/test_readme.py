@@ -68,3 +68,21 @@ def test_every_python_block_of_the_readme_compiles():
     assert len(blocks) >= 3
     for number, block in enumerate(blocks, 1):
         compile(block, f"README.md python block {number}", "exec")
+
+
+def test_the_testing_example_passes_under_pytest_with_the_installed_plugin(tmp_path, python_on_path):
+    """The README's "Testing your server" block, saved beside weather.py and run by a
+    plain ``pytest``: the fixtures come from the installed plugin (a pytest11 entry point)."""
+    (tmp_path / "weather.py").write_text(block_after("## A server"))
+    (tmp_path / "test_weather.py").write_text(block_after("## Testing your server"))
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_weather.py"],
+        cwd=tmp_path,
+        env=python_on_path,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "1 passed" in run.stdout

@@ -69,9 +69,9 @@ def quote(city: str, extras: list[str] | None = None) -> Quote:
 
 
 @server.tool
-async def sign_in(ctx: Context) -> str:
+async def sign_in(ctx: Context, url: str = "https://example.com/sign-in") -> str:
     """Send the user to a page (URL-mode elicitation)."""
-    answer = await ctx.elicit_url("Sign in to continue", "https://example.com/sign-in")
+    answer = await ctx.elicit_url("Sign in to continue", url)
     return f"sign-in {answer.action}ed" if answer.action == "accept" else f"sign-in {answer.action}d"
 
 

@@ -26,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ._session import InspectorSession
 
@@ -36,6 +36,31 @@ STATIC = Path(__file__).parent / "static"
 BODY_LIMIT = 1_000_000
 #: A comment line on an idle stream, so a dead page is noticed and proxies keep it open.
 KEEPALIVE_SECONDS = 15.0
+
+
+#: Sent with every answer. The page shows what a server sends (text, names, URLs, media):
+#: scripts only from the page's own modules (a ``javascript:`` URL a server names does not
+#: run), media only from ``data:`` URLs, no framing, and no ``Referer`` that would carry
+#: the token in the URL's path to a site a link leads to.
+PAGE_POLICY: tuple[tuple[bytes, bytes], ...] = (
+    (
+        b"content-security-policy",
+        b"default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        b"media-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; "
+        b"form-action 'none'; frame-ancestors 'none'",
+    ),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-content-type-options", b"nosniff"),
+)
+
+
+def _with_page_policy(send: Send) -> Send:
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", []), *PAGE_POLICY]}
+        await send(message)
+
+    return sending
 
 
 class LoopbackGuard:
@@ -55,7 +80,7 @@ class LoopbackGuard:
         if problem is not None:
             await PlainTextResponse(problem, status_code=403)(scope, receive, send)
             return
-        await self.app(scope, receive, send)
+        await self.app(scope, receive, _with_page_policy(send))
 
     def _problem(self, scope: Scope) -> str | None:
         path: str = scope["path"]

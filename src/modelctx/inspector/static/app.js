@@ -204,6 +204,14 @@ function showPrompt(prompt) {
 // -- elicitation ----------------------------------------------------------------------------------
 const questions = [];
 
+function webUrl(text) {
+  try {
+    return ["http:", "https:"].includes(new URL(text).protocol);
+  } catch {
+    return false;
+  }
+}
+
 function askNext() {
   const dialog = $("elicitation");
   if (dialog.open || questions.length === 0) return;
@@ -214,7 +222,11 @@ function askNext() {
   dialog.append(el("h2", { text: "The server asks" }), el("p", { class: "message", text: question.message }));
   let form = null;
   if (question.mode === "url") {
-    dialog.append(el("p", {}, el("a", { href: question.url, target: "_blank", rel: "noopener noreferrer", id: "elicitation-url", text: question.url })),
+    // Only an http(s) URL becomes a link: a server could name a javascript: or data: URL.
+    const link = webUrl(question.url)
+      ? el("a", { href: question.url, target: "_blank", rel: "noopener noreferrer", id: "elicitation-url", text: question.url })
+      : el("code", { id: "elicitation-url", class: "refused", text: `${question.url} (not an http(s) URL: not opened)` });
+    dialog.append(el("p", {}, link),
       el("p", { class: "description", text: "Open the link to continue there; accept once done, or decline." }));
   } else {
     form = buildForm(question.requestedSchema);

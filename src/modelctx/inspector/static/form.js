@@ -2,18 +2,9 @@
 // buildForm(schema) returns {element, read}: read() gives the value to send, or throws a
 // FormError after marking every field that is missing or malformed.
 
-export class FormError extends Error {}
+import { el } from "./render.js";
 
-function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) {
-    if (value === undefined || value === null || value === false) continue;
-    if (key === "text") node.textContent = value;
-    else node.setAttribute(key, value === true ? "" : value);
-  }
-  node.append(...children);
-  return node;
-}
+export class FormError extends Error {}
 
 // Local references only (#/$defs/X, #/definitions/X): what generated schemas use.
 function resolve(schema, root) {
