@@ -27,6 +27,7 @@ from modelctx import (
     ServerConfig,
     ToolError,
 )
+from modelctx.errors import InternalError
 from modelctx.server import Audio
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
@@ -391,6 +392,65 @@ async def test_input_required_result_capabilities(ctx: Context) -> str:
         return f"Hello, {(result.content or {}).get('name')}!"
     answer = await ctx.sample("What is your name?", max_tokens=50, key="model_name")
     return f"The model says: {answer['content'].get('text')}"
+
+
+# -- the tasks extension (io.modelcontextprotocol/tasks): the tasks-* scenarios -----------
+@server.tool
+def greet(name: str) -> str:
+    """Says hello; never a task."""
+    return f"Hello, {name}!"
+
+
+@server.tool(task="optional")
+async def slow_compute(seconds: float, label: str = "") -> str:
+    """Sleeps ``seconds`` (a task for clients that take tasks), then says so."""
+    await asyncio.sleep(seconds)
+    return f"computed {label} after {seconds}s"
+
+
+@server.tool(task="required")
+async def failing_job() -> str:
+    """Always a task; ends with a tool execution error after about a second."""
+    await asyncio.sleep(1)
+    raise ToolError("the job failed (on purpose)")
+
+
+@server.tool(task="optional")
+async def protocol_error_job() -> str:
+    """Ends its task with a JSON-RPC error (the task fails)."""
+    raise InternalError("the job broke (on purpose)")
+
+
+CONFIRM_FORM = {"type": "object", "properties": {"confirm": {"type": "boolean"}}}
+PARTIAL_FORM = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "confirm": {"type": "boolean"}},
+}
+
+
+@server.tool(task="optional")
+async def confirm_delete(filename: str, ctx: Context) -> str:
+    """Asks the user to confirm, then pretends to delete ``filename``."""
+    answer = await ctx.elicit(f"Delete {filename}?", CONFIRM_FORM)
+    confirmed = answer.accepted and bool((answer.content or {}).get("confirm"))
+    return f"deleted {filename}" if confirmed else f"kept {filename}"
+
+
+@server.tool(task="optional")
+async def multi_input(ctx: Context) -> str:
+    """Asks two questions at once, so two inputRequests are open together."""
+    first, second = await asyncio.gather(
+        ctx.elicit("First name?", PARTIAL_FORM), ctx.elicit("Second name?", PARTIAL_FORM)
+    )
+    return f"got {(first.content or {}).get('name')} and {(second.content or {}).get('name')}"
+
+
+@server.tool(task="required", task_start="handler")
+async def test_tool_with_task(ctx: Context) -> str:
+    """Asks for a name in input_required rounds, then goes on as a task."""
+    answer = await ctx.elicit("What is your name?", NAME_FORM, key="user_name")
+    await ctx.start_task()
+    return f"Hello from the task, {(answer.content or {}).get('name')}!"
 
 
 # -- resources --------------------------------------------------------------------------

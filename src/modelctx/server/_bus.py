@@ -19,10 +19,12 @@ __all__ = ["Event", "Subscription", "SubscriptionBus", "LocalBus", "ListenSlots"
 
 @dataclass(frozen=True)
 class Event:
-    """``kind`` is "tools", "prompts", "resources" (list changed) or "resource" (updated)."""
+    """``kind`` is "tools", "prompts", "resources" (list changed), "resource" (updated,
+    ``uri``) or "task" (a task changed: ``uri`` is its id, ``data`` its owner and state)."""
 
     kind: str
     uri: str | None = None
+    data: Any = None
 
 
 class Subscription(Protocol):

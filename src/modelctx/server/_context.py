@@ -121,6 +121,7 @@ class Call:
     __slots__ = (
         "answers",
         "asked",
+        "begin_task",
         "capabilities",
         "carried",
         "client_info",
@@ -138,6 +139,7 @@ class Call:
         "server",
         "session",
         "stream",
+        "task",
         "version",
     )
 
@@ -171,6 +173,8 @@ class Call:
         self.notices_sent: tuple[str, ...] = ()  # those of earlier rounds, sealed
         self.replaying = True  # no call of this run has differed from the sealed ones yet
         self.carried: Any = None  # the handler's state from its previous attempt
+        self.task: Any = None  # a _tasks.TaskHandle once this call runs as a task
+        self.begin_task: Any = None  # makes it one (task_start="handler"), else None
 
     def replayed_notice(self, *fields: Any) -> bool:
         """Record one progress or log call; True when an earlier round already made the
@@ -365,6 +369,11 @@ class Context:
         call = self._call
         for request in requests.values():
             request.check(call)
+        if call.task is not None:  # a task: the questions wait on it for tasks/update
+            keys = [k for k in requests if k not in call.answers]
+            if keys:
+                call.answers.update(await call.task.ask({k: requests[k].to_wire(call) for k in keys}))
+            return {k: _parse(k, r, call.answers[k], "inputResponses") for k, r in requests.items()}
         if Feature.MRTR in call.features:
             missing = {k: r for k, r in requests.items() if k not in call.answers}
             if missing:
@@ -450,6 +459,28 @@ class Context:
         """Ask the client for its roots (deprecated feature: roots)."""
         roots: list[dict[str, Any]] = await self._ask_one(ListRoots(), key)
         return roots
+
+    # -- tasks (io.modelcontextprotocol/tasks) ----------------------------------------
+    @property
+    def task_id(self) -> str | None:
+        """The id of the task this call runs as, or None (not a task, or not yet one)."""
+        task = self._call.task
+        return None if task is None else str(task.task_id)
+
+    async def start_task(self) -> None:
+        """Go on as a task: the client gets the task at once, and this handler keeps
+        running; its return value becomes the task's result.
+
+        For a tool registered with ``task_start="handler"``: what the handler asks
+        before this call is asked in ``input_required`` rounds of the request itself
+        (tasks.md: resolve them before creating the task); what it asks after waits on
+        the task (``input_required``, answered with ``tasks/update``). When the call
+        cannot be a task (the client did not declare the extension, or the tool was not
+        registered that way) this does nothing and the handler simply goes on.
+        """
+        call = self._call
+        if call.task is None and call.begin_task is not None:
+            await call.begin_task()
 
     # -- retrying ------------------------------------------------------------------------
     def retry_later(self, state: Any = None) -> NoReturn:

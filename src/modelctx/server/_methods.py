@@ -30,6 +30,7 @@ from ._content import (
 )
 from ._context import Call, Context, InputRequired
 from ._registry import call_handler
+from ._tasks import declared, owner_of, require_declared, task_methods
 
 __all__ = ["TABLE"]
 
@@ -171,8 +172,9 @@ _HANDSHAKE_RETRIES = 10
 async def _run_handler(
     call: Call, fn: Any, is_async: bool, kwargs: dict[str, Any], inline: bool = False
 ) -> Any:
-    """Run a handler; raises ``InputRequired`` in the 2026-07-28 era when it needs input."""
-    if Feature.MRTR in call.features:
+    """Run a handler; raises ``InputRequired`` in the 2026-07-28 era when it needs input
+    (outside tasks: a task's questions wait on the task, and its retries are replayed)."""
+    if Feature.MRTR in call.features and call.task is None:
         return await call_handler(fn, is_async, kwargs, inline)
     delay = 0.05
     for _ in range(_HANDSHAKE_RETRIES):
@@ -210,11 +212,24 @@ async def tools_call(call: Call) -> dict[str, Any]:
         # Input validation failures are tool execution errors, so the model can correct
         # itself (server/tools.mdx, Error Handling; see DIGEST §15.3 for the ambiguity).
         return {"content": [{"type": "text", "text": exc.message}], "isError": True}
+    tasks = call.server.tasks if tool.task != "forbidden" else None
+    if tasks is not None and not declared(call) and tool.task == "required":
+        require_declared(call, f"the tool {name!r}")
     _load_answers(call)
     try:
-        value = await _run_handler(call, tool.fn, tool.is_async, kwargs, tool.inline)
+        if tasks is not None and declared(call):
+            return await tasks.call_as_task(call, tool.task_start, lambda: _call_tool(call, tool, kwargs))
+        return await _call_tool(call, tool, kwargs)
     except InputRequired as asked:
         return _input_required(call, asked)
+
+
+async def _call_tool(call: Call, tool: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Run a tool's handler; its result, or a tool error result. ``ProtocolError`` and
+    ``InputRequired`` pass through."""
+    name = tool.name
+    try:
+        value = await _run_handler(call, tool.fn, tool.is_async, kwargs, tool.inline)
     except ToolError as exc:
         return {"content": [{"type": "text", "text": str(exc)}], "isError": True}
     except ProtocolError:
@@ -491,6 +506,13 @@ async def subscriptions_listen(call: Call) -> dict[str, Any]:
     uris = wanted.get("resourceSubscriptions")
     if isinstance(uris, list) and "resources" in caps:
         agreed["resourceSubscriptions"] = [u for u in uris if isinstance(u, str)]
+    task_ids = wanted.get("taskIds")
+    if task_ids is not None:
+        if not isinstance(task_ids, list):
+            raise InvalidParams("Invalid params: notifications.taskIds must be a list of task ids")
+        require_declared(call, "notifications.taskIds")
+        if server.tasks is not None:
+            agreed["taskIds"] = [t for t in task_ids if isinstance(t, str)][:MAX_LISTENED_TASKS]
     sub_meta = {_meta.SUBSCRIPTION_ID: call.id}
     owner = principal_key(call.principal)
     reached = server.listens.take(owner)
@@ -513,8 +535,9 @@ async def subscriptions_listen(call: Call) -> dict[str, Any]:
             }
         )
         watched = set(agreed.get("resourceSubscriptions", ()))
+        tasks = (set(agreed.get("taskIds", ())), owner_of(call.principal))
         async for event in subscription:
-            message = _listen_notification(event, agreed, watched, sub_meta)
+            message = _listen_notification(event, agreed, watched, sub_meta, tasks)
             if message is not None:
                 await call.send(message)
             elif event.kind == "closing":
@@ -534,8 +557,22 @@ _LIST_FLAGS = {
 
 
 def _listen_notification(
-    event: Event, agreed: dict[str, Any], watched: set[str], sub_meta: dict[str, Any]
+    event: Event,
+    agreed: dict[str, Any],
+    watched: set[str],
+    sub_meta: dict[str, Any],
+    tasks: tuple[set[str], str | None] = (set(), None),
 ) -> dict[str, Any] | None:
+    if event.kind == "task":
+        task_ids, owner = tasks
+        # Only the task's own principal hears of it (tasks.md, Auth binding).
+        if event.uri in task_ids and event.data["owner"] == owner:
+            return {
+                "jsonrpc": "2.0",
+                "method": "notifications/tasks",
+                "params": {**event.data["task"], "_meta": sub_meta},
+            }
+        return None
     flag = _LIST_FLAGS.get(event.kind)
     if flag is not None and agreed.get(flag):
         return {
@@ -550,6 +587,10 @@ def _listen_notification(
             "params": {"uri": event.uri, "_meta": sub_meta},
         }
     return None
+
+
+# Task ids one listen stream may follow.
+MAX_LISTENED_TASKS = 1000
 
 
 # -- handshake-era housekeeping ------------------------------------------------------------
@@ -582,4 +623,5 @@ TABLE = {
     "subscriptions/listen": subscriptions_listen,
     "ping": ping,
     "logging/setLevel": set_level,
+    **task_methods(),
 }

@@ -131,6 +131,8 @@ class ToolDef:
     wrap_result: bool  # structuredContent is {"result": value}
     cache: CacheHint | None = None
     inline: bool = False  # a sync handler that runs on the event loop (it never blocks)
+    task: str = "forbidden"  # tasks extension: "forbidden", "optional" or "required"
+    task_start: str = "call"  # the task begins at the call, or at ctx.start_task()
 
     @classmethod
     def build(
@@ -149,9 +151,12 @@ class ToolDef:
         output_schema: dict[str, Any] | None = None,
         cache: CacheHint | None = None,
         inline: bool = False,
+        task: str = "forbidden",
+        task_start: str = "call",
     ) -> ToolDef:
         name = handler_name(fn, name, "tool")
         check_tool_name(name)
+        _check_task_options(name, fn, task, task_start)
         signature = Signature(fn, name, context_type)
         definition: dict[str, Any] = {"name": name}
         _common(definition, title, None, None)
@@ -181,7 +186,23 @@ class ToolDef:
         if annotations:
             definition["annotations"] = dict(annotations)
         _common(definition, None, icons, meta)
-        return cls(name, fn, signature, definition, _is_async(fn), structured, wrap, cache, inline)
+        return cls(
+            name, fn, signature, definition, _is_async(fn), structured, wrap, cache, inline, task, task_start
+        )
+
+
+def _check_task_options(name: str, fn: Callable[..., Any], task: str, task_start: str) -> None:
+    if task not in ("forbidden", "optional", "required"):
+        raise RegistrationError(
+            f'tool {name!r}: task={task!r} is not one of "forbidden", "optional", "required"'
+        )
+    if task_start not in ("call", "handler"):
+        raise RegistrationError(f'tool {name!r}: task_start={task_start!r} is not "call" or "handler"')
+    if task_start == "handler" and not _is_async(fn):
+        raise RegistrationError(
+            f'tool {name!r}: task_start="handler" needs an async handler (it calls '
+            "await ctx.start_task()); make it async def, or use task_start=\"call\""
+        )
 
 
 @dataclass

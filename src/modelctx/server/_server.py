@@ -54,6 +54,9 @@ from ._registry import (
     resource_definition,
 )
 from ._signature import Signature
+from ._task_store import SqliteTaskStore, TaskStore
+from ._tasks import EXTENSION as TASKS_EXTENSION
+from ._tasks import TaskManager
 from ._uri_template import UriTemplate
 
 __all__ = ["Server", "ServerConfig", "StartupError"]
@@ -70,7 +73,7 @@ _EXTENSION_ID = re.compile(rf"{_LABEL}(?:\.{_LABEL})*/[A-Za-z0-9](?:[A-Za-z0-9._
 # named at the decorator rather than as a TypeError from deep inside.
 _TOOL_OPTIONS = frozenset(
     {"name", "title", "description", "annotations", "icons", "meta", "structured_output",
-     "input_schema", "output_schema", "cache", "inline", "replace"}
+     "input_schema", "output_schema", "cache", "inline", "replace", "task", "task_start"}
 )
 _PROMPT_OPTIONS = frozenset({"name", "title", "description", "icons", "meta", "replace"})
 
@@ -115,7 +118,11 @@ class ServerConfig:
     (elicitation, sampling, roots) may wait for its answer. ``max_listens_per_principal``
     and ``max_listens``: ``subscriptions/listen`` streams open at once for one
     authenticated principal and for the whole server (past either, the listen request
-    is refused with a JSON-RPC error naming the limit).
+    is refused with a JSON-RPC error naming the limit). ``task_db``: the SQLite file
+    that keeps tasks (io.modelcontextprotocol/tasks) when no ``task_store`` is given;
+    None keeps them in memory, lost with the process. ``task_ttl_ms``: how long a
+    task and its result are kept after creation (None: until deleted by hand);
+    ``task_poll_interval_ms``: the polling interval suggested to clients.
     """
 
     page_size: int | None = None
@@ -128,11 +135,18 @@ class ServerConfig:
     max_listens_per_principal: int = 64
     max_listens: int = 10_000
     middleware: list[Any] = field(default_factory=list)
+    task_db: str | None = None
+    task_ttl_ms: int | None = 3_600_000
+    task_poll_interval_ms: int = 500
 
     def __post_init__(self) -> None:
         CacheHint(self.ttl_ms, self.cache_scope)  # validates both
         if self.page_size is not None and self.page_size < 1:
             raise ValueError("page_size must be at least 1 (or None for no pages)")
+        if self.task_ttl_ms is not None and self.task_ttl_ms < 1:
+            raise ValueError("task_ttl_ms must be at least 1 ms (or None for no expiry)")
+        if self.task_poll_interval_ms < 1:
+            raise ValueError("task_poll_interval_ms must be at least 1 ms")
 
 
 class Server:
@@ -152,10 +166,14 @@ class Server:
         bus: SubscriptionBus | None = None,
         lifespan: Lifespan | None = None,
         extensions: Mapping[str, Mapping[str, Any]] | None = None,
+        task_store: TaskStore | None = None,
     ) -> None:
         """``lifespan``: ``fn(server)`` returning an async context manager, run around
         serving (see ``running``). ``extensions``: the extensions this server supports,
-        identifier to settings (``{}`` for none), declared in its capabilities."""
+        identifier to settings (``{}`` for none), declared in its capabilities.
+        ``task_store``: where tasks live (default: a ``SqliteTaskStore`` on
+        ``config.task_db``, made when the first tool that may run as a task is
+        registered); with either, the server offers the tasks extension."""
         self.name = name
         self.version = version
         self.instructions = instructions
@@ -180,6 +198,8 @@ class Server:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lifespan = LifespanHolds(self, lifespan)
         self.extensions = _checked_extensions(extensions)
+        self._task_store = task_store
+        self._tasks: TaskManager | None = None
         self.dispatcher = Dispatcher(self)
 
     # -- registration --------------------------------------------------------------
@@ -211,6 +231,8 @@ class Server:
         _check_options("tool", options, _TOOL_OPTIONS)
         definition = ToolDef.build(fn, Context, **options)
         self._registry.put("tools", definition.name, definition, replace=replace)
+        if definition.task != "forbidden" and self._task_store is None:
+            self._task_store = SqliteTaskStore(self.config.task_db or ":memory:")
 
     def remove_tool(self, name: str) -> None:
         if self._registry.tools.pop(name, None) is None:
@@ -362,6 +384,17 @@ class Server:
     def _on_change(self, kind: str) -> None:
         self._publish(Event(kind))
 
+    @property
+    def tasks(self) -> TaskManager | None:
+        """The tasks of this server (None when it has no task store nor task tools)."""
+        if self._tasks is None and self._task_store is not None:
+            self._tasks = TaskManager(self, self._task_store)
+        return self._tasks
+
+    def publish_task(self, task_id: str, data: dict[str, Any]) -> None:
+        """Tell listen streams that task ``task_id`` changed (``notifications/tasks``)."""
+        self._publish(Event("task", task_id, data))
+
     def resource_updated(self, uri: str) -> None:
         """Tell subscribers of ``uri`` that it changed (``notifications/resources/updated``)."""
         self._publish(Event("resource", uri))
@@ -396,10 +429,13 @@ class Server:
             caps["resources"] = {"subscribe": True, "listChanged": True}
         if registry.tools:
             caps["tools"] = {"listChanged": True}
-        if self.extensions:
+        extensions = {key: dict(settings) for key, settings in self.extensions.items()}
+        if self._task_store is not None:
+            extensions.setdefault(TASKS_EXTENSION, {})
+        if extensions:
             # 2026-07-28 ServerCapabilities.extensions; older schemas leave capabilities open,
             # and extensions (MCP Apps, tasks) read it from initialize too.
-            caps["extensions"] = {key: dict(settings) for key, settings in self.extensions.items()}
+            caps["extensions"] = extensions
         return caps
 
     def serves(self, method: str) -> bool:
@@ -413,6 +449,8 @@ class Server:
             return bool(registry.prompts)
         if method.startswith("completion/"):
             return self._completions
+        if method.startswith("tasks/"):
+            return self._task_store is not None
         return True
 
     # -- handshake sessions --------------------------------------------------------------
@@ -426,6 +464,8 @@ class Server:
             async for event in subscription:
                 if session.closed or event.kind == "closing":
                     return
+                if event.kind == "task":
+                    continue  # task changes reach listen streams only (2026-07-28)
                 if event.kind == "resource":
                     if event.uri not in session.subscriptions:
                         continue

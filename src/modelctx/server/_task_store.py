@@ -1,0 +1,293 @@
+"""Where tasks live: the ``TaskStore`` interface and its SQLite default.
+
+A store keeps plain JSON-able ``TaskRecord``s keyed by ``task_id`` (random, not bound
+to a process), so a store shared by several replicas (Redis) can implement the same
+interface: every method is a coroutine and each one is a single atomic step on one
+record, so no caller needs a lock around it. Status changes are guarded in the store:
+a terminal task (completed, failed, cancelled) never changes again, whoever writes.
+
+``SqliteTaskStore`` runs every SQLite call on one thread of its own, so the event loop
+never waits on the disk; tasks and their results survive a restart of the process. One
+process per database file: at start (``recover``) every task left unfinished is failed,
+since no other process can be running it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+import msgspec
+
+__all__ = ["TERMINAL", "SqliteTaskStore", "TaskRecord", "TaskStore"]
+
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
+T = TypeVar("T")
+
+
+@dataclass
+class TaskRecord:
+    """One task, as stored. Times are seconds since the epoch; ``ttl_ms`` None is
+    unlimited. ``input_requests`` are the questions still open (key to the
+    server-to-client request); ``responses`` the answers that arrived and the running
+    handler has not taken yet. ``owner`` is the principal that created it (None for
+    no authentication): only it may read or change the task."""
+
+    task_id: str
+    status: str
+    created_at: float
+    updated_at: float
+    ttl_ms: int | None
+    poll_interval_ms: int
+    owner: str | None = None
+    status_message: str | None = None
+    input_requests: dict[str, Any] = field(default_factory=dict)
+    responses: dict[str, Any] = field(default_factory=dict)
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+
+    @property
+    def expires_at(self) -> float | None:
+        return None if self.ttl_ms is None else self.created_at + self.ttl_ms / 1000
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL
+
+    def to_json(self) -> bytes:
+        return msgspec.json.encode(asdict(self))
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> TaskRecord:
+        return cls(**msgspec.json.decode(data))
+
+
+class TaskStore(Protocol):
+    """What the tasks extension needs from storage. Every method is atomic on its
+    record; a record whose TTL has passed is treated as absent by every method."""
+
+    async def create(self, record: TaskRecord) -> None:
+        """Store a new task; returns once a ``get`` anywhere would find it."""
+
+    async def get(self, task_id: str) -> TaskRecord | None: ...
+
+    async def set_status(
+        self,
+        task_id: str,
+        status: str,
+        *,
+        message: str | None = None,
+        result: dict[str, Any] | None = None,
+        error: dict[str, Any] | None = None,
+    ) -> TaskRecord | None:
+        """Move a task that is not terminal to ``status``; None when the task is
+        missing or already terminal (the change is not made)."""
+
+    async def ask(self, task_id: str, requests: dict[str, Any]) -> TaskRecord | None:
+        """Open ``requests`` (key to request) and make the task ``input_required``."""
+
+    async def answer(self, task_id: str, responses: dict[str, Any]) -> TaskRecord | None:
+        """Keep the responses whose key is open (others are ignored), close those
+        keys; with none left open the task is ``working`` again. None: no such task."""
+
+    async def take_answers(self, task_id: str, keys: list[str]) -> dict[str, Any]:
+        """Remove and return the kept responses for ``keys`` (those that arrived)."""
+
+    async def purge_expired(self, now: float | None = None) -> int:
+        """Delete every task whose TTL has passed; returns how many."""
+
+    async def fail_unfinished(self, error: dict[str, Any], message: str) -> int:
+        """Fail every task that is not terminal (their runner is gone); how many."""
+
+    async def count(self) -> int: ...
+
+    async def close(self) -> None: ...
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS tasks (
+    task_id TEXT PRIMARY KEY,
+    status TEXT NOT NULL,
+    expires_at REAL,
+    record BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tasks_expiry ON tasks (expires_at) WHERE expires_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS tasks_status ON tasks (status);
+"""
+
+
+class SqliteTaskStore:
+    """A ``TaskStore`` in one SQLite file (``path``), or in memory for ``":memory:"``
+    (the default: nothing survives the process; give a path for durable tasks)."""
+
+    def __init__(self, path: str | Path = ":memory:") -> None:
+        self.path = str(path)
+        # One thread owns the connection: calls are serialized there, the loop never blocks.
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="modelctx-tasks")
+        self._db: sqlite3.Connection | None = None
+
+    # -- the thread -----------------------------------------------------------------
+    def _connection(self) -> sqlite3.Connection:
+        if self._db is None:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(_SCHEMA)
+            self._db = db
+        return self._db
+
+    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        def work() -> T:
+            db = self._connection()
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                value = fn(db)
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+            return value
+
+        return await asyncio.get_running_loop().run_in_executor(self._thread, work)
+
+    @staticmethod
+    def _load(db: sqlite3.Connection, task_id: str) -> TaskRecord | None:
+        row = db.execute(
+            "SELECT record, expires_at FROM tasks WHERE task_id = ?", (task_id,)
+        ).fetchone()
+        if row is None:
+            return None
+        if row[1] is not None and row[1] <= time.time():
+            db.execute("DELETE FROM tasks WHERE task_id = ?", (task_id,))
+            return None
+        return TaskRecord.from_json(row[0])
+
+    @staticmethod
+    def _save(db: sqlite3.Connection, record: TaskRecord) -> None:
+        db.execute(
+            "INSERT OR REPLACE INTO tasks (task_id, status, expires_at, record) VALUES (?, ?, ?, ?)",
+            (record.task_id, record.status, record.expires_at, record.to_json()),
+        )
+
+    # -- TaskStore --------------------------------------------------------------------
+    async def create(self, record: TaskRecord) -> None:
+        await self._run(lambda db: self._save(db, record))
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        return await self._run(lambda db: self._load(db, task_id))
+
+    async def set_status(
+        self,
+        task_id: str,
+        status: str,
+        *,
+        message: str | None = None,
+        result: dict[str, Any] | None = None,
+        error: dict[str, Any] | None = None,
+    ) -> TaskRecord | None:
+        def change(db: sqlite3.Connection) -> TaskRecord | None:
+            record = self._load(db, task_id)
+            if record is None or record.terminal:
+                return None
+            record.status, record.status_message = status, message
+            record.result, record.error = result, error
+            if status in TERMINAL:
+                record.input_requests, record.responses = {}, {}
+            record.updated_at = time.time()
+            self._save(db, record)
+            return record
+
+        return await self._run(change)
+
+    async def ask(self, task_id: str, requests: dict[str, Any]) -> TaskRecord | None:
+        def change(db: sqlite3.Connection) -> TaskRecord | None:
+            record = self._load(db, task_id)
+            if record is None or record.terminal:
+                return None
+            record.input_requests.update(requests)
+            record.status = "input_required"
+            record.updated_at = time.time()
+            self._save(db, record)
+            return record
+
+        return await self._run(change)
+
+    async def answer(self, task_id: str, responses: dict[str, Any]) -> TaskRecord | None:
+        def change(db: sqlite3.Connection) -> TaskRecord | None:
+            record = self._load(db, task_id)
+            if record is None:
+                return None
+            taken = [key for key in responses if key in record.input_requests]
+            if not taken or record.terminal:
+                return record
+            for key in taken:
+                del record.input_requests[key]
+                record.responses[key] = responses[key]
+            if not record.input_requests:
+                record.status = "working"
+            record.updated_at = time.time()
+            self._save(db, record)
+            return record
+
+        return await self._run(change)
+
+    async def take_answers(self, task_id: str, keys: list[str]) -> dict[str, Any]:
+        def change(db: sqlite3.Connection) -> dict[str, Any]:
+            record = self._load(db, task_id)
+            if record is None:
+                return {}
+            taken = {key: record.responses.pop(key) for key in keys if key in record.responses}
+            if taken:
+                self._save(db, record)
+            return taken
+
+        return await self._run(change)
+
+    async def purge_expired(self, now: float | None = None) -> int:
+        moment = time.time() if now is None else now
+
+        def purge(db: sqlite3.Connection) -> int:
+            return db.execute(
+                "DELETE FROM tasks WHERE expires_at IS NOT NULL AND expires_at <= ?", (moment,)
+            ).rowcount
+
+        return await self._run(purge)
+
+    async def fail_unfinished(self, error: dict[str, Any], message: str) -> int:
+        def fail(db: sqlite3.Connection) -> int:
+            rows = db.execute(
+                "SELECT record FROM tasks WHERE status IN ('working', 'input_required')"
+            ).fetchall()
+            now = time.time()
+            for (data,) in rows:
+                record = TaskRecord.from_json(data)
+                record.status, record.status_message, record.error = "failed", message, error
+                record.input_requests, record.responses, record.updated_at = {}, {}, now
+                self._save(db, record)
+            return len(rows)
+
+        return await self._run(fail)
+
+    async def count(self) -> int:
+        def count(db: sqlite3.Connection) -> int:
+            row = db.execute("SELECT count(*) FROM tasks").fetchone()
+            return int(row[0])
+
+        return await self._run(count)
+
+    async def close(self) -> None:
+        def close() -> None:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+        await asyncio.get_running_loop().run_in_executor(self._thread, close)
+        self._thread.shutdown(wait=False)
