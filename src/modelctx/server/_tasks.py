@@ -150,9 +150,11 @@ class TaskManager:
         return len(self._running) + len(self._wake) + len(self._writes)
 
     async def ready(self) -> None:
-        """Once per process, before any other use: fail the tasks a previous process
-        left running (their handlers died with it)."""
+        """Before every use of the store: once per process, fail the tasks a previous
+        process left running (their handlers died with it); at most once a second,
+        purge the expired tasks (so expired rows go on the next use of the methods)."""
         if self._recovered:
+            await self._purge()
             return
         if self._recovering is None:
             self._recovering = asyncio.Lock()
