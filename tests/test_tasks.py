@@ -134,14 +134,21 @@ def test_task_notifications_reach_a_listen_stream_that_asked_for_them(task_clien
     client = task_clients()
     task_id = client.start("ask_name", {})
     client.until(task_id, "input_required")
-    client.server.send(request("listen", "subscriptions/listen", {"notifications": {"taskIds": [task_id]}}, capabilities=CAPABILITIES))
+    client.server.send(
+        request("listen", "subscriptions/listen", {"notifications": {"taskIds": [task_id]}}, capabilities=CAPABILITIES)
+    )
     ack = client.server.recv()
     assert ack["method"] == "notifications/subscriptions/acknowledged"
     assert ack["params"]["notifications"] == {"taskIds": [task_id]}
     asked = client.result("tasks/get", {"taskId": task_id})
     [key] = asked["inputRequests"]
     assert asked["inputRequests"][key]["method"] == "elicitation/create"
-    update = request(1000, "tasks/update", {"taskId": task_id, "inputResponses": {key: {"action": "accept", "content": {"name": "Ada"}}}}, capabilities=CAPABILITIES)
+    update = request(
+        1000,
+        "tasks/update",
+        {"taskId": task_id, "inputResponses": {key: {"action": "accept", "content": {"name": "Ada"}}}},
+        capabilities=CAPABILITIES,
+    )
     client.server.send(update)
     seen: list[dict[str, Any]] = []
     while not seen or seen[-1]["params"]["status"] not in TERMINAL:
@@ -221,7 +228,9 @@ async def test_the_handshake_era_takes_tasks_only_when_initialize_declared_the_e
         created = await client.session.request("tools/call", {"name": "echo", "arguments": {"n": 1}})
         assert created["resultType"] == "task"
         end = time.monotonic() + 20
-        while (task := await client.session.request("tasks/get", {"taskId": created["taskId"]}))["status"] != "completed":
+        while (task := await client.session.request("tasks/get", {"taskId": created["taskId"]}))[
+            "status"
+        ] != "completed":
             assert time.monotonic() < end
             await asyncio.sleep(0.05)
         assert task["result"]["content"][0]["text"] == "echo 1"

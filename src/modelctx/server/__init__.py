@@ -14,6 +14,7 @@ from ._context import (
 from ._files import FileRoot
 from ._registry import CacheHint
 from ._server import Server, ServerConfig, StartupError
+from ._task_store import SqliteTaskStore, TaskRecord, TaskStore
 
 __all__ = [
     "Audio",
@@ -33,8 +34,11 @@ __all__ = [
     "Sample",
     "Server",
     "ServerConfig",
+    "SqliteTaskStore",
     "StartupError",
     "SubscriptionBus",
+    "TaskRecord",
+    "TaskStore",
     "Text",
     "ToolResult",
 ]

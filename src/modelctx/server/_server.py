@@ -198,6 +198,8 @@ class Server:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lifespan = LifespanHolds(self, lifespan)
         self.extensions = _checked_extensions(extensions)
+        if task_store is None and TASKS_EXTENSION in self.extensions:
+            task_store = SqliteTaskStore(self.config.task_db or ":memory:")  # declared: served
         self._task_store = task_store
         self._tasks: TaskManager | None = None
         self.dispatcher = Dispatcher(self)

@@ -160,9 +160,7 @@ class SqliteTaskStore:
 
     @staticmethod
     def _load(db: sqlite3.Connection, task_id: str) -> TaskRecord | None:
-        row = db.execute(
-            "SELECT record, expires_at FROM tasks WHERE task_id = ?", (task_id,)
-        ).fetchone()
+        row = db.execute("SELECT record, expires_at FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
         if row is None:
             return None
         if row[1] is not None and row[1] <= time.time():
@@ -255,17 +253,13 @@ class SqliteTaskStore:
         moment = time.time() if now is None else now
 
         def purge(db: sqlite3.Connection) -> int:
-            return db.execute(
-                "DELETE FROM tasks WHERE expires_at IS NOT NULL AND expires_at <= ?", (moment,)
-            ).rowcount
+            return db.execute("DELETE FROM tasks WHERE expires_at IS NOT NULL AND expires_at <= ?", (moment,)).rowcount
 
         return await self._run(purge)
 
     async def fail_unfinished(self, error: dict[str, Any], message: str) -> int:
         def fail(db: sqlite3.Connection) -> int:
-            rows = db.execute(
-                "SELECT record FROM tasks WHERE status IN ('working', 'input_required')"
-            ).fetchall()
+            rows = db.execute("SELECT record FROM tasks WHERE status IN ('working', 'input_required')").fetchall()
             now = time.time()
             for (data,) in rows:
                 record = TaskRecord.from_json(data)

@@ -372,4 +372,3 @@ async def tasks_cancel(call: Call) -> dict[str, Any]:
 
 def task_methods() -> dict[str, Callable[[Call], Awaitable[dict[str, Any]]]]:
     return {"tasks/get": tasks_get, "tasks/update": tasks_update, "tasks/cancel": tasks_cancel}
-
