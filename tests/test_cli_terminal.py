@@ -19,15 +19,16 @@ from conftest import DEADLINE
 WEATHER = Path(__file__).parent.parent / "examples" / "weather_server.py"
 
 
-def on_a_terminal(*args: str, typed: str = "") -> tuple[int, str, str]:
-    """Run ``modelctx ARGS`` with stdin and stderr on a pseudo-terminal; ``typed`` is what
-    the person types. Returns the status, stdout and what the terminal showed."""
+def on_a_terminal(*args: str, typed: str = "", stdout_too: bool = False) -> tuple[int, str, str]:
+    """Run ``modelctx ARGS`` with stdin and stderr (and stdout with ``stdout_too``) on a
+    pseudo-terminal; ``typed`` is what the person types. Returns the status, stdout and
+    what the terminal showed."""
     leader, follower = pty.openpty()
     env = {**os.environ, "TERM": "xterm", "COLUMNS": "100"}
     process = subprocess.Popen(
         [sys.executable, "-m", "modelctx", *args],
         stdin=follower,
-        stdout=subprocess.PIPE,
+        stdout=follower if stdout_too else subprocess.PIPE,
         stderr=follower,
         env=env,
     )
@@ -49,7 +50,7 @@ def on_a_terminal(*args: str, typed: str = "") -> tuple[int, str, str]:
     if typed:
         os.write(leader, typed.encode())
     try:
-        out, _ = process.communicate(timeout=DEADLINE * 2)
+        out = process.communicate(timeout=DEADLINE * 2)[0] or b""
     finally:
         if process.poll() is None:
             process.kill()
@@ -75,3 +76,67 @@ def test_a_form_is_asked_field_by_field_on_a_terminal():
     assert out == "registered Ada, aged 36\n"
     assert "The server asks: What is your name?" in terminal
     assert "The server asks: How old are you, Ada?" in terminal
+
+
+HOSTILE_SERVER = """
+from modelctx import Context, Server
+
+server = Server("hostile")
+ESCAPES = "\\x1b]0;retitled\\x07\\x1b]52;c;ZXZpbA==\\x07\\x1b[2J\\u202e"
+
+@server.tool(description="lists " + ESCAPES)
+def shout() -> str:
+    return "said " + ESCAPES
+
+@server.tool
+async def ask(ctx: Context) -> str:
+    field = {"type": "string", "title": "[red]name[/red] " + ESCAPES}
+    answer = await ctx.elicit("who? " + ESCAPES, {"type": "object", "properties": {"name": field}})
+    return "ok" if answer.accepted else "no"
+
+if __name__ == "__main__":
+    server.run()
+"""
+
+
+def _hostile(tmp_path: Path) -> str:
+    server = tmp_path / "hostile.py"
+    server.write_text(HOSTILE_SERVER)
+    return f"{sys.executable} {server}"
+
+
+def _no_control_sequences(shown: str) -> None:
+    for raw in ("\x1b]", "\x07", "\x1b[2J", "\u202e"):
+        assert raw not in shown, f"{raw!r} reached the terminal"
+
+
+def test_a_tools_text_reaches_the_terminal_with_its_control_characters_escaped(tmp_path: Path) -> None:
+    status, _, terminal = on_a_terminal("call", "shout", "--stdio", _hostile(tmp_path), stdout_too=True)
+
+    assert status == 0, terminal
+    _no_control_sequences(terminal)
+    assert "said \\x1b]0;retitled\\x07" in terminal
+
+
+def test_a_piped_tools_text_stays_as_the_server_sent_it(tmp_path: Path) -> None:
+    status, out, terminal = on_a_terminal("call", "shout", "--stdio", _hostile(tmp_path))
+
+    assert status == 0, terminal
+    assert out.startswith("said \x1b]0;retitled\x07")
+
+
+def test_a_tool_description_in_a_table_cannot_drive_the_terminal(tmp_path: Path) -> None:
+    status, _, terminal = on_a_terminal("tools", "--stdio", _hostile(tmp_path), stdout_too=True)
+
+    assert status == 0, terminal
+    _no_control_sequences(terminal)
+    assert "\\x1b" in terminal  # shown, escaped
+
+
+def test_an_elicitation_question_cannot_drive_the_terminal_nor_use_rich_markup(tmp_path: Path) -> None:
+    status, out, terminal = on_a_terminal("call", "ask", "--stdio", _hostile(tmp_path), typed="y\nAda\n")
+
+    assert status == 0, terminal
+    assert out == "ok\n"
+    _no_control_sequences(terminal)
+    assert "[red]name[/red]" in terminal  # shown as written, not read as markup

@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from ._screen import Screen
+from ._screen import Screen, for_terminal
 
 __all__ = ["handlers_for"]
 
@@ -71,7 +71,7 @@ def _ask_form(message: str, schema: Mapping[str, Any], screen: Screen) -> dict[s
     from rich.text import Text
 
     console = screen.console_for_questions()
-    console.print(Text(f"The server asks: {message}"))
+    console.print(Text(f"The server asks: {for_terminal(message)}"))
     try:
         if not Confirm.ask("Answer it?", console=console, default=True):
             return {"action": "decline"}
@@ -87,11 +87,18 @@ def _ask_form(message: str, schema: Mapping[str, Any], screen: Screen) -> dict[s
 
 
 def _ask_field(name: str, field: Mapping[str, Any], required: bool, console: Any) -> Any:
-    from rich.prompt import Confirm, FloatPrompt, IntPrompt, Prompt
+    from rich.text import Text
 
-    label = field.get("title") or name
+    label = str(field.get("title") or name)
     if field.get("description"):
         label = f"{label} ({field['description']})"
+    return _ask_labelled(Text(for_terminal(label)), field, required, console)
+
+
+def _ask_labelled(label: Any, field: Mapping[str, Any], required: bool, console: Any) -> Any:
+    """Ask one field; ``label`` is a Rich ``Text``: the server's words are never read as markup."""
+    from rich.prompt import Confirm, FloatPrompt, IntPrompt, Prompt
+
     default = field.get("default")
     kind = field.get("type")
     if kind == "boolean":
@@ -99,7 +106,7 @@ def _ask_field(name: str, field: Mapping[str, Any], required: bool, console: Any
     choices = [str(c) for c in field.get("enum") or ()] or None
     prompt: Any = {"integer": IntPrompt, "number": FloatPrompt}.get(kind or "", Prompt)
     if default is None and not required:
-        label += " (Enter to leave out)"
+        label.append(" (Enter to leave out)")
         answer = prompt.ask(label, console=console, choices=choices, default=None, show_default=False)
         return None if answer in (None, "") else answer
     if default is None:
