@@ -381,3 +381,16 @@ async def test_the_official_client_queries_and_writes_with_confirmation(transpor
         assert "CREATE TABLE items" in schema.contents[0].text
 
     assert rows_in(database, "SELECT count(*) FROM items WHERE name = 'new'") == [(1,)]
+
+
+@async_test()
+async def test_a_string_or_blob_past_the_value_bound_is_refused_before_it_takes_memory_or_disk(database, tmp_path):
+    person = Person("accept")
+    async with connected("stdio", database, tmp_path, person) as client:
+        made = await client.call_tool("query", {"sql": "SELECT length(randomblob(1000000000))"})
+        stored = await client.call_tool("execute", {"sql": "INSERT INTO items (name) VALUES (zeroblob(1000000000))"})
+
+    for refused in (made, stored):
+        assert refused.is_error and "string or blob over the 16777216 bytes" in refused.content[0].text
+    assert rows_in(database, "SELECT count(*) FROM items") == [(ROWS,)]
+    assert database.stat().st_size < 1_000_000
