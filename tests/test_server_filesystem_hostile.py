@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from pathlib import Path
 
 import pytest
 from conftest import async_test
 
+from modelctx import Client
 from modelctx.servers.filesystem import _regex_search, build_server
 from modelctx.testing import connected
 
@@ -56,3 +58,27 @@ async def test_a_regex_search_still_finds_matches_and_skips_a_fifo(tmp_path: Pat
     found = result.structured_content
     assert [(m["line"], m["text"]) for m in found["matches"]] == [(1, "call Ana")]
     assert str(tmp_path / "pipe.txt") in found["skipped"]
+
+
+def _server_with_at_most(memory: int, root: Path) -> list[str]:
+    """The filesystem server on stdio, its address space capped at ``memory`` bytes."""
+    start = (
+        "import resource, runpy, sys;"
+        f"resource.setrlimit(resource.RLIMIT_AS, ({memory}, {memory}));"
+        f"sys.argv = ['modelctx-filesystem', {str(root)!r}];"
+        "runpy.run_module('modelctx.servers.filesystem', run_name='__main__')"
+    )
+    return [sys.executable, "-c", start]
+
+
+@async_test()
+async def test_head_and_tail_of_a_4_gib_file_with_no_newline_hold_at_most_the_read_bound(tmp_path: Path) -> None:
+    with open(tmp_path / "sparse.bin", "wb") as sparse:
+        sparse.truncate(4 * 1024**3)  # no newline anywhere: one 4 GiB line
+
+    async with Client(_server_with_at_most(1536 * 1024**2, tmp_path), timeout=60) as client:
+        head = await client.call_tool("read_text_file", {"path": "sparse.bin", "head": 1})
+        tail = await client.call_tool("read_text_file", {"path": "sparse.bin", "tail": 1})
+
+    for refused in (head, tail):
+        assert refused.is_error and "those lines are more than 4194304 bytes" in refused.content[0].text
