@@ -258,6 +258,10 @@ INJECTIONS = {
     "PRAGMA turning query_only off": ("PRAGMA query_only = OFF", "PRAGMA query_only is not allowed"),
     "a pragma function": ("SELECT * FROM pragma_table_info('items')", "PRAGMA table_info is not allowed"),
     "load_extension": ("SELECT load_extension('/tmp/evil.so')", "load_extension() is not allowed"),
+    "fts3_tokenizer pointer leak": ("SELECT fts3_tokenizer('simple')", "fts3_tokenizer() is not allowed"),
+    "fts3_tokenizer setting a pointer": (
+        "SELECT * FROM (SELECT fts3_tokenizer('evil', x'4141414141414141'))", "fts3_tokenizer() is not allowed"
+    ),
     "a write": ("DELETE FROM items", "use the execute tool"),
     "a write in a CTE": ("WITH x AS (SELECT 1) INSERT INTO items (name) SELECT 'evil' FROM x", "use the execute tool"),
 }

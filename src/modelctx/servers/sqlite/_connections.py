@@ -2,9 +2,9 @@
 
 Every user statement runs on a fresh connection (one per call, closed after it) with:
 
-- an authorizer that refuses ``ATTACH``/``DETACH`` (no reaching other files) and the
-  ``load_extension`` function (no native code), and for read-only connections every
-  ``PRAGMA`` (a pragma can turn ``query_only`` off or change the file);
+- an authorizer that refuses ``ATTACH``/``DETACH`` (no reaching other files), the
+  ``load_extension`` and ``fts3_tokenizer`` functions (no native code, no pointers),
+  and for read-only connections every ``PRAGMA`` (a pragma can turn ``query_only`` off or change the file);
 - a progress handler that interrupts a statement running past its deadline;
 - a length limit on every string and blob (``SQLITE_LIMIT_LENGTH``): ``randomblob(1e9)``
   or ``printf('%.*c', 1e9, 'x')`` fails at once instead of taking a gigabyte and, inside
@@ -35,7 +35,12 @@ _REFUSED_ACTIONS = {
     sqlite3.SQLITE_ATTACH: "ATTACH (VACUUM uses it too) is not allowed on this server: it opens other database files",
     sqlite3.SQLITE_DETACH: "DETACH is not allowed on this server",
 }
-_REFUSED_FUNCTIONS = {"load_extension": "load_extension() is not allowed on this server: it loads native code"}
+_REFUSED_FUNCTIONS = {
+    "load_extension": "load_extension() is not allowed on this server: it loads native code",
+    # Python's SQLite is often built with SQLITE_ENABLE_FTS3_TOKENIZER: one argument leaks a
+    # native pointer, two register a tokenizer at any address (code execution).
+    "fts3_tokenizer": "fts3_tokenizer() is not allowed on this server: it reads and sets native pointers",
+}
 _PRAGMA_REFUSED = (
     "PRAGMA {} is not allowed in query: a pragma can change the connection or the file; "
     "list_tables and describe_table show the schema"
