@@ -187,4 +187,5 @@ def test_processes_opening_a_new_store_while_others_write_to_it_all_open_and_los
 
     entities = KnowledgeGraph(store).read_graph()["entities"]
     assert len(entities) == 50
-    assert all(sorted(e["observations"]) == [f"from {w}" for w in range(6)] + ["\x1b[31m\u202e"] for e in entities)
+    expected = sorted([f"from {w}" for w in range(6)] + ["\x1b[31m\u202e"])
+    assert all(sorted(e["observations"]) == expected for e in entities)
