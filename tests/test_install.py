@@ -231,3 +231,16 @@ def test_a_config_that_is_a_symlink_is_written_where_it_points_and_stays_a_link(
     assert result.returncode == 0, result.stderr
     assert config.is_symlink()
     assert set(read(dotfiles / "host.json")["mcpServers"]) == {"other", "weather"}
+
+
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero"])
+def test_an_env_file_that_is_a_fifo_or_a_device_is_refused_without_waiting_or_reading_it(project, special):
+    if special == "fifo":
+        special = str(project / "env.fifo")
+        os.mkfifo(special)
+
+    result = install(project, "weather.py", "--config", str(project / "host.json"), "--env-file", special)
+
+    assert result.returncode == 2
+    assert "is not a regular file" in result.stderr
+    assert not (project / "host.json").exists()
