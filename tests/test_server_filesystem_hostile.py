@@ -82,3 +82,17 @@ async def test_head_and_tail_of_a_4_gib_file_with_no_newline_hold_at_most_the_re
 
     for refused in (head, tail):
         assert refused.is_error and "those lines are more than 4194304 bytes" in refused.content[0].text
+
+
+@async_test()
+async def test_read_multiple_files_returns_at_most_the_read_bound_in_all(tmp_path: Path) -> None:
+    (tmp_path / "three_mib.txt").write_text("x" * 3 * 1024**2)
+    (tmp_path / "small.txt").write_text("small")
+
+    async with connected(build_server([str(tmp_path)])) as client:
+        result = await client.call_tool("read_multiple_files", {"paths": ["three_mib.txt"] * 99 + ["small.txt"]})
+
+    text = result.content[0].text
+    assert len(text) < 4 * 1024**2 + 100 * 200  # one copy of the file, then a line for each refused read
+    assert text.count("would return more than 4194304 bytes; read it in another call") == 98
+    assert "small.txt:\nsmall\n" in text  # a file that still fits is read

@@ -17,7 +17,7 @@ from typing import Any, Literal, TypedDict, TypeVar
 
 from ...errors import ToolError
 from ...server import Audio, EmbeddedResource, Image, Server
-from ._files import read_bytes, read_lines, read_text
+from ._files import MAX_READ, read_bytes, read_lines, read_text
 from ._paths import Located, Roots, describe_os_error, open_confined
 from ._regex_search import RegexMatcher
 
@@ -213,13 +213,20 @@ def register_read_tools(server: Server, roots: Roots) -> None:
 
     @tool(server, annotations=READ_ONLY)
     def read_multiple_files(paths: list[str]) -> str:
-        """Read several text files at once; a file that fails is reported in its place."""
+        """Read several text files at once (at most 100, 4 MiB in all); a file that fails,
+        or would pass the 4 MiB, is reported in its place."""
         if len(paths) > 100:
             raise ToolError("read at most 100 files at once")
         parts = []
+        total = 0  # one file may be 4 MiB; so may all of them together, not 100 times that
         for path in paths:
             try:
-                parts.append(f"{path}:\n{read_text(roots.locate(path))}\n")
+                text = read_text(roots.locate(path))
+                size = len(text.encode("utf-8", errors="surrogateescape"))
+                if total + size > MAX_READ:
+                    raise ToolError(f"not read: with it this call would return more than {MAX_READ} bytes; read it in another call")
+                total += size
+                parts.append(f"{path}:\n{text}\n")
             except ToolError as exc:
                 parts.append(f"{path}: Error - {exc}")
         return "\n---\n".join(parts)
