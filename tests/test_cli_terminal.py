@@ -140,3 +140,35 @@ def test_an_elicitation_question_cannot_drive_the_terminal_nor_use_rich_markup(t
     assert out == "ok\n"
     _no_control_sequences(terminal)
     assert "[red]name[/red]" in terminal  # shown as written, not read as markup
+
+
+STRICT_FORM_SERVER = """
+from modelctx import Context, Server
+
+server = Server("strict")
+
+@server.tool
+async def join(ctx: Context) -> str:
+    form = {"type": "object", "properties": {
+        "age": {"type": "integer", "title": "Age", "minimum": 18},
+        "email": {"type": "string", "title": "Email", "format": "email"},
+    }, "required": ["age", "email"]}
+    answer = await ctx.elicit("Join?", form)
+    return f"joined: {answer.content['age']}, {answer.content['email']}"
+
+if __name__ == "__main__":
+    server.run()
+"""
+
+
+def test_an_answer_that_does_not_fit_the_fields_schema_is_asked_again(tmp_path: Path) -> None:
+    server = tmp_path / "strict.py"
+    server.write_text(STRICT_FORM_SERVER)
+    typed = "y\n5\n20\nnot an address\nada@example.org\n"
+
+    status, out, terminal = on_a_terminal("call", "join", "--stdio", f"{sys.executable} {server}", typed=typed)
+
+    assert status == 0, terminal
+    assert out == "joined: 20, ada@example.org\n"
+    assert "5 is less than the minimum of 18; try again" in terminal
+    assert "is not a 'email'; try again" in terminal

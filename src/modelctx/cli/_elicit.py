@@ -3,7 +3,8 @@
 The choice, kept simple: with ``--accept-elicitation JSON`` every form is accepted with
 the values of that object that the form asks for (scripts, tests). Otherwise, when a
 person is at a terminal (stdin and stderr are TTYs), each field is asked with a Rich
-prompt on stderr; when not, the form is declined and a line on stderr says how to
+prompt on stderr (an answer that does not fit the field's schema, a minimum or
+a format, is asked again, since the server would refuse the whole form); when not, the form is declined and a line on stderr says how to
 answer it. A URL elicitation is shown on stderr and, on a terminal, accepted once the
 person says they opened it; else declined.
 """
@@ -92,7 +93,25 @@ def _ask_field(name: str, field: Mapping[str, Any], required: bool, console: Any
     label = str(field.get("title") or name)
     if field.get("description"):
         label = f"{label} ({field['description']})"
-    return _ask_labelled(Text(for_terminal(label)), field, required, console)
+    while True:  # until the answer fits the field's schema: the server would refuse the whole form
+        answer = _ask_labelled(Text(for_terminal(label)), field, required, console)
+        problem = None if answer is None else _misfit(answer, field)
+        if problem is None:
+            return answer
+        console.print(Text(f"  {for_terminal(problem)}; try again"))
+
+
+def _misfit(answer: Any, field: Mapping[str, Any]) -> str | None:
+    """Why ``answer`` does not fit the field's schema (minimum, pattern, format, ...), or None."""
+    import jsonschema  # type: ignore[import-untyped, unused-ignore]  # stubs are optional
+
+    checker = jsonschema.Draft202012Validator.FORMAT_CHECKER
+    try:
+        validator = jsonschema.Draft202012Validator(dict(field), format_checker=checker)
+        error = jsonschema.exceptions.best_match(validator.iter_errors(answer))
+    except (jsonschema.exceptions.SchemaError, TypeError, ValueError):
+        return None  # a schema the server got wrong: let the server judge the answer
+    return None if error is None else error.message
 
 
 def _ask_labelled(label: Any, field: Mapping[str, Any], required: bool, console: Any) -> Any:
