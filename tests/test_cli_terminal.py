@@ -89,6 +89,10 @@ def shout() -> str:
     return "said " + ESCAPES
 
 @server.tool
+def windows_lines() -> str:
+    return "one\\r\\ntwo\\roverwritten"
+
+@server.tool
 async def ask(ctx: Context) -> str:
     field = {"type": "string", "title": "[red]name[/red] " + ESCAPES}
     answer = await ctx.elicit("who? " + ESCAPES, {"type": "object", "properties": {"name": field}})
@@ -116,6 +120,14 @@ def test_a_tools_text_reaches_the_terminal_with_its_control_characters_escaped(t
     assert status == 0, terminal
     _no_control_sequences(terminal)
     assert "said \\x1b]0;retitled\\x07" in terminal
+
+
+def test_crlf_line_ends_stay_but_a_lone_cr_that_would_overwrite_a_line_is_escaped(tmp_path: Path) -> None:
+    status, _, terminal = on_a_terminal("call", "windows_lines", "--stdio", _hostile(tmp_path), stdout_too=True)
+
+    assert status == 0, terminal
+    assert "one\r" in terminal and "one\\r" not in terminal  # the CRLF's CR reaches the terminal
+    assert "two\\roverwritten" in terminal
 
 
 def test_a_piped_tools_text_stays_as_the_server_sent_it(tmp_path: Path) -> None:

@@ -21,9 +21,10 @@ from typing import Any
 
 __all__ = ["Screen", "for_terminal"]
 
-# C0 controls but tab and newline, DEL, C1 controls (8-bit CSI/OSC), and the bidi
+# C0 controls but tab, newline and a CR ending a CRLF line (a lone CR would let text
+# overwrite the line before it), DEL, C1 controls (8-bit CSI/OSC), and the bidi
 # overrides and isolates that make a terminal show text in another order than it is.
-_UNSAFE_FOR_TERMINAL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_FOR_TERMINAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]|\r(?!\n)")
 
 
 def for_terminal(text: str) -> str:
@@ -65,7 +66,7 @@ class Screen:
         print(json.dumps(value, ensure_ascii=False), flush=True)
 
     def text(self, text: str) -> None:
-        """Text for people, printed as it is (never read as markup)."""
+        """Text for people, never read as markup; on a terminal, control characters escaped."""
         print(_for(sys.stdout, text), flush=True)
 
     def table(
