@@ -217,3 +217,30 @@ async def test_the_written_command_line_starts_the_server(project):
             assert [tool.name for tool in await client_session.tools()] == ["forecast"]
             answer = await client_session.call_tool("forecast", {"city": "Oslo"})
             assert answer.content[0].text == "sunny in Oslo, key=k9"
+
+
+def test_a_config_that_is_a_symlink_is_written_where_it_points_and_stays_a_link(project):
+    dotfiles = project.parent / "dotfiles"
+    dotfiles.mkdir()
+    (dotfiles / "host.json").write_text('{"mcpServers": {"other": {"command": "node"}}}')
+    config = project / "host.json"
+    config.symlink_to(dotfiles / "host.json")
+
+    result = install(project, "weather.py", "--config", str(config))
+
+    assert result.returncode == 0, result.stderr
+    assert config.is_symlink()
+    assert set(read(dotfiles / "host.json")["mcpServers"]) == {"other", "weather"}
+
+
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero"])
+def test_an_env_file_that_is_a_fifo_or_a_device_is_refused_without_waiting_or_reading_it(project, special):
+    if special == "fifo":
+        special = str(project / "env.fifo")
+        os.mkfifo(special)
+
+    result = install(project, "weather.py", "--config", str(project / "host.json"), "--env-file", special)
+
+    assert result.returncode == 2
+    assert "is not a regular file" in result.stderr
+    assert not (project / "host.json").exists()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import multiprocessing
 import os
 import sys
 from pathlib import Path
@@ -22,7 +23,7 @@ from test_server_sqlite import module_command, next_event, served_over_http
 
 from modelctx import Client
 from modelctx.client import ResourceUpdated
-from modelctx.servers.memory import default_store
+from modelctx.servers.memory import KnowledgeGraph, default_store
 
 MODULE = "modelctx.servers.memory"
 
@@ -167,3 +168,24 @@ def test_the_default_store_is_in_the_users_data_directory(monkeypatch, tmp_path)
         assert default_store() == tmp_path / "modelctx" / "memory.sqlite3"
     monkeypatch.setenv("MODELCTX_MEMORY_STORE", str(tmp_path / "elsewhere.db"))
     assert default_store() == tmp_path / "elsewhere.db"
+
+
+
+def _open_and_write(store: str, writer: int) -> int:
+    """One process: open the store (as a starting server does) and write to it."""
+    graph = KnowledgeGraph(store)
+    for j in range(50):
+        graph.create_entities([{"name": f"e{j}", "entityType": "t", "observations": [f"from {writer}"]}])
+        graph.add_observations([{"entityName": f"e{j}", "contents": [f"from {writer}", "\x1b[31m\u202e"]}])
+    return writer
+
+
+def test_processes_opening_a_new_store_while_others_write_to_it_all_open_and_lose_nothing(tmp_path):
+    store = str(tmp_path / "new.sqlite3")  # not there yet: the first opener creates it and turns WAL on
+    with multiprocessing.get_context("fork").Pool(6) as pool:
+        assert sorted(pool.starmap(_open_and_write, [(store, w) for w in range(6)], chunksize=1)) == list(range(6))
+
+    entities = KnowledgeGraph(store).read_graph()["entities"]
+    assert len(entities) == 50
+    expected = sorted([f"from {w}" for w in range(6)] + ["\x1b[31m\u202e"])
+    assert all(sorted(e["observations"]) == expected for e in entities)

@@ -258,6 +258,10 @@ INJECTIONS = {
     "PRAGMA turning query_only off": ("PRAGMA query_only = OFF", "PRAGMA query_only is not allowed"),
     "a pragma function": ("SELECT * FROM pragma_table_info('items')", "PRAGMA table_info is not allowed"),
     "load_extension": ("SELECT load_extension('/tmp/evil.so')", "load_extension() is not allowed"),
+    "fts3_tokenizer pointer leak": ("SELECT fts3_tokenizer('simple')", "fts3_tokenizer() is not allowed"),
+    "fts3_tokenizer setting a pointer": (
+        "SELECT * FROM (SELECT fts3_tokenizer('evil', x'4141414141414141'))", "fts3_tokenizer() is not allowed"
+    ),
     "a write": ("DELETE FROM items", "use the execute tool"),
     "a write in a CTE": ("WITH x AS (SELECT 1) INSERT INTO items (name) SELECT 'evil' FROM x", "use the execute tool"),
 }
@@ -381,3 +385,16 @@ async def test_the_official_client_queries_and_writes_with_confirmation(transpor
         assert "CREATE TABLE items" in schema.contents[0].text
 
     assert rows_in(database, "SELECT count(*) FROM items WHERE name = 'new'") == [(1,)]
+
+
+@async_test()
+async def test_a_string_or_blob_past_the_value_bound_is_refused_before_it_takes_memory_or_disk(database, tmp_path):
+    person = Person("accept")
+    async with connected("stdio", database, tmp_path, person) as client:
+        made = await client.call_tool("query", {"sql": "SELECT length(randomblob(1000000000))"})
+        stored = await client.call_tool("execute", {"sql": "INSERT INTO items (name) VALUES (zeroblob(1000000000))"})
+
+    for refused in (made, stored):
+        assert refused.is_error and "string or blob over the 16777216 bytes" in refused.content[0].text
+    assert rows_in(database, "SELECT count(*) FROM items") == [(ROWS,)]
+    assert database.stat().st_size < 1_000_000

@@ -10,13 +10,16 @@ string "3". ``--args`` takes a JSON object, ``@FILE`` (a file holding one) or ``
 from __future__ import annotations
 
 import json
+import os
+import stat
 import sys
-from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import click
 
-__all__ = ["string_arguments", "tool_arguments"]
+__all__ = ["MAX_ARGUMENTS_BYTES", "string_arguments", "tool_arguments"]
+
+MAX_ARGUMENTS_BYTES = 32 * 1024 * 1024  # more is a mistake (or /dev/zero), never arguments
 
 
 def _split(pair: str) -> tuple[str, str]:
@@ -31,22 +34,46 @@ def _json_value(text: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError:
         return text
+    except RecursionError:
+        raise click.UsageError("a key=value value is JSON nested too deeply to read; flatten it") from None
+
+
+def _bounded(stream: BinaryIO, where: str) -> str:
+    data = stream.read(MAX_ARGUMENTS_BYTES + 1)
+    if len(data) > MAX_ARGUMENTS_BYTES:
+        raise click.UsageError(f"{where} holds more than {MAX_ARGUMENTS_BYTES} bytes; arguments must be smaller")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise click.UsageError(f"{where} is not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8") from None
+
+
+def _read_file(name: str) -> str:
+    """A regular file's text. Opened non-blocking, so a FIFO is refused instead of waited on."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise click.UsageError(f"--args @{name}: cannot read {name}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise click.UsageError(f"--args @{name}: {name} is not a regular file; to pipe arguments in use --args -")
+    with os.fdopen(fd, "rb") as file:
+        return _bounded(file, name)
 
 
 def _args_object(source: str) -> dict[str, Any]:
     if source == "-":
-        text, where = sys.stdin.read(), "standard input"
+        text, where = _bounded(sys.stdin.buffer, "standard input"), "standard input"
     elif source.startswith("@"):
-        try:
-            text, where = Path(source[1:]).read_text(encoding="utf-8"), source[1:]
-        except OSError as exc:
-            raise click.UsageError(f"--args {source}: cannot read {source[1:]}: {exc.strerror or exc}") from None
+        text, where = _read_file(source[1:]), source[1:]
     else:
         text, where = source, "--args"
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise click.UsageError(f"{where} is not JSON: {exc}") from None
+    except RecursionError:
+        raise click.UsageError(f"{where} is JSON nested too deeply to read; flatten it") from None
     if not isinstance(value, dict):
         raise click.UsageError(f"{where} must be a JSON object of arguments, not {type(value).__name__}")
     return value

@@ -3,7 +3,8 @@
 The choice, kept simple: with ``--accept-elicitation JSON`` every form is accepted with
 the values of that object that the form asks for (scripts, tests). Otherwise, when a
 person is at a terminal (stdin and stderr are TTYs), each field is asked with a Rich
-prompt on stderr; when not, the form is declined and a line on stderr says how to
+prompt on stderr (an answer that does not fit the field's schema, a minimum or
+a format, is asked again, since the server would refuse the whole form); when not, the form is declined and a line on stderr says how to
 answer it. A URL elicitation is shown on stderr and, on a terminal, accepted once the
 person says they opened it; else declined.
 """
@@ -14,7 +15,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from ._screen import Screen
+from ._screen import Screen, for_terminal
 
 __all__ = ["handlers_for"]
 
@@ -71,7 +72,7 @@ def _ask_form(message: str, schema: Mapping[str, Any], screen: Screen) -> dict[s
     from rich.text import Text
 
     console = screen.console_for_questions()
-    console.print(Text(f"The server asks: {message}"))
+    console.print(Text(f"The server asks: {for_terminal(message)}"))
     try:
         if not Confirm.ask("Answer it?", console=console, default=True):
             return {"action": "decline"}
@@ -87,11 +88,36 @@ def _ask_form(message: str, schema: Mapping[str, Any], screen: Screen) -> dict[s
 
 
 def _ask_field(name: str, field: Mapping[str, Any], required: bool, console: Any) -> Any:
-    from rich.prompt import Confirm, FloatPrompt, IntPrompt, Prompt
+    from rich.text import Text
 
-    label = field.get("title") or name
+    label = str(field.get("title") or name)
     if field.get("description"):
         label = f"{label} ({field['description']})"
+    while True:  # until the answer fits the field's schema: the server would refuse the whole form
+        answer = _ask_labelled(Text(for_terminal(label)), field, required, console)
+        problem = None if answer is None else _misfit(answer, field)
+        if problem is None:
+            return answer
+        console.print(Text(f"  {for_terminal(problem)}; try again"))
+
+
+def _misfit(answer: Any, field: Mapping[str, Any]) -> str | None:
+    """Why ``answer`` does not fit the field's schema (minimum, pattern, format, ...), or None."""
+    import jsonschema  # type: ignore[import-untyped, unused-ignore]  # stubs are optional
+
+    checker = jsonschema.Draft202012Validator.FORMAT_CHECKER
+    try:
+        validator = jsonschema.Draft202012Validator(dict(field), format_checker=checker)
+        error = jsonschema.exceptions.best_match(validator.iter_errors(answer))
+    except (jsonschema.exceptions.SchemaError, TypeError, ValueError):
+        return None  # a schema the server got wrong: let the server judge the answer
+    return None if error is None else error.message
+
+
+def _ask_labelled(label: Any, field: Mapping[str, Any], required: bool, console: Any) -> Any:
+    """Ask one field; ``label`` is a Rich ``Text``: the server's words are never read as markup."""
+    from rich.prompt import Confirm, FloatPrompt, IntPrompt, Prompt
+
     default = field.get("default")
     kind = field.get("type")
     if kind == "boolean":
@@ -99,7 +125,7 @@ def _ask_field(name: str, field: Mapping[str, Any], required: bool, console: Any
     choices = [str(c) for c in field.get("enum") or ()] or None
     prompt: Any = {"integer": IntPrompt, "number": FloatPrompt}.get(kind or "", Prompt)
     if default is None and not required:
-        label += " (Enter to leave out)"
+        label.append(" (Enter to leave out)")
         answer = prompt.ask(label, console=console, choices=choices, default=None, show_default=False)
         return None if answer in (None, "") else answer
     if default is None:

@@ -4,17 +4,36 @@ With ``--json`` stdout carries the result object as JSON and nothing else. Witho
 people read Rich tables and text (plain text when Rich is not installed; the server's
 text is never read as Rich markup). The spinner, with the server's progress messages,
 is drawn on stderr only when stderr is a terminal: piped output has none.
+
+What a server sends is shown on a terminal with its control characters escaped
+(``\\x1b`` instead of ESC): a server must not be able to recolour, retitle or clear the
+user's terminal, nor write to the clipboard through OSC 52. Piped output stays as sent.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["Screen"]
+__all__ = ["Screen", "for_terminal"]
+
+# C0 controls but tab, newline and a CR ending a CRLF line (a lone CR would let text
+# overwrite the line before it), DEL, C1 controls (8-bit CSI/OSC), and the bidi
+# overrides and isolates that make a terminal show text in another order than it is.
+_UNSAFE_FOR_TERMINAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]|\r(?!\n)")
+
+
+def for_terminal(text: str) -> str:
+    """``text`` with every control character a terminal would act on written as an escape."""
+    return _UNSAFE_FOR_TERMINAL.sub(lambda found: repr(found.group())[1:-1], text)
+
+
+def _for(stream: Any, text: str) -> str:
+    return for_terminal(text) if stream.isatty() else text
 
 
 def _rich_available() -> bool:
@@ -47,13 +66,16 @@ class Screen:
         print(json.dumps(value, ensure_ascii=False), flush=True)
 
     def text(self, text: str) -> None:
-        """Text for people, printed as it is (never read as markup)."""
-        print(text, flush=True)
+        """Text for people, never read as markup; on a terminal, control characters escaped."""
+        print(_for(sys.stdout, text), flush=True)
 
     def table(
         self, title: str, columns: Sequence[str], rows: Sequence[Sequence[str]], *, header: bool = True
     ) -> None:
         """A table for people: a Rich table, or aligned plain text without Rich."""
+        # Tables are for people (--json is for programs): their cells are always escaped.
+        rows = [[for_terminal(str(cell)) for cell in row] for row in rows]
+        title = for_terminal(title)
         if not self._rich:
             print(title)
             widths = [max(len(str(cell)) for cell in column) for column in zip(columns, *rows, strict=False)]
@@ -87,7 +109,7 @@ class Screen:
     def error(self, message: str) -> None:
         """One line on stderr: what went wrong."""
         with self.paused():
-            print(f"modelctx: {message}", file=sys.stderr, flush=True)
+            print(f"modelctx: {_for(sys.stderr, message)}", file=sys.stderr, flush=True)
 
     note = error  # an informational line goes to the same place, in the same form
 
@@ -116,7 +138,7 @@ class Screen:
         if self._status is not None:
             from rich.text import Text
 
-            self._status.update(Text(message))
+            self._status.update(Text(for_terminal(message)))
 
     @contextmanager
     def paused(self) -> Iterator[None]:

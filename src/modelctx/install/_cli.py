@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import re
+import stat
 import sys
 from pathlib import Path
 
@@ -25,13 +27,32 @@ def _env_pair(text: str, where: str) -> tuple[str, str]:
     return key, value
 
 
+_MAX_ENV_FILE = 1024 * 1024  # a .env file is small; more is a mistake (or /dev/zero)
+
+
+def _env_file_text(path: Path) -> str:
+    """The text of a regular file of at most ``_MAX_ENV_FILE`` bytes. Opened non-blocking,
+    so a FIFO is refused instead of waited on."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise click.BadParameter(f"cannot read {path}: {exc.strerror or exc}", param_hint="--env-file") from None
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise click.BadParameter(f"{path} is not a regular file; give a .env file", param_hint="--env-file")
+        data = file.read(_MAX_ENV_FILE + 1)
+    if len(data) > _MAX_ENV_FILE:
+        raise click.BadParameter(f"{path} is larger than {_MAX_ENV_FILE} bytes; give a .env file", param_hint="--env-file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise click.BadParameter(f"{path} is not UTF-8 text ({exc.reason}); save it as UTF-8", param_hint="--env-file") from None
+
+
 def _read_env_file(path: Path) -> dict[str, str]:
     """``KEY=VALUE`` lines (``#`` comments, blank lines, ``export`` and one pair of
     matching quotes around the value allowed), as in a ``.env`` file."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise click.BadParameter(f"cannot read {path}: {exc}", param_hint="--env-file") from None
+    lines = _env_file_text(path).splitlines()
     found: dict[str, str] = {}
     for number, raw in enumerate(lines, 1):
         line = raw.strip()

@@ -65,7 +65,11 @@ def add_entry(config: dict[str, Any], servers_key: str, name: str, entry: dict[s
 def write_atomically(path: Path, config: dict[str, Any], *, private: bool) -> None:
     """Write ``config`` to ``path`` through a temporary file in the same directory and a
     rename, so the host never reads half a file. The directory is created; an existing
-    file keeps its permissions; a new one is 0600 when ``private`` (it holds env values)."""
+    file keeps its permissions; a new one is 0600 when ``private`` (it holds env values).
+    A config that is a symlink (dotfiles kept in another folder) is written where it
+    points, so the link stays a link."""
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         mode = stat.S_IMODE(path.stat().st_mode)

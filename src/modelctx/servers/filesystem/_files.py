@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import stat
-from collections import deque
 
 from ...errors import ToolError
 from ._paths import Located, describe_os_error, open_confined, open_parent
@@ -71,8 +70,9 @@ def read_text(located: Located, offset: int = 0, length: int | None = None) -> s
 
 
 def read_lines(located: Located, head: int | None, tail: int | None) -> str:
-    """The first ``head`` or last ``tail`` lines, streaming: a file of any size is read
-    in chunks, and only the lines kept are held."""
+    """The first ``head`` or last ``tail`` lines, streaming: at most ``MAX_READ`` bytes
+    (and a block) are ever held, whatever the file's size or its longest line; the tail
+    is read backwards from the end."""
     if head is not None and tail is not None:
         raise ToolError("give head or tail, not both")
     count = head if head is not None else tail
@@ -80,19 +80,59 @@ def read_lines(located: Located, head: int | None, tail: int | None) -> str:
         raise ToolError("head and tail are counts of lines, 0 or more")
     fd = _open_regular(located)
     try:
-        with os.fdopen(fd, "rb", closefd=False) as file:
-            if head is not None:
-                lines = [line for _, line in zip(range(count), file, strict=False)]
-            else:
-                lines = list(deque(file, maxlen=count))
+        data = _head(fd, count) if head is not None else _tail(fd, count)
     except OSError as exc:
         raise describe_os_error(located.given, exc) from None
     finally:
         os.close(fd)
-    data = b"".join(lines)
-    if len(data) > MAX_READ:
-        raise ToolError(f"those lines are more than {MAX_READ} bytes; ask for fewer")
     return _decode(located, data, " in those lines")
+
+
+_TOO_MANY = f"those lines are more than {MAX_READ} bytes; ask for fewer, or read a byte range (offset, length)"
+_BLOCK = 64 * 1024
+
+
+def _head(fd: int, count: int) -> bytes:
+    kept: list[bytes] = []
+    size = 0
+    with os.fdopen(fd, "rb", closefd=False) as file:
+        while len(kept) < count:
+            line = file.readline(MAX_READ + 1 - size)  # never more than the bound, even with no newline
+            if not line:
+                break
+            kept.append(line)
+            size += len(line)
+            if size > MAX_READ:
+                raise ToolError(_TOO_MANY)
+    return b"".join(kept)
+
+
+def _tail(fd: int, count: int) -> bytes:
+    if count == 0:
+        return b""
+    position = os.fstat(fd).st_size
+    data = b""
+    while position > 0:
+        step = min(_BLOCK, position)
+        position -= step
+        data = os.pread(fd, step, position) + data
+        # Newlines that end a line before the file's last: count of them means count lines.
+        if data.count(b"\n", 0, len(data) - 1) >= count:
+            break
+        if len(data) - (data.find(b"\n") + 1) > MAX_READ:  # what would be kept is too much
+            raise ToolError(_TOO_MANY)
+    lines = _split_lines(data)
+    kept = b"".join(lines[-count:])
+    if len(kept) > MAX_READ:
+        raise ToolError(_TOO_MANY)
+    return kept
+
+
+def _split_lines(data: bytes) -> list[bytes]:
+    """``data`` cut after each ``\\n`` only (as iterating a binary file does)."""
+    lines = [line + b"\n" for line in data.split(b"\n")]
+    lines[-1] = lines[-1][:-1]
+    return lines if lines[-1] else lines[:-1]
 
 
 def write_text(located: Located, content: str) -> None:

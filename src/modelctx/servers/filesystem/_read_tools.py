@@ -17,12 +17,14 @@ from typing import Any, Literal, TypedDict, TypeVar
 
 from ...errors import ToolError
 from ...server import Audio, EmbeddedResource, Image, Server
-from ._files import read_bytes, read_lines, read_text
+from ._files import MAX_READ, read_bytes, read_lines, read_text
 from ._paths import Located, Roots, describe_os_error, open_confined
+from ._regex_search import RegexMatcher
 
 __all__ = ["register_read_tools", "tool"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+LineMatcher = Callable[[list[str], int], list[tuple[int, str]]]  # (lines, limit) -> (number, line)s
 
 READ_ONLY = {"readOnlyHint": True, "openWorldHint": False}
 MAX_ENTRIES = 10_000  # listings, trees and searches stop here and say so
@@ -135,7 +137,22 @@ def _compile(query: str, regex: bool, case_sensitive: bool) -> re.Pattern[str]:
         raise ToolError(f"the regular expression {query!r} is not valid: {exc}") from None
 
 
-def _search_file(file: Located, pattern: re.Pattern[str], limit: int, found: list[Match]) -> bool:
+def _in_process(pattern: re.Pattern[str]) -> LineMatcher:
+    """A matcher for an escaped (literal) pattern: it cannot backtrack, so it runs here."""
+
+    def matches(lines: list[str], limit: int) -> list[tuple[int, str]]:
+        hits: list[tuple[int, str]] = []
+        for number, line in enumerate(lines, 1):
+            if len(hits) >= limit:
+                break
+            if pattern.search(line):
+                hits.append((number, line))
+        return hits
+
+    return matches
+
+
+def _search_file(file: Located, match: LineMatcher, limit: int, found: list[Match]) -> bool:
     """Append the matching lines of one file; False when it is binary, too large or
     cannot be read (skipped). Opened as every file is: no symlink swapped in is followed."""
     try:
@@ -152,13 +169,20 @@ def _search_file(file: Located, pattern: re.Pattern[str], limit: int, found: lis
     if b"\x00" in data[:8192]:
         return False
     path = str(file.real)
-    text = data.decode("utf-8", errors="replace")
-    for number, line in enumerate(text.splitlines(), 1):
-        if len(found) >= limit:
-            break
-        if pattern.search(line):
-            found.append({"path": path, "line": number, "text": line[:500]})
+    lines = data.decode("utf-8", errors="replace").splitlines()
+    for number, line in match(lines, limit - len(found)):
+        found.append({"path": path, "line": number, "text": line[:500]})
     return True
+
+
+def _search_files(
+    files: list[Located], match: LineMatcher, limit: int, found: list[Match], skipped: list[str]
+) -> None:
+    for file in files:
+        if len(found) >= limit:
+            return
+        if not _search_file(file, match, limit, found):
+            skipped.append(str(file.real))
 
 
 def register_read_tools(server: Server, roots: Roots) -> None:
@@ -189,13 +213,20 @@ def register_read_tools(server: Server, roots: Roots) -> None:
 
     @tool(server, annotations=READ_ONLY)
     def read_multiple_files(paths: list[str]) -> str:
-        """Read several text files at once; a file that fails is reported in its place."""
+        """Read several text files at once (at most 100, 4 MiB in all); a file that fails,
+        or would pass the 4 MiB, is reported in its place."""
         if len(paths) > 100:
             raise ToolError("read at most 100 files at once")
         parts = []
+        total = 0  # one file may be 4 MiB; so may all of them together, not 100 times that
         for path in paths:
             try:
-                parts.append(f"{path}:\n{read_text(roots.locate(path))}\n")
+                text = read_text(roots.locate(path))
+                size = len(text.encode("utf-8", errors="surrogateescape"))
+                if total + size > MAX_READ:
+                    raise ToolError(f"not read: with it this call would return more than {MAX_READ} bytes; read it in another call")
+                total += size
+                parts.append(f"{path}:\n{text}\n")
             except ToolError as exc:
                 parts.append(f"{path}: Error - {exc}")
         return "\n---\n".join(parts)
@@ -254,17 +285,22 @@ def register_read_tools(server: Server, roots: Roots) -> None:
         maxResults: int = 200,  # noqa: N803
     ) -> ContentMatches:
         """Search the text of files under a path for a literal string (or a regular
-        expression with regex=true); binary files and files over 1 MiB are skipped."""
+        expression with regex=true, stopped after 10 s); binary files and files over 1 MiB
+        are skipped."""
         located = roots.locate(path)
         pattern = _compile(query, regex, caseSensitive)
         found: list[Match] = []
         skipped: list[str] = []
-        for relative, is_dir in _walk(located, [], None):
-            if is_dir or not fnmatch.fnmatch(relative.rsplit("/", 1)[-1], include) or len(found) >= maxResults:
-                continue
-            file = Located(relative, located.root, located.real / relative)
-            if not _search_file(file, pattern, maxResults, found):
-                skipped.append(str(file.real))
+        files = [
+            Located(relative, located.root, located.real / relative)
+            for relative, is_dir in _walk(located, [], None)
+            if not is_dir and fnmatch.fnmatch(relative.rsplit("/", 1)[-1], include)
+        ]
+        if not regex:
+            _search_files(files, _in_process(pattern), maxResults, found, skipped)
+        else:
+            with RegexMatcher(pattern.pattern, pattern.flags) as matcher:
+                _search_files(files, matcher.matches, maxResults, found, skipped)
         return {"matches": found, "truncated": len(found) >= maxResults, "skipped": skipped}
 
     @tool(server, annotations=READ_ONLY)

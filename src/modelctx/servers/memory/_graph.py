@@ -11,6 +11,7 @@ deleting an entity deletes its relations, deleting what is not there is not an e
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -45,6 +46,21 @@ Entity = dict[str, Any]  # {"name", "entityType", "observations"}
 Relation = dict[str, str]  # {"from", "to", "relationType"}
 
 
+def _turn_on_wal(db: sqlite3.Connection) -> None:
+    """``PRAGMA journal_mode=WAL``, retried: while another process opens or writes the
+    same new store, SQLite answers "database is locked" at once, without waiting on the
+    busy timeout, and the server would not start."""
+    deadline = time.monotonic() + _BUSY_TIMEOUT_SECONDS
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+        time.sleep(0.02)
+
+
 class EntityNotFound(LookupError):
     """An operation named an entity the graph does not hold."""
 
@@ -58,7 +74,7 @@ class KnowledgeGraph:
         db = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_SECONDS)
         try:
             # WAL: readers are not blocked by a writer; the setting stays with the file.
-            db.execute("PRAGMA journal_mode=WAL")
+            _turn_on_wal(db)
             db.executescript(_SCHEMA)  # idempotent: an existing store keeps its data
         finally:
             db.close()

@@ -2,10 +2,13 @@
 
 Every user statement runs on a fresh connection (one per call, closed after it) with:
 
-- an authorizer that refuses ``ATTACH``/``DETACH`` (no reaching other files) and the
-  ``load_extension`` function (no native code), and for read-only connections every
-  ``PRAGMA`` (a pragma can turn ``query_only`` off or change the file);
+- an authorizer that refuses ``ATTACH``/``DETACH`` (no reaching other files), the
+  ``load_extension`` and ``fts3_tokenizer`` functions (no native code, no pointers),
+  and for read-only connections every ``PRAGMA`` (a pragma can turn ``query_only`` off or change the file);
 - a progress handler that interrupts a statement running past its deadline;
+- a length limit on every string and blob (``SQLITE_LIMIT_LENGTH``): ``randomblob(1e9)``
+  or ``printf('%.*c', 1e9, 'x')`` fails at once instead of taking a gigabyte and, inside
+  one VM instruction, running past the deadline;
 - for reads, the file opened ``mode=ro`` *and* ``PRAGMA query_only``: SQLite itself
   refuses any write, whatever the statement says.
 
@@ -21,17 +24,23 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
-__all__ = ["BUSY_TIMEOUT_SECONDS", "FencedConnection", "open_read_only", "problem"]
+__all__ = ["BUSY_TIMEOUT_SECONDS", "MAX_VALUE_BYTES", "FencedConnection", "open_read_only", "problem"]
 
 BUSY_TIMEOUT_SECONDS = 5.0  # waiting for another writer's lock
 _PROGRESS_EVERY = 1_000  # SQLite VM instructions between deadline checks
+MAX_VALUE_BYTES = 16 * 1024 * 1024  # the largest string or blob a statement may make or read
 
 # What the authorizer refuses, and why (the "why" goes to the model).
 _REFUSED_ACTIONS = {
     sqlite3.SQLITE_ATTACH: "ATTACH (VACUUM uses it too) is not allowed on this server: it opens other database files",
     sqlite3.SQLITE_DETACH: "DETACH is not allowed on this server",
 }
-_REFUSED_FUNCTIONS = {"load_extension": "load_extension() is not allowed on this server: it loads native code"}
+_REFUSED_FUNCTIONS = {
+    "load_extension": "load_extension() is not allowed on this server: it loads native code",
+    # Python's SQLite is often built with SQLITE_ENABLE_FTS3_TOKENIZER: one argument leaks a
+    # native pointer, two register a tokenizer at any address (code execution).
+    "fts3_tokenizer": "fts3_tokenizer() is not allowed on this server: it reads and sets native pointers",
+}
 _PRAGMA_REFUSED = (
     "PRAGMA {} is not allowed in query: a pragma can change the connection or the file; "
     "list_tables and describe_table show the schema"
@@ -69,6 +78,7 @@ class FencedConnection:
         self.deadline = time.monotonic() + timeout
         self.db.set_authorizer(_authorizer(read_only, self.refusals))
         self.db.set_progress_handler(self._past_deadline, _PROGRESS_EVERY)
+        self.db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
 
     def _past_deadline(self) -> int:
         return 1 if time.monotonic() > self.deadline else 0  # non-zero interrupts the statement
@@ -103,6 +113,11 @@ def problem(exc: sqlite3.Error, connection: FencedConnection, *, timeout: float,
         return (
             f"the statement ran longer than {timeout:g} s and was stopped; narrow it "
             "(a WHERE clause, an index, fewer joins) or raise --timeout"
+        )
+    if "too big" in text:
+        return (
+            f"the statement makes or reads a string or blob over the {MAX_VALUE_BYTES} bytes this server "
+            "allows; work on less of it (substr(), length(), smaller sizes)"
         )
     if not writing and "readonly" in text.replace("-", "").replace(" ", ""):
         return "query only reads; to change the database use the execute tool (the user confirms each statement)"
