@@ -246,3 +246,29 @@ def test_a_tool_that_never_answers_fails_its_test_at_the_mcp_timeout_deadline(tm
     assert result.returncode == 1
     assert "2 failed" in result.stdout, result.stdout
     assert result.stdout.count("RequestTimeout") >= 2, result.stdout
+
+
+def test_an_mcp_handlers_fixture_answers_what_the_server_asks_through_mcp_client(tmp_path):
+    """A newcomer's tool that asks the user (elicitation) is testable with the sync fixture:
+    the user's ``mcp_handlers`` fixture gives the answers."""
+    (tmp_path / "asking.py").write_text(
+        "from modelctx import Context, Server\nserver = Server('asking')\n\n"
+        "@server.tool\nasync def subscribe(city: str, ctx: Context) -> str:\n"
+        "    answer = await ctx.elicit(f'Where should the {city} forecast go?',\n"
+        "        {'type': 'object', 'properties': {'email': {'type': 'string'}}, 'required': ['email']})\n"
+        "    return f\"{answer.content['email']} gets {city}\" if answer.accepted else answer.action\n"
+    )
+    (tmp_path / "test_asking.py").write_text(
+        "import pytest\nfrom asking import server\nfrom modelctx import ClientHandlers\n\n"
+        "@pytest.fixture\ndef mcp_server():\n    return server\n\n"
+        "@pytest.fixture\ndef mcp_handlers():\n"
+        "    async def answer(elicitation):\n"
+        "        return {'action': 'accept', 'content': {'email': 'ada@example.com'}}\n"
+        "    return ClientHandlers(elicitation=answer)\n\n"
+        "def test_subscribe(mcp_client):\n"
+        "    result = mcp_client.call_tool('subscribe', {'city': 'Oslo'})\n"
+        "    assert result.content[0].text == 'ada@example.com gets Oslo'\n"
+    )
+    result = run_pytest(tmp_path)
+    assert result.returncode == 0, result.stdout
+    assert "1 passed" in result.stdout

@@ -4,7 +4,9 @@
 No async test runner is needed: each fixture gives a ``SyncClient``, whose calls block
 and return the result, while the connection lives on a background event loop.
 
-* ``mcp_client``: an in-process client for the ``Server`` your ``mcp_server`` fixture returns.
+* ``mcp_client``: an in-process client for the ``Server`` your ``mcp_server`` fixture returns;
+  a ``mcp_handlers`` fixture of yours, if you write one, gives it the ``ClientHandlers``
+  that answer what the server asks (elicitation, sampling, roots).
 * ``mcp_stdio_client(target, env=..., cwd=...)``: a factory; ``target`` is a server file
   or a command, run as a real subprocess on stdio.
 * ``mcp_http_client(target, ...)``: a factory; ``target`` is a ``Server`` or a server
@@ -21,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from ..client import ClientHandlers
 from ..server import Server
 from ._connect import DEFAULT_TIMEOUT, connected, served_http, spawned
 from ._sync import LoopThread, SyncClient
@@ -49,9 +52,15 @@ def mcp_client(request: pytest.FixtureRequest) -> Iterator[SyncClient]:
         )
     if not isinstance(server, Server):
         pytest.fail(f"the mcp_server fixture returned {type(server).__name__}, not a modelctx Server", pytrace=False)
+    try:
+        handlers = request.getfixturevalue("mcp_handlers")
+    except pytest.FixtureLookupError:
+        handlers = None  # the server's questions then fail the call, saying which handler is missing
+    if handlers is not None and not isinstance(handlers, ClientHandlers):
+        pytest.fail(f"the mcp_handlers fixture returned {type(handlers).__name__}, not ClientHandlers", pytrace=False)
     loop = LoopThread(_timeout(request.config))
     try:
-        yield SyncClient(loop.open(connected(server, timeout=loop.timeout)), loop)
+        yield SyncClient(loop.open(connected(server, timeout=loop.timeout, handlers=handlers)), loop)
     finally:
         loop.close()
 
