@@ -74,7 +74,7 @@ def test_claude_desktop_gets_an_mcpServers_entry_that_runs_this_python_on_the_ab
     assert entry == {"command": sys.executable, "args": expected_args(project), "env": {"WEATHER_KEY": "k1"}}
     assert os.path.isabs(entry["command"])
     assert f"Wrote server \"weather\" for claude-desktop to {config}" in result.stdout
-    assert '"WEATHER_KEY": "k1"' in result.stdout  # it prints what it wrote
+    assert '"WEATHER_KEY": "*** (written to the file)"' in result.stdout  # what it wrote, values hidden
     assert stat.S_IMODE(config.stat().st_mode) == 0o600  # it holds env values
 
 
@@ -137,10 +137,12 @@ def test_an_entry_of_the_same_name_is_replaced_only_with_force(project):
 
 
 def test_dry_run_prints_the_entry_and_writes_nothing(project):
-    result = install(project, "weather.py", "--client", "cursor", "--dry-run", "--env", "A=1")
+    result = install(project, "weather.py", "--client", "cursor", "--dry-run", "--env", "A=s3cret-value")
     assert result.returncode == 0, result.stderr
     assert "Would write server \"weather\" for cursor" in result.stdout
-    assert '"A": "1"' in result.stdout
+    # The variable's name is shown; its value (often an API key) is not.
+    assert '"A": "*** (written to the file)"' in result.stdout
+    assert "s3cret-value" not in result.stdout + result.stderr
     assert not (project.parent / "home").exists()
 
 

@@ -9,6 +9,7 @@ import re
 import stat
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -127,6 +128,15 @@ def install_command(
     verb = "Would write" if dry_run else "Wrote"
     servers_key = HOSTS[client].servers_key
     click.echo(f'{verb} server "{done.name}" for {client} to {done.path} (under "{servers_key}"):')
-    click.echo(json.dumps({done.name: done.entry}, indent=2, ensure_ascii=False))
+    click.echo(json.dumps({done.name: _shown(done.entry)}, indent=2, ensure_ascii=False))
     if not dry_run:
         click.echo(f"Restart {client} (or reload its MCP servers) to start it.")
+
+
+def _shown(entry: dict[str, Any]) -> dict[str, Any]:
+    """The entry as printed: ``env`` values are often API keys, and a terminal's scrollback
+    or a CI log is no place for them; the names show what was set, the file holds the values."""
+    env = entry.get("env")
+    if not isinstance(env, dict) or not env:
+        return entry
+    return {**entry, "env": dict.fromkeys(env, "*** (written to the file)")}
