@@ -144,25 +144,54 @@ async def test_a_finished_task_is_resumed_after_a_server_restart(stdio_clients: 
     assert text_of(result) == "quick: kept"
 
 
+def count_task_gets(client: Client) -> Callable[[], int]:
+    """Count the tasks/get requests the client sends (they still go to the server)."""
+    gets = 0
+    send = client.session.request
+
+    async def counting(method: str, *args: Any, **kwargs: Any) -> Any:
+        nonlocal gets
+        gets += method == "tasks/get"
+        return await send(method, *args, **kwargs)
+
+    client.session.request = counting  # type: ignore[method-assign]
+    return lambda: gets
+
+
 @async_test()
 async def test_polling_is_never_faster_than_poll_interval_ms(clients: MakeClient) -> None:
     async with clients() as client:
-        gets = 0
-        send = client.session.request
-
-        async def counting(method: str, *args: Any, **kwargs: Any) -> Any:
-            nonlocal gets
-            gets += method == "tasks/get"
-            return await send(method, *args, **kwargs)
-
-        client.session.request = counting  # type: ignore[method-assign]
+        gets = count_task_gets(client)
         handle = await client.call_tool_as_task("sleepy", {"seconds": 1})
         began = time.monotonic()
         await handle.result(timeout=10)
         waited = time.monotonic() - began
     assert handle.task["pollIntervalMs"] == POLL_SECONDS * 1000
     # Every tasks/get follows a pause of at least pollIntervalMs.
-    assert 1 <= gets <= waited / POLL_SECONDS + 1
+    assert 1 <= gets() <= waited / POLL_SECONDS + 1
+
+
+@async_test()
+async def test_follow_hears_the_task_end_on_a_listen_stream_instead_of_polling(clients: MakeClient) -> None:
+    async with clients() as client:
+        gets = count_task_gets(client)
+        handle = await client.call_tool_as_task("sleepy", {"seconds": 1.5})
+        result = await handle.result(timeout=10, follow=True)
+    assert text_of(result) == "slept 1.5s"
+    # One tasks/get once the stream is acknowledged (for a change before it); polling
+    # at pollIntervalMs would have sent about fifteen.
+    assert gets() == 1
+
+
+@async_test()
+async def test_follow_answers_input_requests_heard_on_the_stream(clients: MakeClient) -> None:
+    async def elicitation(question: Elicitation) -> dict[str, Any]:
+        return {"action": "accept", "content": {"name": "Grace"}}
+
+    async with clients(handlers=ClientHandlers(elicitation=elicitation)) as client:
+        handle = await client.call_tool_as_task("ask_name", {})
+        result = await handle.result(timeout=10, follow=True)
+    assert text_of(result) == "Hello, Grace!"
 
 
 @async_test()

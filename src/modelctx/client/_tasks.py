@@ -16,7 +16,8 @@ import asyncio
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..errors import LocalError, MalformedResponse, RequestTimeout, error_from_wire
+from ..errors import LocalError, MalformedResponse, MCPError, RequestTimeout, error_from_wire
+from ..protocol._jsonrpc import Notification
 
 if TYPE_CHECKING:
     from ..protocol.types import v2026_07_28 as wire
@@ -81,23 +82,36 @@ class TaskHandle:
             await self.client.cancel_task(self.task_id, timeout=timeout)
             self.task = await self.client.get_task(self.task_id, timeout=timeout)
 
-    async def result(self, *, timeout: float | None = None) -> wire.CallToolResult:
+    async def result(self, *, timeout: float | None = None, follow: bool = False) -> wire.CallToolResult:
         """Wait for the task's ``CallToolResult``, answering its input requests on the way.
 
         Raises the task's JSON-RPC error when it failed, ``TaskCancelled`` when it was
         cancelled, and ``RequestTimeout`` when it is not done ``timeout`` seconds from
         now (default: the client's request timeout); the task goes on running then.
+
+        ``follow=True``: hear of changes on a ``subscriptions/listen`` stream
+        (``notifications/tasks``) instead of polling, checking with ``tasks/get`` only
+        after ``MAX_POLL_SECONDS`` of quiet; polling when the server does not offer them.
         """
         # Imported here: _client imports this module, and the wire types load on first use.
         from ..protocol.types.v2026_07_28 import CallToolResult
         from ._client import _convert
 
-        return _convert(await self.final(timeout=timeout), CallToolResult)
+        return _convert(await self.final(timeout=timeout, follow=follow), CallToolResult)
 
-    async def final(self, *, timeout: float | None = None) -> dict[str, Any]:
+    async def final(self, *, timeout: float | None = None, follow: bool = False) -> dict[str, Any]:
         """``result()``, as the JSON object the server sent."""
         limit = self.client.session.timeout if timeout is None else timeout
         deadline = time.monotonic() + limit
+        if follow and self.task_id and not self.done and self.client.session.modern:
+            await self._follow(deadline, limit)
+        await self._poll(deadline, limit)
+        result = self._outcome()
+        if self.tool is not None:
+            await self.client._validate_tool_result(self.tool, result)
+        return result
+
+    async def _poll(self, deadline: float, limit: float) -> None:
         interval = self._interval()
         last_seen: tuple[Any, ...] = ()
         while not self.done:
@@ -115,10 +129,47 @@ class TaskHandle:
             if left <= 0:
                 raise self._late(limit)
             self.task = await self.client.get_task(self.task_id, timeout=left)
-        result = self._outcome()
-        if self.tool is not None:
-            await self.client._validate_tool_result(self.tool, result)
-        return result
+
+    async def _follow(self, deadline: float, limit: float) -> None:
+        """Follow the task on a listen stream until it ends, or the stream does (polling
+        goes on from there), or the server turns out not to offer task notifications."""
+        session = self.client.session
+        request_id = session.next_id()
+        queue = session.subscribe_queue(request_id)
+        stream = asyncio.ensure_future(
+            session.request(
+                "subscriptions/listen",
+                {"notifications": {"taskIds": [self.task_id]}},
+                request_id=request_id,
+                timeout=limit,
+            )
+        )
+        try:
+            while not self.done:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise self._late(limit)
+                item = await _next_event(queue, stream, min(left, MAX_POLL_SECONDS))
+                if item is _ENDED:
+                    return
+                if item is None or _acknowledged_ours(item, self.task_id):
+                    # Quiet for a while (a notification may be lost), or just subscribed
+                    # (a change before that was not heard): ask.
+                    self.task = await self.client.get_task(self.task_id, timeout=left)
+                elif isinstance(item, Notification) and item.method == "notifications/subscriptions/acknowledged":
+                    return  # the server does not offer task notifications: poll
+                elif isinstance(item, Notification) and item.method == "notifications/tasks":
+                    if item.params.get("taskId") == self.task_id:
+                        self.task = {key: value for key, value in item.params.items() if key != "_meta"}
+                if self.status == "input_required":
+                    await self._answer(deadline)
+        finally:
+            session.unsubscribe_queue(request_id)
+            stream.cancel()
+            try:
+                await stream
+            except (asyncio.CancelledError, MCPError):
+                pass
 
     def _interval(self) -> float:
         poll_ms = self.task.get("pollIntervalMs")
@@ -159,6 +210,8 @@ class TaskHandle:
         self._answered.update(fresh)
 
     def _outcome(self) -> dict[str, Any]:
+        if not self.done:
+            raise MalformedResponse(f"{self.client.transport.name}: task {self.task_id} is still {self.status}")
         status = self.status
         if status == "completed":
             result = self.task.get("result")
@@ -168,3 +221,27 @@ class TaskHandle:
             raise error_from_wire(error if isinstance(error, dict) else {"message": "the task failed"})
         message = self.task.get("statusMessage") or "no reason given"
         raise TaskCancelled(f"{self.client.transport.name}: task {self.task_id} was cancelled ({message})")
+
+
+_ENDED = object()
+
+
+async def _next_event(queue: asyncio.Queue[Any], stream: asyncio.Future[Any], wait: float) -> Any:
+    """The next notification of the stream; ``None`` after ``wait`` seconds of quiet;
+    ``_ENDED`` when the stream ended (or failed: polling takes over)."""
+    getting = asyncio.ensure_future(queue.get())
+    done, _ = await asyncio.wait({getting, stream}, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+    if getting not in done:
+        getting.cancel()
+        return _ENDED if stream in done else None
+    item = getting.result()
+    if isinstance(item, BaseException | asyncio.Future):
+        return _ENDED
+    return item
+
+
+def _acknowledged_ours(item: Any, task_id: str) -> bool:
+    if not isinstance(item, Notification) or item.method != "notifications/subscriptions/acknowledged":
+        return False
+    agreed = item.params.get("notifications")
+    return isinstance(agreed, dict) and task_id in (agreed.get("taskIds") or ())
