@@ -26,7 +26,7 @@ def test_client_names():
             "Client", "ClientHandlers", "ClientOptions", "ClientSession", "ClientTransport",
             "Elicitation", "InputRoundsExceeded", "ListChanged", "OutputSchemaViolation", "Outgoing",
             "RequestTimeout", "ResourceUpdated", "ResultCache", "SubscriptionEvent", "Target",
-            "TransportEvents", "UrlPolicy", "UrlRefused", "fetch_json",
+            "TaskCancelled", "TaskHandle", "TransportEvents", "UrlPolicy", "UrlRefused", "fetch_json",
         ]
     )
 

@@ -12,6 +12,7 @@ from ._client import Client, ListChanged, ResourceUpdated, SubscriptionEvent, Ta
 from ._fetch import fetch_json
 from ._options import ClientHandlers, ClientOptions, Elicitation
 from ._session import ClientSession
+from ._tasks import TaskCancelled, TaskHandle
 
 __all__ = [
     "Client",
@@ -29,6 +30,8 @@ __all__ = [
     "ResultCache",
     "SubscriptionEvent",
     "Target",
+    "TaskCancelled",
+    "TaskHandle",
     "TransportEvents",
     "UrlPolicy",
     "UrlRefused",

@@ -65,6 +65,8 @@ from ..transports._seam import ServerApp
 from ._cache import ResultCache
 from ._options import ClientHandlers, ClientOptions, Elicitation
 from ._session import ClientSession, EventQueue, ProgressCallback
+from ._tasks import EXTENSION as TASKS_EXTENSION
+from ._tasks import TaskHandle
 
 if TYPE_CHECKING:
     from ..protocol.types import v2026_07_28 as wire
@@ -309,7 +311,14 @@ class Client:
             # The same object in both eras: _meta clientCapabilities (2026-07-28) and the
             # initialize capabilities (an open set in 2025-11-25, so older servers ignore it).
             caps["extensions"] = {key: dict(value) for key, value in self.options.extensions.items()}
+        if self.options.tasks:
+            caps.setdefault("extensions", {}).setdefault(TASKS_EXTENSION, {})
         return caps
+
+    @property
+    def takes_tasks(self) -> bool:
+        """Does this client declare the tasks extension (``ClientOptions(tasks=True)``)?"""
+        return self.options.tasks or TASKS_EXTENSION in self.options.extensions
 
     async def _negotiate(self) -> None:
         mode = self.mode
@@ -509,7 +518,7 @@ class Client:
                 await self._initialize()
                 result = await self.session.request(method, call, **kwargs)
             kind = result.get("resultType", "complete")  # absent: an older server; complete
-            if kind == "complete":
+            if kind == "complete" or (kind == "task" and method == "tools/call" and self.takes_tasks):
                 return result, round_number > 0
             if kind != "input_required":
                 # basic/index.mdx: a resultType the client does not recognize MUST be
@@ -622,6 +631,22 @@ class Client:
         ``structuredContent`` is still checked against the tool's ``outputSchema``).
         For relays that pass a result on as it came: a gateway saves two conversions.
         """
+        result = await self._send_tool_call(name, arguments, progress=progress, timeout=timeout)
+        if result.get("resultType") == "task":
+            # A client that takes tasks may get one for any task-capable tool: wait for it.
+            result = await TaskHandle(self, result).final(timeout=timeout)
+        await self._validate_tool_result(name, result)
+        return result
+
+    async def _send_tool_call(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        *,
+        progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """One ``tools/call`` (re-sent once on a HeaderMismatch): a complete or task result."""
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
@@ -632,11 +657,13 @@ class Client:
             )
 
         try:
-            result = await send()
+            return await send()
         except HeaderMismatch:
             if not self.session.modern or not await self._header_paths_changed(name):
                 raise
-            result = await send()
+            return await send()
+
+    async def _validate_tool_result(self, name: str, result: dict[str, Any]) -> None:
         if (
             self.options.validate_output
             and name not in self._tools
@@ -651,7 +678,43 @@ class Client:
             except MCPError as exc:
                 log.debug("%s: could not list tools to check output: %s", self.transport.name, exc)
         self._check_output(name, result)
-        return result
+
+    # -- tasks (io.modelcontextprotocol/tasks) ------------------------------------------------------
+    def _require_tasks(self, what: str) -> None:
+        if not self.takes_tasks:
+            raise ValueError(
+                f"{what} needs the tasks extension declared: create the client with "
+                "ClientOptions(tasks=True)"
+            )
+
+    async def call_tool_as_task(
+        self, name: str, arguments: dict[str, Any] | None = None, *, timeout: float | None = None
+    ) -> TaskHandle:
+        """Call a tool as a task: a ``TaskHandle`` as soon as the server has created it
+        (``handle.result()`` waits for the outcome). A tool the server runs as a plain
+        call gives a handle that is already ``completed`` with its result."""
+        self._require_tasks("call_tool_as_task")
+        result = await self._send_tool_call(name, arguments, timeout=timeout)
+        if result.get("resultType") == "task":
+            return TaskHandle(self, result, tool=name)
+        await self._validate_tool_result(name, result)
+        return TaskHandle.completed(self, result)
+
+    async def get_task(self, task_id: str, *, timeout: float | None = None) -> dict[str, Any]:
+        """``tasks/get``: the task (``DetailedTask``) as the server has it now; the
+        server's -32602 ``InvalidParams`` when it has no such task (or it expired)."""
+        self._require_tasks("get_task")
+        return await self.session.request("tasks/get", {"taskId": task_id}, timeout=timeout)
+
+    async def cancel_task(self, task_id: str, *, timeout: float | None = None) -> None:
+        """``tasks/cancel``: ask the server to stop the task."""
+        self._require_tasks("cancel_task")
+        await self.session.request("tasks/cancel", {"taskId": task_id}, timeout=timeout)
+
+    async def task(self, task_id: str, *, timeout: float | None = None) -> TaskHandle:
+        """A handle on a task known by its id (started by this or another client of the
+        same principal, e.g. before a restart): its state is read with ``tasks/get``."""
+        return TaskHandle(self, await self.get_task(task_id, timeout=timeout))
 
     async def _header_paths_changed(self, name: str) -> bool:
         """List the tools afresh; True when ``name`` is still there with other header paths."""

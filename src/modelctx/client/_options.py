@@ -107,6 +107,9 @@ class ClientOptions:
     - ``extensions``: extension identifier to settings (``{}`` = supported, no
       settings), declared in ``capabilities.extensions`` in both eras. Extensions
       are off unless listed here.
+    - ``tasks``: declare the tasks extension (io.modelcontextprotocol/tasks), so that
+      tools able to run as tasks answer with one; ``Client.call_tool_as_task`` needs it.
+      Off by default: with it, such tools answer ``call_tool`` with a task too.
     """
 
     probe_timeout: float = 10.0
@@ -116,6 +119,7 @@ class ClientOptions:
     client_info: Mapping[str, Any] = field(default_factory=_default_client_info)
     log_level: str | None = None
     extensions: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    tasks: bool = False
 
     def __post_init__(self) -> None:
         for identifier, settings in self.extensions.items():
