@@ -8,10 +8,15 @@ ROOT=$(pwd)
 PY=${PYTHON:-python3}
 
 # tmux: the terminal chat is tested in a real terminal (tests/test_host_chat.py);
-# chromium: the inspector is tested in a real headless browser (tests/test_inspector*.py).
+# chromium: the inspector is tested in a real headless browser (tests/test_inspector*.py);
+# redis-server, nginx, wrk: the scale-out tests start their own Redis and nginx, and load
+# two replicas with wrk (tests/test_scale*.py).
 MISSING=()
 command -v tmux >/dev/null || MISSING+=(tmux)
 command -v chromium >/dev/null || MISSING+=(chromium)
+command -v redis-server >/dev/null || MISSING+=(redis-server)
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || MISSING+=(nginx)
+command -v wrk >/dev/null || MISSING+=(wrk)
 if [ ${#MISSING[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq >/dev/null && apt-get install -y -qq "${MISSING[@]}" >/dev/null

@@ -334,6 +334,30 @@ def http(http_server) -> Iterator[McpHttp]:
 # installed) hides its tests as quietly as a deleted file would. Under CI (``CI`` set, as
 # .ci/run and every hosted CI does) each skip is reported as a failure naming its reason.
 # Expected failures (xfail) are not skips and are left alone.
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory) -> Iterator[Any]:
+    """A real ``redis-server`` for the whole run (tests/redis_server.py); skips without one."""
+    import shutil
+
+    from redis_server import RedisServer
+
+    if shutil.which("redis-server") is None and not Path("/usr/bin/redis-server").exists():
+        pytest.skip("redis-server is not installed (apt-get install redis-server; scripts/test.sh does)")
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server) -> str:
+    """The URL of the shared test Redis, emptied for this test."""
+    redis_server.flush()
+    url: str = redis_server.url
+    return url
+
+
 def _skips_fail() -> bool:
     return bool(os.environ.get("CI"))
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -106,6 +107,11 @@ def _checked_extensions(extensions: Mapping[str, Mapping[str, Any]] | None) -> d
     return checked
 
 
+#: The environment variable that names the Redis a server shares with its replicas
+#: (``ServerConfig.redis_url``, ``modelctx serve --redis``).
+REDIS_URL_ENV = "MODELCTX_REDIS_URL"
+
+
 @dataclass
 class ServerConfig:
     """Settings of a server; every field has a sensible default.
@@ -123,6 +129,10 @@ class ServerConfig:
     None keeps them in memory, lost with the process. ``task_ttl_ms``: how long a
     task and its result are kept after creation (None: until deleted by hand);
     ``task_poll_interval_ms``: the polling interval suggested to clients.
+    ``redis_url``: the Redis that the server's processes and replicas share (``redis://``
+    or ``rediss://``; default: the ``MODELCTX_REDIS_URL`` environment variable, else
+    none). With one, the subscription bus, handshake-era sessions, tasks and the
+    ``requestState`` key live there; without, one process keeps them in memory.
     """
 
     page_size: int | None = None
@@ -138,6 +148,7 @@ class ServerConfig:
     task_db: str | None = None
     task_ttl_ms: int | None = 3_600_000
     task_poll_interval_ms: int = 500
+    redis_url: str | None = None
 
     def __post_init__(self) -> None:
         CacheHint(self.ttl_ms, self.cache_scope)  # validates both
@@ -147,6 +158,13 @@ class ServerConfig:
             raise ValueError("task_ttl_ms must be at least 1 ms (or None for no expiry)")
         if self.task_poll_interval_ms < 1:
             raise ValueError("task_poll_interval_ms must be at least 1 ms")
+        if self.redis_url is None:
+            self.redis_url = os.environ.get(REDIS_URL_ENV) or None
+        if self.redis_url is not None and not self.redis_url.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError(
+                f"redis_url {self.redis_url!r} is not a Redis URL; use redis://HOST:PORT/DB "
+                "(rediss:// for TLS, unix:///path/to/redis.sock for a local socket)"
+            )
 
 
 class Server:
