@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -172,3 +174,19 @@ def test_rate_limit_refuses_nonsense_settings_at_once():
         RateLimit(rate=0)
     with pytest.raises(ValueError, match="burst must be at least 1"):
         RateLimit(rate=1, burst=0)
+
+
+# -- the gateway: its own routing is the innermost middleware -------------------------------------
+@async_test(deadline=60)
+async def test_a_gateways_routing_runs_inside_the_middleware_it_was_given():
+    from modelctx.host import Gateway, Host, HostConfig
+
+    counting = Path(__file__).parent / "servers" / "counting_server.py"
+    config = HostConfig.from_dict(
+        {"mcpServers": {"counting": {"command": sys.executable, "args": ["-m", "modelctx", "serve", str(counting)]}}}
+    )
+    seen: list[Outcome] = []
+    gateway = Gateway(Host(config), config=ServerConfig(middleware=[Timing(seen.append)]))
+    async with connected(gateway, mode="2026-07-28", timeout=30) as client:
+        await client.call_tool("counting_echo", {"text": "hi"})  # denied: no one to approve it
+    assert ("tools/call", "counting_echo") in [(o.method, o.target) for o in seen]
