@@ -26,7 +26,7 @@ from modelctx import Client, Server, ToolError
 from modelctx.client import ClientOptions
 from modelctx.errors import InvalidParams
 from modelctx.server import ServerConfig
-from modelctx.server._telemetry import Tracing
+from modelctx.server.middleware import Tracing
 from modelctx.testing import connected, served_http, spawned
 
 
@@ -171,7 +171,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
 from modelctx import Server
 from modelctx.server import ServerConfig
-from modelctx.server._telemetry import Tracing
+from modelctx.server.middleware import Tracing
 
 def line(span):
     context = span.context

@@ -29,9 +29,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..errors import ProtocolError
-from .middleware import target_of
 
-__all__ = ["Tracing"]
+__all__ = ["Tracing", "target_of"]
 
 Next = Callable[[Any], Awaitable[dict[str, Any] | None]]
 
@@ -39,6 +38,22 @@ Next = Callable[[Any], Awaitable[dict[str, Any] | None]]
 TRACE_KEYS = ("traceparent", "tracestate", "baggage")
 
 _INTERNAL_ERROR = -32603
+
+# The params field naming the target of a request, by method (for logs and span names).
+_TARGET = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "resources/subscribe": "uri",
+    "resources/unsubscribe": "uri",
+}
+
+
+def target_of(method: str, params: dict[str, Any]) -> str | None:
+    """The tool or prompt name, or the resource URI, a request is about (None: none)."""
+    field = _TARGET.get(method)
+    value = params.get(field) if field is not None else None
+    return value if isinstance(value, str) else None
 
 
 class Tracing:

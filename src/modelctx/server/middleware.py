@@ -15,8 +15,8 @@ reaches a method (``initialize`` and ``subscriptions/listen`` included; see
 
 ``call_next(call)`` returns the result (a dict: an ``isError`` tool result and an
 ``input_required`` result are results) or raises (``ProtocolError`` becomes the
-JSON-RPC error; anything else a generic internal error). Tracing (OpenTelemetry) is
-``modelctx.server.Tracing``.
+JSON-RPC error; anything else a generic internal error). ``Tracing`` (OpenTelemetry
+spans; ``_telemetry.py``) imports OpenTelemetry only when one is made.
 
 ::
 
@@ -39,27 +39,11 @@ from typing import Any
 
 from ..errors import ProtocolError
 from ..transports._session import principal_key
+from ._telemetry import Tracing, target_of
 
-__all__ = ["Outcome", "RateLimit", "RateLimited", "RequestLog", "Timing"]
+__all__ = ["Outcome", "RateLimit", "RateLimited", "RequestLog", "Timing", "Tracing"]
 
 Next = Callable[[Any], Awaitable[dict[str, Any] | None]]
-
-# The params field naming the target of a request, by method (for logs and span names).
-_TARGET = {
-    "tools/call": "name",
-    "prompts/get": "name",
-    "resources/read": "uri",
-    "resources/subscribe": "uri",
-    "resources/unsubscribe": "uri",
-}
-
-
-def target_of(method: str, params: dict[str, Any]) -> str | None:
-    """The tool or prompt name, or the resource URI, a request is about (None: none)."""
-    field = _TARGET.get(method)
-    value = params.get(field) if field is not None else None
-    return value if isinstance(value, str) else None
-
 
 @dataclass(frozen=True)
 class Outcome:
