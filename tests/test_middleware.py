@@ -190,3 +190,24 @@ async def test_a_gateways_routing_runs_inside_the_middleware_it_was_given():
     async with connected(gateway, mode="2026-07-28", timeout=30) as client:
         await client.call_tool("counting_echo", {"text": "hi"})  # denied: no one to approve it
     assert ("tools/call", "counting_echo") in [(o.method, o.target) for o in seen]
+
+
+@async_test()
+async def test_a_listen_stream_goes_through_the_middleware_for_its_whole_life():
+    seen: list[Outcome] = []
+    server = notes_server(Timing(seen.append))
+    async with connected(server, mode="2026-07-28") as client:
+        opened = asyncio.Event()
+        events = client.listen(tools=True, reconnect=False, on_open=opened.set)
+        first = asyncio.ensure_future(events.__anext__())
+        await asyncio.wait_for(opened.wait(), 10)
+        assert "subscriptions/listen" not in [o.method for o in seen]  # still open
+        server.add_tool(lambda: "x", name="late")
+        await asyncio.wait_for(first, 10)
+        await events.aclose()
+        server.close_subscriptions()
+        for _ in range(100):
+            if "subscriptions/listen" in [o.method for o in seen]:
+                break
+            await asyncio.sleep(0.01)
+    assert "subscriptions/listen" in [o.method for o in seen]

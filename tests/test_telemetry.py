@@ -239,3 +239,23 @@ def test_a_server_and_client_without_tracing_never_import_opentelemetry():
         [sys.executable, "-c", program], capture_output=True, text=True, timeout=DEADLINE * 2, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+@async_test()
+async def test_spans_a_sync_tool_opens_are_children_of_the_request_span(traced):
+    provider, exporter = traced
+    server = Server("db", config=ServerConfig(middleware=[Tracing(provider)]))
+    tracer = provider.get_tracer("db")
+
+    @server.tool
+    def query(sql: str) -> str:
+        """Runs on a worker thread."""
+        with tracer.start_as_current_span("SELECT"):
+            return "3 rows"
+
+    async with connected(server, mode="2026-07-28") as client:
+        await client.call_tool("query", {"sql": "select 1"})
+    spans = {span.name: span for span in exporter.get_finished_spans()}
+    request = spans["tools/call query"]
+    assert spans["SELECT"].parent is not None
+    assert spans["SELECT"].parent.span_id == request.context.span_id
