@@ -63,11 +63,12 @@ def server_spans(exporter: InMemorySpanExporter) -> list[Any]:
 
 
 # -- in process ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("mode", ["2026-07-28", "handshake"])
 @async_test()
-async def test_the_server_span_continues_the_clients_trace(traced):
+async def test_the_server_span_continues_the_clients_trace(traced, mode):
     provider, exporter = traced
     tracer = provider.get_tracer("test")
-    async with connected(weather_server(Tracing(provider)), mode="2026-07-28") as client:
+    async with connected(weather_server(Tracing(provider)), mode=mode) as client:
         with tracer.start_as_current_span("agent step") as parent:
             await client.call_tool("forecast", {"city": "Oslo"})
     (span,) = [s for s in server_spans(exporter) if s.name == "tools/call forecast"]
@@ -259,3 +260,21 @@ async def test_spans_a_sync_tool_opens_are_children_of_the_request_span(traced):
     request = spans["tools/call query"]
     assert spans["SELECT"].parent is not None
     assert spans["SELECT"].parent.span_id == request.context.span_id
+
+
+@async_test()
+async def test_a_span_current_on_the_server_is_linked_when_the_request_names_its_parent(traced):
+    provider, exporter = traced
+    tracer = provider.get_tracer("test")
+
+    async def transport_span(call: Any, call_next: Any) -> Any:  # as HTTP instrumentation would
+        with tracer.start_as_current_span("POST /mcp"):
+            return await call_next(call)
+
+    async with connected(weather_server(transport_span, Tracing(provider)), mode="2026-07-28") as client:
+        with tracer.start_as_current_span("agent step") as parent:
+            await client.call_tool("forecast", {"city": "Oslo"})
+    spans = {span.name: span for span in exporter.get_finished_spans()}
+    served = spans["tools/call forecast"]
+    assert served.parent.span_id == parent.get_span_context().span_id
+    assert [link.context.span_id for link in served.links] == [spans["POST /mcp"].context.span_id]
