@@ -61,6 +61,22 @@ async def test_request_log_writes_one_line_per_request_without_argument_values(c
 
 
 @async_test()
+async def test_request_log_leaves_a_resource_templates_query_out(caplog):
+    caplog.set_level(logging.INFO, "modelctx.requests")
+    server = notes_server(RequestLog())
+
+    @server.resource("search://notes{?q}")
+    def search(q: str) -> str:
+        return "nothing found"
+
+    async with connected(server, mode="2026-07-28") as client:
+        await client.read_resource(f"search://notes?q={SECRET}")
+    (line,) = [r for r in caplog.records if r.name == "modelctx.requests" and r.mcp_method == "resources/read"]
+    assert line.mcp_target == "search://notes?..."
+    assert SECRET not in caplog.text
+
+
+@async_test()
 async def test_request_log_shows_argument_values_only_when_asked(caplog):
     caplog.set_level(logging.INFO, "modelctx.requests")
     async with connected(notes_server(RequestLog(arguments=True)), mode="2026-07-28") as client:

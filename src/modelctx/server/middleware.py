@@ -45,6 +45,7 @@ __all__ = ["Outcome", "RateLimit", "RateLimited", "RequestLog", "Timing", "Traci
 
 Next = Callable[[Any], Awaitable[dict[str, Any] | None]]
 
+
 @dataclass(frozen=True)
 class Outcome:
     """How one request ended, as ``Timing`` reports it and ``RequestLog`` writes it.
@@ -123,7 +124,8 @@ class RequestLog(_Observer):
     ``level``: the level of successful requests (errors are logged at WARNING, a
     ``tool_error`` at ``level``). Argument values are never logged unless
     ``arguments=True``: they can hold secrets (tokens, personal data) and logs are kept
-    and shipped where the request's data would not be."""
+    and shipped where the request's data would not be. For the same reason a resource
+    URI is logged without its query (a template's ``{?q}`` variables) unless asked."""
 
     def __init__(
         self,
@@ -143,15 +145,19 @@ class RequestLog(_Observer):
         info = call.client_info
         client = info.get("name") if isinstance(info, dict) else None
         ms = outcome.seconds * 1000
+        target = outcome.target
+        if target is not None and not self.arguments and outcome.method.startswith("resources/"):
+            # A template's query carries the reader's arguments (search://{?q}).
+            target = target.split("?", 1)[0] + ("?..." if "?" in target else "")
         parts = [outcome.method]
-        if outcome.target is not None:
-            parts.append(outcome.target)
+        if target is not None:
+            parts.append(target)
         parts.append(f"id={call.id!r}")
         if client is not None:
             parts.append(f"client={client}")
         extra: dict[str, Any] = {
             "mcp_method": outcome.method,
-            "mcp_target": outcome.target,
+            "mcp_target": target,
             "mcp_request_id": call.id,
             "mcp_client": client,
             "mcp_status": outcome.status,
