@@ -18,7 +18,7 @@ from modelctx import Server, ToolError
 from modelctx.errors import InvalidParams, ProtocolError
 from modelctx.server import ServerConfig
 from modelctx.server.middleware import RATE_LIMITED, Outcome, RateLimit, RequestLog, Timing
-from modelctx.testing import connected
+from modelctx.testing import connected, served_http
 
 SECRET = "sk-live-0123456789abcdef"
 
@@ -227,3 +227,14 @@ async def test_a_listen_stream_goes_through_the_middleware_for_its_whole_life():
                 break
             await asyncio.sleep(0.01)
     assert "subscriptions/listen" in [o.method for o in seen]
+
+
+@async_test(deadline=60)
+async def test_rate_limit_refusal_reaches_a_client_over_streamable_http():
+    limit = RateLimit(rate=0.001, burst=1, methods={"tools/call"})
+    async with served_http(notes_server(limit), mode="2026-07-28") as client:
+        await client.call_tool("login", {"user": "ann", "password": "x"})
+        with pytest.raises(ProtocolError) as refused:
+            await client.call_tool("login", {"user": "ann", "password": "x"})
+    assert refused.value.code == RATE_LIMITED
+    assert refused.value.data["retryAfterMs"] > 0
