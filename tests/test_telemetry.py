@@ -278,3 +278,43 @@ async def test_a_span_current_on_the_server_is_linked_when_the_request_names_its
     served = spans["tools/call forecast"]
     assert served.parent.span_id == parent.get_span_context().span_id
     assert [link.context.span_id for link in served.links] == [spans["POST /mcp"].context.span_id]
+
+
+def test_a_client_that_uses_only_the_tracing_api_and_sdk_sends_its_trace_context():
+    # A fresh process: nothing else has imported OpenTelemetry's propagators.
+    program = textwrap.dedent(
+        """
+        import asyncio
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from modelctx import Server
+        from modelctx.server import ServerConfig
+        from modelctx.testing import connected
+
+        metas = []
+
+        async def record(call, call_next):
+            metas.append(call.params.get("_meta") or {})
+            return await call_next(call)
+
+        server = Server("calc", config=ServerConfig(middleware=[record]))
+
+        @server.tool
+        def add(a: int, b: int) -> int:
+            return a + b
+
+        async def main():
+            tracer = TracerProvider().get_tracer("app")
+            async with connected(server, mode="2026-07-28") as client:
+                with tracer.start_as_current_span("step") as span:
+                    await client.call_tool("add", {"a": 1, "b": 2})
+            trace_id = format(span.get_span_context().trace_id, "032x")
+            print(metas[-1]["traceparent"].split("-")[1] == trace_id)
+
+        asyncio.run(main())
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=DEADLINE * 2, check=True
+    )
+    assert done.stdout.strip() == "True", done.stderr

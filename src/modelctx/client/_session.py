@@ -634,11 +634,12 @@ def with_trace_context(params: dict[str, Any]) -> dict[str, Any]:
     """``params`` with the current OpenTelemetry context in ``_meta`` (a copy), as
     OpenTelemetry's conventions for MCP ask; ``params`` itself when there is none.
 
-    Costs a dictionary look-up when the application has not imported OpenTelemetry:
-    without it there is no current span to carry, so it is never imported here. With
-    it, the globally configured propagator writes the keys (none without a valid span).
+    Costs a dictionary look-up when the application has not imported OpenTelemetry's
+    context (every span needs it): without it there is no current span to carry, so
+    nothing is imported here. With it, the globally configured propagator writes the
+    keys (none without a valid span).
     """
-    if "opentelemetry.propagate" not in sys.modules:
+    if "opentelemetry.context" not in sys.modules:
         return params
     from opentelemetry import propagate
 
