@@ -226,6 +226,7 @@ class Client:
         self.session = ClientSession(self.transport, timeout=timeout)
         self.session.client_info = dict(self.options.client_info)
         self.session.log_level = self.options.log_level
+        self.session.trace_context = self.options.trace_context
         self.session.on_notification = self._on_notification
         self.session.on_server_request = self._on_server_request
         self.cache = ResultCache()

@@ -110,6 +110,10 @@ class ClientOptions:
     - ``tasks``: declare the tasks extension (io.modelcontextprotocol/tasks), so that
       tools able to run as tasks answer with one; ``Client.call_tool_as_task`` needs it.
       Off by default: with it, such tools answer ``call_tool`` with a task too.
+    - ``trace_context``: when the application uses OpenTelemetry and a span is current,
+      put its trace context in each request's ``_meta`` (``traceparent``,
+      ``tracestate``, ``baggage``), so the server's spans join the client's trace.
+      Nothing is imported nor sent without OpenTelemetry; False never sends it.
     """
 
     probe_timeout: float = 10.0
@@ -120,6 +124,7 @@ class ClientOptions:
     log_level: str | None = None
     extensions: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     tasks: bool = False
+    trace_context: bool = True
 
     def __post_init__(self) -> None:
         for identifier, settings in self.extensions.items():

@@ -26,6 +26,7 @@ import asyncio
 import inspect
 import logging
 import math
+import sys
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -200,6 +201,9 @@ class ClientSession:
         self.client_info: dict[str, Any] = _default_client_info()
         self.capabilities: dict[str, Any] = {}
         self.log_level: str | None = None
+        #: Put the current OpenTelemetry trace context in each request's ``_meta``
+        #: (``ClientOptions.trace_context``); see ``with_trace_context``.
+        self.trace_context = True
         self.on_notification: Callable[[Notification], None] | None = None
         self.on_server_request: Callable[[Request], Awaitable[dict[str, Any]]] | None = None
         #: Called once, with the cause, when the connection ends (a crash or ``aclose``).
@@ -457,6 +461,8 @@ class ClientSession:
             raise self._closed
         request_id = request_id if request_id is not None else self.next_id()
         params = dict(params or {})
+        if self.trace_context:
+            params = with_trace_context(params)
         token = request_id if progress is not None else None
         handshake = raw or not self.modern
         if handshake:
@@ -537,6 +543,8 @@ class ClientSession:
         """
         if self._closed is not None:
             raise self._closed
+        if self.trace_context:
+            params = with_trace_context(params)
         modern = self.modern
         if not modern:
             headers = self._handshake_headers()
@@ -615,3 +623,30 @@ class ClientSession:
         for task in list(self._tasks):
             task.cancel()
         self.closed(ConnectionClosed(f"{self.transport.name}: the client was closed"))
+
+
+# The _meta keys of trace context: W3C Trace Context and Baggage, which MCP reserves
+# unprefixed (basic/index.mdx, _meta); a propagator's other keys (B3, Jaeger) are not sent.
+_TRACE_KEYS = ("traceparent", "tracestate", "baggage")
+
+
+def with_trace_context(params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` with the current OpenTelemetry context in ``_meta`` (a copy), as
+    OpenTelemetry's conventions for MCP ask; ``params`` itself when there is none.
+
+    Costs a dictionary look-up when the application has not imported OpenTelemetry's
+    context (every span needs it): without it there is no current span to carry, so
+    nothing is imported here. With it, the globally configured propagator writes the
+    keys (none without a valid span).
+    """
+    if "opentelemetry.context" not in sys.modules:
+        return params
+    from opentelemetry import propagate
+
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier)
+    found = {key: carrier[key] for key in _TRACE_KEYS if key in carrier}
+    if not found:
+        return params
+    meta = params.get("_meta")
+    return {**params, "_meta": {**meta, **found} if isinstance(meta, dict) else found}

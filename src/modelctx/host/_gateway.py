@@ -272,7 +272,9 @@ class Gateway(Server):
         **options: Any,
     ) -> None:
         config = options.pop("config", None) or ServerConfig()
-        config.middleware.insert(0, self._route)
+        # Innermost: the routing answers most methods itself, so the author's middleware
+        # (logs, traces, rate limits, RequiredScopes) must run before it, not be skipped.
+        config.middleware.append(self._route)
         super().__init__(name, version, config=config, lifespan=_run_host, **options)
         self.host = host
         self.bare_names = bare_names

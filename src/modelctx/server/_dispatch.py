@@ -15,6 +15,13 @@ stream that ``Context.close_sse_stream`` uses. The era is decided per request
    capabilities;
 4. otherwise the request is malformed (-32602): it names no version.
 
+Middleware (``ServerConfig.middleware``, ``async (call, call_next) -> result``) wraps
+every request that reaches a method, ``initialize`` and listen streams included: it sees
+the result (``isError`` tool results, ``input_required``) or the exception, and may
+translate either. Requests refused before a method is found (no or an unsupported
+version, an unknown method or capability, a malformed ``initialize``) and client
+notifications never reach it: they have no caller to describe or no answer to wrap.
+
 Results of modern requests get ``resultType``, ``serverInfo`` in ``_meta`` and, for
 cacheable methods, ``ttlMs`` and ``cacheScope``. Exceptions become JSON-RPC errors at
 this one boundary: ``ProtocolError`` as itself, anything else as a generic -32603
@@ -137,6 +144,8 @@ class Dispatcher:
             if isinstance(meta, dict) and _meta.PROTOCOL_VERSION in meta:
                 # A modern request: initialize no longer exists (basic/versioning.mdx).
                 raise MethodNotFound("Method not found: initialize (removed in 2026-07-28)")
+            if self.server.middleware:
+                return await self._initialize_through(request, peer, send)
             return self._initialize(request, peer)
         caller = self.caller(request, peer)
         handler = self._methods.get(method)
@@ -177,7 +186,21 @@ class Dispatcher:
             result.setdefault("ttlMs", config.ttl_ms)
             result.setdefault("cacheScope", config.cache_scope)
 
-    def _initialize(self, request: Request, peer: Peer) -> dict[str, Any]:
+    async def _initialize_through(self, request: Request, peer: Peer, send: Send) -> dict[str, Any] | None:
+        """``initialize`` through the middleware, like every other method: its caller is
+        what the request declares (the session opens inside, when the chain reaches it)."""
+        version, caps, info = self._initialize_params(request)
+        call = Call(self.server, request, Caller(version, caps, info, None), send, peer.principal)
+
+        async def initialize(call: Call) -> dict[str, Any] | None:
+            return self._initialize(request, peer)
+
+        return await _chain(self.server.middleware, initialize)(call)
+
+    @staticmethod
+    def _initialize_params(request: Request) -> tuple[str, dict[str, Any], dict[str, Any] | None]:
+        """The negotiated version, capabilities and client info of an ``initialize``;
+        raises ``InvalidParams`` for a malformed one."""
         params = request.params
         caps = params.get("capabilities")
         info = params.get("clientInfo")
@@ -186,12 +209,15 @@ class Dispatcher:
             raise InvalidParams("Invalid params: initialize needs protocolVersion (a string)")
         if caps is not None and not isinstance(caps, dict):
             raise InvalidParams("Invalid params: capabilities must be an object")
-        version = negotiate_handshake(requested)
+        return negotiate_handshake(requested), caps or {}, info if isinstance(info, dict) else None
+
+    def _initialize(self, request: Request, peer: Peer) -> dict[str, Any]:
+        version, caps, info = self._initialize_params(request)
         session = HandshakeSession(
             uuid.uuid4().hex,
             version,
-            caps or {},
-            info if isinstance(info, dict) else None,
+            caps,
+            info,
             peer.connection,  # stdio and in-process: the session lives on the connection
         )
         peer.open_session(session)
