@@ -15,7 +15,7 @@
     │   ├── HeaderMismatch        -32020  HTTP headers missing, malformed or unlike the body
     │   ├── MissingRequiredClientCapability  -32021  data.requiredCapabilities
     │   ├── UnsupportedProtocolVersion       -32022  data.supported, data.requested
-    │   └── InsufficientScope     -32030  the token lacks scopes (data.requiredScopes);
+    │   └── InsufficientScope     -31403  the token lacks scopes (data.requiredScopes);
     │                             HTTP answers it 403 with a Bearer challenge
     ├── ToolError                 raised by a tool on purpose: its text reaches the client
     │                             as an ``isError`` result (never a JSON-RPC error)
@@ -87,9 +87,12 @@ INTERNAL_ERROR = -32603
 HEADER_MISMATCH = -32020
 MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
-# modelctx's own, in the server-error range JSON-RPC leaves to implementations: a
-# request refused for want of OAuth scopes (over HTTP the 403 carries the challenge).
-INSUFFICIENT_SCOPE = -32030
+# modelctx's own: a request refused for want of OAuth scopes (over HTTP the 403 carries
+# the challenge). Outside -32768..-32000: the spec reserves -32020..-32099 for its own
+# codes (an implementation MUST NOT emit others there) and asks new application codes
+# to stay out of JSON-RPC's range (2026-07-28 Error Codes). 403 echoes HTTP's Forbidden,
+# as RateLimited's -31429 (server/middleware.py) echoes 429.
+INSUFFICIENT_SCOPE = -31403
 # Handshake-era codes: accepted from old peers, never emitted by the modern era.
 HANDSHAKE_ERA_RESOURCE_NOT_FOUND = -32002
 HANDSHAKE_ERA_URL_ELICITATION_REQUIRED = -32042
