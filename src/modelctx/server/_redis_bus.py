@@ -90,9 +90,15 @@ def _unreachable(url: str, what: str, exc: BaseException) -> StartupError:
 def _client(url: str, timeout: float) -> Any:
     """A ``redis.asyncio.Redis`` that fails fast: no retries of its own (the bus has its
     backoff), bounded connects and commands, TCP keepalive to notice a vanished peer."""
-    from redis.asyncio import Redis
-    from redis.asyncio.retry import Retry
-    from redis.backoff import NoBackoff
+    try:
+        from redis.asyncio import Redis
+        from redis.asyncio.retry import Retry
+        from redis.backoff import NoBackoff
+    except ImportError as exc:
+        raise StartupError(
+            f"Redis ({redacted(url)}) is configured but the redis package is not installed: "
+            "pip install 'modelctx[redis]'"
+        ) from exc
 
     return Redis.from_url(
         url,
@@ -182,7 +188,7 @@ class RedisBus:
         Redis cannot be reached within ``timeout``."""
         if self._tasks:
             raise RuntimeError(f"the Redis bus on {self.channel!r} is already started")
-        client = _client(self.url, self.timeout)
+        client = _client(self.url, self.timeout)  # StartupError without the redis package
         try:
             pubsub = await self._subscribed(client)
         except Exception as exc:
@@ -332,7 +338,7 @@ async def shared_request_state_key(url: str, key: str, *, timeout: float = 5.0) 
     The first replica to start creates it (32 random bytes, ``SET NX``: one wins, however
     many start at once); every replica reads it. Raises ``StartupError`` naming the URL
     when Redis cannot be reached within ``timeout``."""
-    client = _client(url, timeout)
+    client = _client(url, timeout)  # StartupError without the redis package
     try:
         async with asyncio.timeout(timeout):
             await client.set(key, secrets.token_bytes(32), nx=True)
