@@ -431,6 +431,32 @@ async def test_publishing_while_redis_is_away_never_waits_and_keeps_a_bounded_qu
 
 
 @async_test()
+async def test_after_an_outage_local_listeners_are_told_every_list_may_have_changed_and_events_cross_again(
+    tmp_path, redis_server
+):
+    redis = RestartableRedis(tmp_path)
+    a, b = RedisBus(redis.url), RedisBus(redis.url)
+    await a.start()
+    await b.start()
+    try:
+        on_b = b.subscribe()
+        redis.kill()
+        while b.connected:  # the reader sees the connection close
+            await asyncio.sleep(0.02)
+        redis.restart()
+        heard = {(await next_event(on_b)).kind for _ in range(3)}  # pub/sub kept nothing meanwhile
+        assert heard == {"tools", "prompts", "resources"}
+        while not (a.connected and b.connected):
+            await asyncio.sleep(0.05)
+        a.publish(Event("resource", "notes://after"))
+        assert await next_event(on_b) == Event("resource", "notes://after")
+    finally:
+        await a.stop()
+        await b.stop()
+        redis.stop()
+
+
+@async_test()
 async def test_starting_without_redis_raises_startup_error_naming_the_url_and_never_the_password():
     url = f"redis://:sekrit-password@127.0.0.1:{free_port()}/0"
     with pytest.raises(StartupError) as raised:
