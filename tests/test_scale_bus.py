@@ -393,6 +393,20 @@ async def test_task_changes_cross_processes_and_closing_stays_in_its_own(redis_u
 
 
 @async_test()
+async def test_the_last_events_of_a_process_that_stops_still_reach_the_others(redis_url):
+    a, b = RedisBus(redis_url), RedisBus(redis_url)
+    await a.start()
+    await b.start()
+    try:
+        on_b = b.subscribe()
+        a.publish(Event("resource", "notes://last-words"))
+        await a.stop()
+        assert await next_event(on_b) == Event("resource", "notes://last-words")
+    finally:
+        await b.stop()
+
+
+@async_test()
 async def test_buses_on_different_channels_of_one_redis_do_not_hear_each_other(redis_url):
     ours, theirs, ours_too = (RedisBus(redis_url, channel="app-one:bus"), RedisBus(redis_url, channel="app-two:bus"),
                               RedisBus(redis_url, channel="app-one:bus"))

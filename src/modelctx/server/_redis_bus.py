@@ -205,7 +205,12 @@ class RedisBus:
 
     async def stop(self) -> None:
         """Stop reading and sending and close the connections (bounded by ``timeout``).
-        Events still queued are not sent."""
+        Events still queued get up to a second to go out (the last changes of a replica
+        that is shutting down); what is left after it is not sent."""
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + min(self.timeout, 1.0)
+        while self._outbox and self.connected and loop.time() < give_up:
+            await asyncio.sleep(0.01)
         tasks, self._tasks = self._tasks, []
         self._wake = None
         for task in tasks:
