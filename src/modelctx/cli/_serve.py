@@ -4,6 +4,12 @@ On stdio by default; on Streamable HTTP with ``--http`` (the URL goes to stderr,
 stays free), with the HTTP limits an operator may tune and, with ``--auth-issuer``, as
 an OAuth 2.1 protected resource. Every option combination that cannot work is one line
 on stderr and status 2, checked before the user's code runs.
+
+``--redis URL`` (as ``MODELCTX_REDIS_URL``) shares the subscription bus and the
+``requestState`` key (and whatever else Redis carries) with the server's other
+processes and replicas. It is allowed without ``--http``: stdio servers started by
+several hosts may share a bus too (a resource one of them updates reaches the others'
+subscribers).
 """
 
 from __future__ import annotations
@@ -63,6 +69,10 @@ INTROSPECTION_CLIENT_SECRET = "MODELCTX_INTROSPECTION_CLIENT_SECRET"
               help="check tokens at this RFC 7662 introspection endpoint instead of as JWTs; the resource "
               f"authenticates there with the client id and secret in ${INTROSPECTION_CLIENT_ID} and "
               f"${INTROSPECTION_CLIENT_SECRET}")
+@click.option("--redis", metavar="URL",
+              help="the Redis shared with the server's other processes and replicas: subscription bus, "
+              "requestState key (redis://HOST:PORT/DB, rediss:// for TLS, unix:///path; default "
+              "$MODELCTX_REDIS_URL; overrides the server's own ServerConfig.redis_url)")
 def serve_command(target: str, **options: Any) -> None:
     """Serve the Server in a file or module: PATH[:OBJECT] or module[:OBJECT].
 
@@ -75,7 +85,14 @@ def serve_command(target: str, **options: Any) -> None:
     args.auth_issuer = list(args.auth_issuer)
     url = served_url(args.host, args.port, args.path)
     protected = _protected_resource(args, url)  # mistakes first, before the user's code runs
+    if args.redis is not None:
+        _check_redis_url(args.redis)
+        from ..server._server import REDIS_URL_ENV
+
+        os.environ[REDIS_URL_ENV] = args.redis  # for ServerConfigs the user's code makes
     server = load_server(target)
+    if args.redis is not None:
+        server.config.redis_url = args.redis
     if not args.http:
         server.run("stdio")
         return
@@ -163,6 +180,32 @@ def _protected_resource(args: Any, url: str) -> Any:
         )
     except ValueError as exc:
         fail(str(exc))
+
+
+def _check_redis_url(url: str) -> None:
+    """``fail`` unless ``url`` names a Redis the redis package can reach (and is installed)."""
+    from urllib.parse import urlsplit
+
+    example = "redis://127.0.0.1:6379/0 (rediss:// for TLS, unix:///path/to/redis.sock)"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError as exc:
+        fail(f"--redis {url!r} is not a Redis URL ({exc}); e.g. {example}")
+    if parts.scheme in ("redis", "rediss"):
+        if not parts.hostname:
+            fail(f"--redis {url!r} names no host; e.g. {example}")
+        if parts.path not in ("", "/") and not parts.path.lstrip("/").isdigit():
+            fail(f"--redis {url!r}: the path is the database number, e.g. {example}")
+    elif parts.scheme == "unix":
+        if not parts.path:
+            fail(f"--redis {url!r} names no socket path; e.g. unix:///run/redis/redis.sock")
+    else:
+        fail(f"--redis {url!r} is not a Redis URL; e.g. {example}")
+    try:
+        import redis  # noqa: F401
+    except ImportError:
+        fail("--redis needs the redis package: pip install 'modelctx[redis]'")
 
 
 def _check_url(option: str, url: str) -> None:

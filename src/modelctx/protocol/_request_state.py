@@ -77,18 +77,28 @@ class StateSealer:
     """Seals and opens ``requestState`` values with one secret key.
 
     Replicas that serve the same clients must share the key (``secret``); by default a
-    random key is made per process, which is right for one process.
+    random key is made per process, which is right for one process. A server whose key
+    is kept elsewhere (in Redis, shared by its replicas) sets it with ``use_key`` when it
+    starts.
     """
 
     def __init__(self, secret: bytes | str | None = None, ttl_seconds: float = 600.0) -> None:
-        if secret is None:
-            secret = secrets.token_bytes(32)
-        elif isinstance(secret, str):
+        self._key = secrets.token_bytes(32)
+        if secret is not None:
+            self.use_key(secret)
+        self.ttl_seconds = ttl_seconds
+
+    def use_key(self, secret: bytes | str) -> None:
+        """Seal and open with ``secret`` from now on (at least 16 bytes; raises
+        ``ValueError``). States sealed with the previous key no longer open."""
+        if isinstance(secret, str):
             secret = secret.encode()
         if len(secret) < 16:
-            raise ValueError("the requestState secret must be at least 16 bytes")
+            raise ValueError(
+                "the requestState secret must be at least 16 bytes "
+                "(ServerConfig.request_state_secret or MODELCTX_REQUEST_STATE_SECRET)"
+            )
         self._key = secret
-        self.ttl_seconds = ttl_seconds
 
     def _mac(self, payload: bytes) -> bytes:
         return hmac.new(self._key, payload, hashlib.sha256).digest()

@@ -3,8 +3,10 @@
 A server publishes an ``Event`` when its tools, prompts or resources change or when a
 resource is updated; every open listen stream (and every handshake session) consumes
 the bus and forwards what its filter asks for. ``LocalBus`` fans out inside one
-process. A bus shared between processes (Redis, for many workers and replicas) only
-has to implement the same two methods.
+process. A bus shared between processes (``RedisBus``, ``_redis_bus.py``, for many
+workers and replicas) implements the same two methods; one that holds connections also
+has ``async start()`` and ``async stop()``, which the server calls inside its running
+lifespan (so nothing connects at import or construction).
 """
 
 from __future__ import annotations
@@ -38,6 +40,10 @@ class Subscription(Protocol):
 
 
 class SubscriptionBus(Protocol):
+    """Where change events go. Kinds "tools", "prompts", "resources", "resource" and
+    "task" concern every process serving the server; "closing" (this process is
+    shutting down: end its listen streams) concerns this process only."""
+
     def publish(self, event: Event) -> None:
         """Deliver ``event`` to every subscriber; never blocks."""
 

@@ -150,8 +150,11 @@ class LifespanHolds:
                 f"server {self._server.name!r} failed to start: its lifespan raised "
                 f"{type(exc).__name__}: {exc}"
             )
+            ours = isinstance(exc, StartupError)  # says what failed (Redis unreachable): no traceback
+            if ours:
+                error = StartupError(f"server {self._server.name!r} failed to start: {exc}")
             error.__cause__ = exc
-            log.error("%s", error, exc_info=exc)
+            log.error("%s", error, exc_info=None if ours else exc)
             started.set_exception(error)
             started.exception()  # marked retrieved: holders raise it, none has to
             return None

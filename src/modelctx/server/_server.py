@@ -28,7 +28,7 @@ import logging
 import os
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,6 +110,9 @@ def _checked_extensions(extensions: Mapping[str, Mapping[str, Any]] | None) -> d
 #: The environment variable that names the Redis a server shares with its replicas
 #: (``ServerConfig.redis_url``, ``modelctx serve --redis``).
 REDIS_URL_ENV = "MODELCTX_REDIS_URL"
+#: The environment variable holding the key that seals ``requestState``
+#: (``ServerConfig.request_state_secret``).
+REQUEST_STATE_SECRET_ENV = "MODELCTX_REQUEST_STATE_SECRET"
 
 
 @dataclass
@@ -119,7 +122,9 @@ class ServerConfig:
     ``ttl_ms``/``cache_scope``: the cache hints of discover and the list methods
     (items may shorten the TTL or make a list private). ``page_size``: items per
     ``*/list`` page (``None``: one page). ``request_state_secret``: the key that seals
-    ``requestState``; replicas serving the same clients must share it.
+    ``requestState`` (default: the ``MODELCTX_REQUEST_STATE_SECRET`` environment variable;
+    else, with ``redis_url``, one key the replicas keep in Redis; else a random key per
+    process); replicas serving the same clients must share it.
     ``client_request_timeout``: how long a handshake-era server-to-client request
     (elicitation, sampling, roots) may wait for its answer. ``max_listens_per_principal``
     and ``max_listens``: ``subscriptions/listen`` streams open at once for one
@@ -133,6 +138,9 @@ class ServerConfig:
     or ``rediss://``; default: the ``MODELCTX_REDIS_URL`` environment variable, else
     none). With one, the subscription bus, handshake-era sessions, tasks and the
     ``requestState`` key live there; without, one process keeps them in memory.
+    ``redis_prefix``: what every Redis key and channel of this server starts with
+    (default ``modelctx:<server name>:``); servers of the same name sharing one Redis
+    need different ones.
     """
 
     page_size: int | None = None
@@ -149,6 +157,7 @@ class ServerConfig:
     task_ttl_ms: int | None = 3_600_000
     task_poll_interval_ms: int = 500
     redis_url: str | None = None
+    redis_prefix: str | None = None
 
     def __post_init__(self) -> None:
         CacheHint(self.ttl_ms, self.cache_scope)  # validates both
@@ -160,6 +169,8 @@ class ServerConfig:
             raise ValueError("task_poll_interval_ms must be at least 1 ms")
         if self.redis_url is None:
             self.redis_url = os.environ.get(REDIS_URL_ENV) or None
+        if self.request_state_secret is None:
+            self.request_state_secret = os.environ.get(REQUEST_STATE_SECRET_ENV) or None
         if self.redis_url is not None and not self.redis_url.startswith(("redis://", "rediss://", "unix://")):
             raise ValueError(
                 f"redis_url {self.redis_url!r} is not a Redis URL; use redis://HOST:PORT/DB "
@@ -206,7 +217,10 @@ class Server:
             if value:
                 info[key] = value
         self.info = info
-        self.bus: SubscriptionBus = bus or LocalBus()
+        # Without a bus given, LocalBus; while serving with redis_url, a RedisBus over it.
+        self._local_bus = LocalBus()
+        self._bus_given = bus is not None
+        self.bus: SubscriptionBus = bus if bus is not None else self._local_bus
         self.listens = ListenSlots(self.config.max_listens_per_principal, self.config.max_listens)
         self._registry = Registry()
         self._registry.on_change = self._on_change
@@ -214,7 +228,8 @@ class Server:
         self._middleware = list(self.config.middleware)
         self._completions = False
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._lifespan = LifespanHolds(self, lifespan)
+        self._user_lifespan = lifespan
+        self._lifespan = LifespanHolds(self, self._serving)
         self.extensions = _checked_extensions(extensions)
         if task_store is None and TASKS_EXTENSION in self.extensions:
             task_store = SqliteTaskStore(self.config.task_db or ":memory:")  # declared: served
@@ -536,13 +551,52 @@ class Server:
         """Release one ``start``; the last one runs the lifespan's shutdown."""
         await self._lifespan.release()
 
+    @asynccontextmanager
+    async def _serving(self, _server: Any) -> AsyncIterator[Any]:
+        """The lifespan ``LifespanHolds`` runs: what this server shares with its replicas
+        (``_join_replicas``) first, the author's lifespan inside it."""
+        async with AsyncExitStack() as stack:
+            await self._join_replicas(stack)
+            if self._user_lifespan is None:
+                yield None
+                return
+            manager = self._user_lifespan(self)
+            if not isinstance(manager, AbstractAsyncContextManager):
+                raise TypeError(
+                    f"lifespan {self._user_lifespan!r} returned {type(manager).__name__}, not an async "
+                    "context manager; decorate the async generator with "
+                    "@contextlib.asynccontextmanager"
+                )
+            yield await stack.enter_async_context(manager)
+
+    async def _join_replicas(self, stack: AsyncExitStack) -> None:
+        """Start what replicas share: a bus that connects (a given ``RedisBus``, or one
+        made from ``config.redis_url``) and, with Redis and no secret configured, the
+        ``requestState`` key kept there. Raises ``StartupError`` naming the URL."""
+        url = self.config.redis_url
+        prefix = self.config.redis_prefix or f"modelctx:{self.name}:"
+        if url is not None and not self._bus_given:
+            from ._redis_bus import RedisBus
+
+            self.bus = RedisBus(url, channel=f"{prefix}bus", local=self._local_bus)
+            stack.callback(setattr, self, "bus", self._local_bus)
+        start = getattr(self.bus, "start", None)
+        stop = getattr(self.bus, "stop", None)
+        if start is not None and stop is not None:  # a bus with connections (RedisBus)
+            await start()
+            stack.push_async_callback(stop)
+        if url is not None and self.config.request_state_secret is None:
+            from ._redis_bus import shared_request_state_key
+
+            self._sealer.use_key(await shared_request_state_key(url, f"{prefix}request-state-key"))
+
     @property
     def lifespan_context(self) -> Any:
         """What the lifespan yielded (``None`` for a server without a lifespan).
 
         Raises ``RuntimeError`` when the server has a lifespan that is not running.
         """
-        if self._lifespan.configured and not self._lifespan.running:
+        if self._user_lifespan is not None and not self._lifespan.running:
             raise RuntimeError(
                 f"server {self.name!r} has a lifespan but it is not running: serve it with "
                 "server.run(), `modelctx serve` or Client(server), or hold "
