@@ -158,6 +158,15 @@ class Processes:
             proc.stop()
         self.started.clear()
 
+    def start(self, name: str, argv: list[str], port: int, env: dict[str, str] | None = None,
+              ready_text: str | None = None) -> Proc:
+        """Any command (its output in ``workdir/NAME-N.log``); with ``ready_text``, returns
+        once its output holds that text."""
+        proc = self._popen(name, argv, port, env)
+        if ready_text is not None:
+            _wait(lambda: ready_text in proc.log(), f"{name} on port {port}", proc)
+        return proc
+
     def _popen(self, name: str, argv: list[str], port: int, env: dict[str, str] | None = None) -> Proc:
         log_path = self.workdir / f"{name}-{len(self.started)}.log"
         full_env = {**os.environ, **(env or {})}
