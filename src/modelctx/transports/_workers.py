@@ -169,10 +169,10 @@ class _Supervisor:
         now = time.monotonic()
         if self.restarts and self.stopping_since is None:
             timeout = min(timeout, max(0.0, min(when for when, _ in self.restarts) - now))
-        readable, _, _ = select.select([self.ready_r, self.wake_r], [], [], timeout)
+        readable, _, _ = select.select([self.ready_r, self.wake_r.fileno()], [], [], timeout)
         if self.ready_r in readable:
             self._note_ready(os.read(self.ready_r, 4096))
-        if self.wake_r in readable:
+        if self.wake_r.fileno() in readable:
             try:
                 signals = self.wake_r.recv(4096)
             except BlockingIOError:
