@@ -36,6 +36,7 @@ from typing import Any
 
 __all__ = [
     "NGINX_CONF",
+    "ListenStream",
     "Processes",
     "ScaleError",
     "free_port",
@@ -302,3 +303,60 @@ def post_json(port: int, message: dict[str, Any], timeout: float = 10.0) -> dict
         body = [x[5:].strip() for x in body.splitlines() if x.startswith("data:")][-1]
     answer: dict[str, Any] = json.loads(body)
     return answer
+
+
+class ListenStream:
+    """A 2026-07-28 ``subscriptions/listen`` stream held open on ``port`` (a replica or
+    nginx): ``next_message(timeout)`` is the next JSON-RPC message it carries, or
+    ``ScaleError`` when none comes within ``timeout`` seconds. Close it (or use ``with``).
+
+        with ListenStream(lb.port, {"toolsListChanged": True}) as listen:
+            assert listen.next_message(5)["method"] == "notifications/subscriptions/acknowledged"
+            ...   # change the tools on a replica
+            event = listen.next_message(5)   # notifications/tools/list_changed
+    """
+
+    def __init__(self, port: int, notifications: dict[str, Any], timeout: float = 10.0) -> None:
+        import httpx
+
+        message = {"jsonrpc": "2.0", "id": "listen", "method": "subscriptions/listen",
+                   "params": {"_meta": _META, "notifications": notifications}}  # fmt: skip
+        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                   "MCP-Protocol-Version": PROTOCOL, "Mcp-Method": "subscriptions/listen"}  # fmt: skip
+        self._client = httpx.Client(timeout=httpx.Timeout(timeout))
+        self._response = self._client.send(
+            self._client.build_request("POST", f"http://127.0.0.1:{port}/mcp", json=message, headers=headers),
+            stream=True,
+        )
+        if self._response.status_code != 200:
+            body = self._response.read().decode(errors="replace")
+            self.close()
+            raise ScaleError(f"listen on port {port}: HTTP {self._response.status_code}: {body[:300]}")
+        self._lines = self._response.iter_lines()
+        self._timeout = timeout
+
+    def next_message(self, timeout: float | None = None) -> dict[str, Any]:
+        """The next message of the stream; each read waits at most the stream's timeout."""
+        import httpx
+
+        give_up = time.monotonic() + (timeout if timeout is not None else self._timeout)
+        try:
+            for line in self._lines:
+                if line.startswith("data:") and line[5:].strip():
+                    parsed: dict[str, Any] = json.loads(line[5:].strip())
+                    return parsed
+                if time.monotonic() > give_up:
+                    break
+        except httpx.TimeoutException:
+            pass
+        raise ScaleError("no message on the listen stream in time")
+
+    def close(self) -> None:
+        self._response.close()
+        self._client.close()
+
+    def __enter__(self) -> ListenStream:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
