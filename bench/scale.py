@@ -9,7 +9,8 @@ nginx in front of them with the repository's deploy/nginx/modelctx.conf (ports f
 in). wrk then sends stateless 2026-07-28 ``tools/call`` of echo through nginx at a steady
 rate (bench/wrk_scale.lua: each connection pauses between answer and next request) for
 ``--seconds``. At ``--kill-at`` of the run, replica A is killed with SIGKILL (its whole
-process group) and started again on the same port.
+process group: with ``--workers N``, the supervisor and every worker) and started again
+on the same port.
 
 Errors are read from nginx's access log (format ``mcp`` in the conf: end time, duration,
 status, upstream), and split in two:
@@ -132,12 +133,13 @@ def classify(access_log: Path, killed: str, kill_sent: float, kill_done: float, 
 
 
 def run(seconds: int = 20, *, rate: float = 2000.0, connections: int = 20, kill_at: float = 0.35,
-        down: float = 0.5, workdir: Path | None = None, log: Any = print) -> dict[str, Any]:  # fmt: skip
+        down: float = 0.5, workers: int = 1, workdir: Path | None = None,
+        log: Any = print) -> dict[str, Any]:  # fmt: skip
     """One load run; the figures as a dict (``ok``: no other errors)."""
     workdir = Path(workdir or tempfile.mkdtemp(prefix="modelctx-scale-"))
     with Processes(workdir) as procs:
         redis = procs.start_redis()
-        replicas = [procs.start_replica(ECHO_SERVER, redis_url=redis.extra["url"]) for _ in range(2)]
+        replicas = [procs.start_replica(ECHO_SERVER, redis_url=redis.extra["url"], workers=workers) for _ in range(2)]
         nginx = procs.start_nginx([r.port for r in replicas])
         check_echo(nginx.port)
         log(f"redis :{redis.port}, replicas :{replicas[0].port} :{replicas[1].port}, nginx :{nginx.port}; "
@@ -195,9 +197,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=2000.0, help="target requests/s (default 2000)")
     parser.add_argument("--connections", type=int, default=20, help="wrk connections (default 20)")
     parser.add_argument("--kill-at", type=float, default=0.35, help="when to kill replica A, as a share of the run")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes per replica (default 1)")
     parser.add_argument("--json", type=Path, help="write the figures here as JSON")
     args = parser.parse_args(argv)
-    result = run(args.seconds, rate=args.rate, connections=args.connections, kill_at=args.kill_at)
+    result = run(args.seconds, rate=args.rate, connections=args.connections, kill_at=args.kill_at,
+                 workers=args.workers)
     print(report(result))
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))

@@ -108,9 +108,15 @@ class Proc:
             raise ScaleError(f"{self.name} exited with status {self.popen.returncode}; its log:\n{self.log()[-3000:]}")
 
     def kill(self) -> None:
-        """SIGKILL the whole process group (a replica with workers: every worker too)."""
+        """SIGKILL the whole process group (a replica with workers: every worker too);
+        returns once no process of the group is left, so its sockets are closed."""
         _signal_group(self.popen, signal.SIGKILL)
         self.popen.wait(timeout=STOP_GRACE)
+        give_up = time.monotonic() + STOP_GRACE
+        while _group_alive(self.popen.pid):  # workers are reaped by whoever inherits them
+            if time.monotonic() > give_up:
+                raise ScaleError(f"{self.name}: processes of group {self.popen.pid} still there after SIGKILL")
+            time.sleep(0.005)
 
     def stop(self, grace: float = STOP_GRACE) -> int:
         """SIGTERM, then SIGKILL after ``grace`` seconds; the exit status."""
@@ -129,6 +135,16 @@ def _signal_group(popen: subprocess.Popen[bytes], signum: int) -> None:
         os.killpg(popen.pid, signum)
     except ProcessLookupError:
         pass
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _wait(check: Any, what: str, proc: Proc, deadline: float = START_DEADLINE) -> None:
