@@ -1056,7 +1056,7 @@ def serve_http(
     The socket is bound first: an address in use ends the process with one line saying
     so and what to do (``SystemExit``, status 1); ``ready_message``, if given, goes to
     stderr once the server is ready (its lifespan started, its socket listening; with
-    workers, in every one of them).
+    workers, once every worker is, followed by "(N workers)").
     """
     import uvicorn
 
@@ -1067,9 +1067,11 @@ def serve_http(
 
     options.setdefault("tune_gc", True)  # we own this process: tune its collector
     config = _uvicorn_config(host, port, log_level, header_timeout)
+    # Built before any fork, so a wrong option fails once, here; it holds nothing of an
+    # event loop yet (timers and sessions come with requests), so each worker's copy starts clean.
+    app = HttpApp(server, **options)
 
     def serve(ready: Callable[[], None] | None) -> None:
-        app = HttpApp(server, **options)
         _graceful_uvicorn()(uvicorn.Config(app, **config), app, ready).run(sockets=[listening])
 
     if workers == 1:
