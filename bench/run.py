@@ -1,6 +1,7 @@
 """Benchmark modelctx against the official MCP Python SDK (mcp==2.3.0).
 
-    python bench/run.py                  # everything, about 3.5 minutes
+    python bench/run.py                  # everything, about 4 minutes
+    python bench/run.py --only scale     # 1 and 2 workers vs the official stateless server
     python bench/run.py --quick          # smaller counts and shorter loads, about 1.5 minutes
     python bench/run.py --only http --only startup
     python bench/run.py --only client    # the client matrices only
