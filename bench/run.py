@@ -1,6 +1,7 @@
 """Benchmark modelctx against the official MCP Python SDK (mcp==2.3.0).
 
-    python bench/run.py                  # everything, about 3.5 minutes
+    python bench/run.py                  # everything, about 4 minutes
+    python bench/run.py --only scale     # 1 and 2 workers vs the official stateless server
     python bench/run.py --quick          # smaller counts and shorter loads, about 1.5 minutes
     python bench/run.py --only http --only startup
     python bench/run.py --only client    # the client matrices only
@@ -94,6 +95,9 @@ def measure(scenario: Scenario, ctx: Context) -> dict:
     finally:
         if scenario.finish is not None:
             scenario.finish(ctx)
+    if scenario.section == "scale":
+        rows = [scale_row(metric, results) for metric in scenario.metrics]
+        return {"section": scenario.section, "description": scenario.description, "results": results, "rows": rows}
     if scenario.section == "client":
         rows = client_rows(scenario, results)
         return {"section": scenario.section, "description": scenario.description, "results": results, "rows": rows}
@@ -213,7 +217,7 @@ def _render(head: tuple[str, ...], lines: list[tuple[str, ...]], left: tuple[int
 
 def server_table(report: dict) -> list[str]:
     """Two tables: every implementation's figure per row, then the ratios and targets."""
-    entries = [e for e in report["scenarios"].values() if e["section"] != "client"]
+    entries = [e for e in report["scenarios"].values() if e["section"] == "server"]
     rows = [row for e in entries for row in e["rows"]]
     if not rows:
         return []
@@ -318,12 +322,43 @@ def _cpu(cell: dict | None) -> str:
     return f"{us:,.0f} us ({share:.0%})"
 
 
+#: The scale section's columns and ratios ("a/b": a's figure over b's, in the better direction).
+SCALE_NAMES = {"modelctx": "ours 1 worker", "modelctx-2w": "ours 2 workers", "official-stateless": "official stateless"}
+SCALE_RATIOS = (("modelctx-2w", "modelctx", "2w/1w"), ("modelctx", "official-stateless", "1w/official"),
+                ("modelctx-2w", "official-stateless", "2w/official"))  # fmt: skip
+
+
+def scale_row(metric: Metric, results: dict[str, dict]) -> dict:
+    """One metric of the scale section: each server's value and the ratios of SCALE_RATIOS."""
+    values = {impl: results.get(impl, {}).get(metric.key) for impl in results}
+    ratios = {name: speedup(metric, values.get(a), values.get(b)) for a, b, name in SCALE_RATIOS}
+    return {"metric": metric.key, "label": metric.label, "unit": metric.unit,
+            "higher_is_better": metric.higher_is_better, "values": values, "ratios": ratios}  # fmt: skip
+
+
+def scale_table(report: dict) -> list[str]:
+    """The scale section: a line per metric, a column per server, then the ratios."""
+    rows = [row for e in report["scenarios"].values() if e["section"] == "scale" for row in e["rows"]]
+    if not rows:
+        return []
+    head = ("scale: same wrk load", *SCALE_NAMES.values(), *(name for _, _, name in SCALE_RATIOS))
+    lines = [
+        (row["label"], *(fmt(row["values"].get(i), row["unit"]) for i in SCALE_NAMES),
+         *(_times(row["ratios"].get(name)) for _, _, name in SCALE_RATIOS))
+        for row in rows
+    ]  # fmt: skip
+    out = _render(head, lines, left=(0,))
+    out.append("2w/1w: our server with 2 worker processes (--workers 2) against 1; x/official: against the SDK's")
+    out.append("server in stateless HTTP mode. On 2 cores wrk shares them with the workers.")
+    return out
+
+
 def table(report: dict) -> str:
     out = server_table(report)
-    client = client_table(report)
-    if out and client:
-        out.append("")
-    out += client
+    for part in (client_table(report), scale_table(report)):
+        if out and part:
+            out.append("")
+        out += part
     for name, entry in report["scenarios"].items():
         for impl, result in entry["results"].items():
             if "error" in result:

@@ -115,13 +115,14 @@ def _load() -> tuple[Scenario, ...]:
         client_http,
         client_stdio,
         http_load,
+        scale_workers,
         startup,
         stdio_pipelined,
         stdio_serial,
     )
 
     found: list[Scenario] = []
-    for module in (stdio_serial, stdio_pipelined, http_load, startup, client_stdio, client_http):
+    for module in (stdio_serial, stdio_pipelined, http_load, startup, client_stdio, client_http, scale_workers):
         found.extend(getattr(module, "SCENARIOS", None) or [module.SCENARIO])
     return tuple(found)
 

@@ -37,6 +37,9 @@ INTROSPECTION_CLIENT_SECRET = "MODELCTX_INTROSPECTION_CLIENT_SECRET"
 @click.option("--host", default="127.0.0.1", show_default=True, help="HTTP host")
 @click.option("--port", type=PORT, default=8000, show_default=True, help="HTTP port")
 @click.option("--path", default="/mcp", show_default=True, help="HTTP endpoint path")
+@click.option("--workers", type=POSITIVE_INT, default=1, show_default=True,
+              help="HTTP worker processes serving the one port (forked; restarted if one dies); "
+              "with more than 1, give --redis so sessions and listen streams are shared")
 @click.option("--allow-origin", multiple=True, help="an Origin allowed besides loopback ones (repeatable)")
 @click.option(
     "--allow-host", multiple=True, help="a Host header value allowed besides loopback ones (repeatable; for proxies)"
@@ -85,6 +88,8 @@ def serve_command(target: str, **options: Any) -> None:
     args.auth_issuer = list(args.auth_issuer)
     url = served_url(args.host, args.port, args.path)
     protected = _protected_resource(args, url)  # mistakes first, before the user's code runs
+    if args.workers > 1 and not args.http:
+        fail("--workers runs HTTP worker processes; add --http (a stdio server has one client)")
     if args.redis is not None:
         _check_redis_url(args.redis)
         from ..server._server import REDIS_URL_ENV
@@ -110,6 +115,7 @@ def serve_command(target: str, **options: Any) -> None:
         max_body=args.max_body,
         body_timeout=args.body_timeout,
         header_timeout=args.header_timeout,
+        workers=args.workers,
         **extra,
     )
 

@@ -639,6 +639,7 @@ class Server:
     # -- running -------------------------------------------------------------------------
     def run(self, transport: str = "stdio", **options: Any) -> None:
         """Serve until stopped: ``"stdio"`` (default) or ``"http"`` (``host``, ``port``,
+        ``workers``: forked processes serving the one port, each running the lifespan;
         and the options of ``http_app``).
 
         If the lifespan fails to start, its traceback is logged, one line saying so goes to

@@ -916,17 +916,17 @@ def _graceful_uvicorn() -> type[Any]:
         """uvicorn that ends listen streams with their final response before it waits
         for open connections to finish (else they would be cut when its grace runs out)."""
 
-        def __init__(self, config: uvicorn.Config, app: HttpApp, ready_message: str | None = None) -> None:
+        def __init__(self, config: uvicorn.Config, app: HttpApp, ready: Callable[[], None] | None = None) -> None:
             super().__init__(config)
             self._app = app
-            self._ready_message = ready_message
+            self._ready = ready
 
         async def startup(self, sockets: list[Any] | None = None) -> None:
             # uvicorn calls this after the ASGI lifespan started: only now is the server
             # ready, so only now is its URL announced (a failed lifespan never gets here).
             await super().startup(sockets)
-            if self._ready_message and not self.should_exit:
-                print(self._ready_message, file=sys.stderr, flush=True)
+            if self._ready is not None and not self.should_exit:
+                self._ready()
 
         async def shutdown(self, sockets: list[Any] | None = None) -> None:
             self._app.server.close_subscriptions()
@@ -1037,6 +1037,7 @@ def serve_http(
     *,
     log_level: str = "warning",
     ready_message: str | None = None,
+    workers: int = 1,
     **options: Any,
 ) -> None:
     """Serve ``server`` on Streamable HTTP with uvicorn (httptools, uvloop when present).
@@ -1046,17 +1047,54 @@ def serve_http(
     go to ``HttpApp``. Without httptools (uvicorn's h11 path) the head is bounded at
     16 KiB by h11 but has no deadline.
 
+    ``workers``: processes serving the one socket (``_workers.serve_workers``: forked
+    after the socket is bound, each with its own event loop, ``HttpApp`` and run of the
+    server's lifespan; restarted when one dies; a crash loop or a failed lifespan ends
+    the server with status 1). Without Redis (``ServerConfig.redis_url``) handshake
+    sessions and listen streams belong to one worker: a warning line says so.
+
     The socket is bound first: an address in use ends the process with one line saying
     so and what to do (``SystemExit``, status 1); ``ready_message``, if given, goes to
-    stderr once the server is ready (its lifespan started, its socket listening).
+    stderr once the server is ready (its lifespan started, its socket listening; with
+    workers, once every worker is, followed by "(N workers)").
     """
     import uvicorn
 
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
     header_timeout = float(options.pop("header_timeout", HEADER_TIMEOUT))
     listening = _listen(host, port)
 
     options.setdefault("tune_gc", True)  # we own this process: tune its collector
+    config = _uvicorn_config(host, port, log_level, header_timeout)
+    # Built before any fork, so a wrong option fails once, here; it holds nothing of an
+    # event loop yet (timers and sessions come with requests), so each worker's copy starts clean.
     app = HttpApp(server, **options)
+
+    def serve(ready: Callable[[], None] | None) -> None:
+        _graceful_uvicorn()(uvicorn.Config(app, **config), app, ready).run(sockets=[listening])
+
+    if workers == 1:
+        serve(None if ready_message is None else lambda: print(ready_message, file=sys.stderr, flush=True))
+        return
+    from ._workers import serve_workers
+
+    if getattr(getattr(server, "config", None), "redis_url", None) is None:
+        print(
+            f"modelctx: warning: {workers} workers without Redis: handshake-era sessions and "
+            "subscriptions/listen streams live in one worker each (a request reaching another gets 404, "
+            "a change made in one is not heard in the others); give --redis URL (or MODELCTX_REDIS_URL) "
+            "to share them",
+            file=sys.stderr,
+            flush=True,
+        )
+    status = serve_workers(workers, serve, ready_message=ready_message)
+    listening.close()
+    if status:
+        raise SystemExit(status)
+
+
+def _uvicorn_config(host: str, port: int, log_level: str, header_timeout: float) -> dict[str, Any]:
     config: dict[str, Any] = {
         "host": host,
         "port": port,
@@ -1080,7 +1118,7 @@ def serve_http(
         config["loop"] = "uvloop"
     except ImportError:
         pass
-    _graceful_uvicorn()(uvicorn.Config(app, **config), app, ready_message).run(sockets=[listening])
+    return config
 
 
 def _listen(host: str, port: int) -> socket.socket:

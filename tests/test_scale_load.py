@@ -1,0 +1,91 @@
+"""Two replicas behind nginx with Redis under a steady stateless load: a replica killed
+and restarted mid-run loses only the requests that were in flight on it (issue 13).
+
+Runs bench/scale.py for 8 seconds (real redis-server, two `modelctx serve --http`
+processes, nginx with deploy/nginx/modelctx.conf, wrk); its docstring says how errors
+are told apart.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+sys.path.insert(0, str(BENCH))
+
+import scale  # noqa: E402  (bench/scale.py)
+
+NEEDS = ("redis-server", "nginx", "wrk")
+
+
+def _missing() -> list[str]:
+    where = {"redis-server": "/usr/bin/redis-server", "nginx": "/usr/sbin/nginx", "wrk": "/usr/bin/wrk"}
+    return [tool for tool in NEEDS if shutil.which(tool) is None and not Path(where[tool]).exists()]
+
+
+def test_a_killed_replica_loses_only_its_requests_in_flight(tmp_path):
+    missing = _missing()
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not installed (scripts/test.sh installs them)")
+    result = scale.run(8, rate=1000, connections=10, kill_at=0.3, workdir=tmp_path, log=lambda _: None)
+    summary = scale.report(result)
+    assert result["unexpected_errors"] == 0, summary
+    assert result["answered"] > 1000, summary
+    # Both replicas served, and the killed one served again once restarted.
+    assert len(result["answered_by_replica"]) == 2, summary
+    assert result["killed_replica_answered_after_restart"] > 0, summary
+
+
+CHANGING_SERVER = '''
+from modelctx import Server
+
+server = Server("changing", "1.0")
+
+
+async def extra() -> str:
+    """A tool that comes and goes."""
+    return "extra"
+
+
+@server.tool
+async def toggle() -> str:
+    """Add the tool `extra`, or remove it: either way tools/list changes."""
+    if any(tool["name"] == "extra" for tool in server.tools):
+        server.remove_tool("extra")
+    else:
+        server.add_tool(extra)
+    return "toggled"
+'''
+
+
+def test_a_listen_stream_through_nginx_gets_each_event_as_it_happens(tmp_path):
+    """nginx passes SSE unbuffered: a list_changed reaches a listen stream through it at
+    once, not when a buffer fills or the stream ends. Two things see to it: the conf's
+    `proxy_buffering off`, and the server's `X-Accel-Buffering: no` on every SSE reply
+    (for an nginx configured without the first)."""
+    missing = [tool for tool in _missing() if tool != "wrk"]
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not installed (scripts/test.sh installs them)")
+    from scale_processes import ListenStream, Processes, post_json, tools_call
+
+    server_file = tmp_path / "changing.py"
+    server_file.write_text(CHANGING_SERVER)
+    with Processes(tmp_path / "procs") as procs:
+        replica = procs.start_replica(server_file)
+        lb = procs.start_nginx([replica.port])
+        with ListenStream(lb.port, {"toolsListChanged": True}) as listen:
+            assert listen.next_message(10)["method"] == "notifications/subscriptions/acknowledged"
+            delays = []
+            for _ in range(3):
+                sent = time.monotonic()
+                assert post_json(lb.port, tools_call("toggle", {}))["result"]["content"][0]["text"] == "toggled"
+                assert listen.next_message(10)["method"] == "notifications/tools/list_changed"
+                delays.append(time.monotonic() - sent)
+    # The issue's bound for a change to reach a listener is 100 ms; here it includes the
+    # toggle's own round trip through nginx (measured: a few ms).
+    assert max(delays) < 0.1, f"list_changed took {[round(d * 1000, 1) for d in delays]} ms through nginx"
