@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -299,7 +300,10 @@ def test_an_idle_session_expires_on_every_replica(redis_url, tmp_path):
         b.stop()
 
 
-def test_an_unreachable_session_store_is_a_clear_503(tmp_path):
+@pytest.mark.parametrize("failure", ["stopped", "frozen"])
+def test_an_unreachable_session_store_is_a_clear_503(tmp_path, failure):
+    # Stopped: connections refused at once. Frozen (SIGSTOP): connections accepted and
+    # never answered, which only the store's deadline (2 s) turns into a 503.
     from redis_server import RedisServer
 
     redis = RedisServer(tmp_path)
@@ -307,7 +311,10 @@ def test_an_unreachable_session_store_is_a_clear_503(tmp_path):
     session = Session()
     try:
         session.open(a)
-        redis.stop()
+        if failure == "stopped":
+            redis.stop()
+        else:
+            os.kill(redis.process.pid, signal.SIGSTOP)
         # Every request of the session needs the store now and then; a new session always.
         fresh = Session()
         refused = fresh.client.post(
@@ -338,6 +345,8 @@ def test_an_unreachable_session_store_is_a_clear_503(tmp_path):
     finally:
         session.close()
         a.stop()
+        if failure == "frozen":
+            os.kill(redis.process.pid, signal.SIGCONT)
         redis.stop()
 
 
@@ -348,7 +357,10 @@ async def _served(app: Any) -> AsyncIterator[str]:
     import uvicorn
 
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    # A stream still open at the end (a GET stream through the balancer) is cut after 1 s.
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on",
+                            timeout_graceful_shutdown=1)
+    server = uvicorn.Server(config)
     task = asyncio.ensure_future(server.serve())
     give_up = time.monotonic() + DEADLINE
     while not server.started:
@@ -392,3 +404,80 @@ async def test_the_get_stream_of_another_replica_hears_list_changed(redis_url):
 
             event = await anext(_sse(stream))
     assert event == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+
+
+# -- the official SDK's client (mcp 2.3.0, legacy mode) behind a round-robin balancer --------
+class RoundRobin:
+    """A tiny HTTP load balancer (ASGI): each request goes to the next replica in turn,
+    with no stickiness; the reply, SSE included, is streamed back as it comes. ``log``
+    records which replica got each request that named a session."""
+
+    def __init__(self, replicas: list[Replica]) -> None:
+        self.replicas = replicas
+        self.turn = 0
+        self.log: list[tuple[str, str]] = []
+        self.client = httpx.AsyncClient(timeout=httpx.Timeout(DEADLINE, read=None))
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await self.client.aclose()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        body = b""
+        while True:
+            part = await receive()
+            body += part.get("body", b"")
+            if not part.get("more_body"):
+                break
+        replica = self.replicas[self.turn % len(self.replicas)]
+        self.turn += 1
+        headers = [(k, v) for k, v in scope["headers"] if k not in (b"host", b"content-length")]
+        if any(k == b"mcp-session-id" for k, _ in headers):
+            self.log.append((replica.name, scope["method"]))
+        request = self.client.build_request(scope["method"], replica.url, headers=headers, content=body)
+        response = await self.client.send(request, stream=True)
+        try:
+            passed = [(k.encode(), v.encode()) for k, v in response.headers.items()
+                      if k not in ("content-length", "transfer-encoding", "connection")]
+            await send({"type": "http.response.start", "status": response.status_code, "headers": passed})
+            async for chunk in response.aiter_raw():
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except OSError:
+            pass  # the client left
+        finally:
+            await response.aclose()
+
+
+@async_test(deadline=60)
+async def test_the_official_client_keeps_its_session_across_replicas(redis_url, tmp_path):
+    import mcp_types as types
+    from mcp import Client
+
+    a, b = Replica("A", redis_url, tmp_path), Replica("B", redis_url, tmp_path)
+    balancer = RoundRobin([a, b])
+
+    async def user(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"name": "Grace"})
+
+    try:
+        async with _served(balancer) as url:
+            client = Client(url, mode="legacy", elicitation_callback=user, read_timeout_seconds=DEADLINE)
+            async with client as connected:
+                assert connected.protocol_version == LEGACY
+                served_by = set()
+                for _ in range(4):
+                    result = await connected.call_tool("whereami", {})
+                    served_by.add(result.content[0].text)
+                assert served_by == {"A", "B"}
+                greeting = await connected.call_tool("ask_name", {})
+                assert greeting.content[0].text.startswith("hello Grace from ")
+                assert (await connected.list_tools()).tools
+    finally:
+        a.stop()
+        b.stop()
+    # Both replicas served requests of the one session, and its DELETE went to one of them.
+    assert {name for name, _ in balancer.log} == {"A", "B"}
+    assert any(method == "DELETE" for _, method in balancer.log)
