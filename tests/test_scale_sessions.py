@@ -224,6 +224,43 @@ async def _elicit_across(a: Replica, b: Replica) -> None:
     session.close()
 
 
+@async_test(deadline=40)
+async def test_questions_asked_at_once_by_two_replicas_get_their_own_answers(redis_url, tmp_path):
+    # Each replica numbers its server-to-client requests; were both to count from 1, the
+    # answer to A's question, posted to B, would settle B's question instead.
+    a, b = Replica("A", redis_url, tmp_path), Replica("B", redis_url, tmp_path)
+    session = Session()
+    try:
+        await asyncio.to_thread(session.open, a, {"elicitation": {"form": {}}})
+        headers = session.headers()
+        async with httpx.AsyncClient(timeout=DEADLINE) as client:
+
+            async def ask(replica: Replica, request_id: int) -> tuple[dict[str, Any], Any]:
+                call = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                        "params": {"name": "ask_name", "arguments": {}}}
+                stream = client.stream("POST", replica.url, json=call, headers=headers)
+                reply = await stream.__aenter__()
+                events = _sse(reply)
+                return await anext(events), (stream, events)
+
+            (question_a, (stream_a, events_a)), (question_b, (stream_b, events_b)) = await asyncio.gather(
+                ask(a, 1), ask(b, 2)
+            )
+            assert question_a["id"] != question_b["id"]
+            for question, name, other in ((question_a, "Ada", b), (question_b, "Bob", a)):
+                answer = {"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": {"name": name}}}
+                assert (await client.post(other.url, json=answer, headers=headers)).status_code == 202
+            result_a, result_b = await anext(events_a), await anext(events_b)
+            await stream_a.__aexit__(None, None, None)
+            await stream_b.__aexit__(None, None, None)
+        assert result_a["result"]["content"][0]["text"] == "hello Ada from A"
+        assert result_b["result"]["content"][0]["text"] == "hello Bob from B"
+    finally:
+        session.close()
+        a.stop()
+        b.stop()
+
+
 async def _sse(reply: httpx.Response) -> AsyncIterator[dict[str, Any]]:
     data: list[str] = []
     async for line in reply.aiter_lines():

@@ -445,6 +445,7 @@ class HttpApp:
         if self._store is not None:
             # Its server-to-client request ids name this process: unique across replicas.
             session.connection = ReplicaConnection(self._store.process_id)
+            self._follow_store(self._store)  # an app mounted without its lifespan starts it here
         self._sessions.add(session)
 
     def _one_way(self, message: Message, session: HandshakeSession | None, principal: Any) -> bool:
