@@ -518,3 +518,17 @@ async def test_the_official_client_keeps_its_session_across_replicas(redis_url, 
     # Both replicas served requests of the one session, and its DELETE went to one of them.
     assert {name for name, _ in balancer.log} == {"A", "B"}
     assert any(method == "DELETE" for _, method in balancer.log)
+
+
+def test_without_a_redis_sessions_stay_in_the_process_and_redis_is_never_imported():
+    # No redis_url (and no MODELCTX_REDIS_URL): the app keeps its in-process sessions only.
+    script = (
+        "import sys\n"
+        "from modelctx import Server\n"
+        "app = Server('solo').http_app()\n"
+        "assert app.session_store is None, app.session_store\n"
+        "assert 'redis' not in sys.modules, 'redis was imported'\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "MODELCTX_REDIS_URL"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=DEADLINE)
+    assert done.returncode == 0, done.stderr

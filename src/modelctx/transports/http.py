@@ -911,6 +911,11 @@ class HttpApp:
     def session_count(self) -> int:
         return len(self._sessions)
 
+    @property
+    def session_store(self) -> RedisSessionStore | None:
+        """Where handshake-era sessions are shared between replicas (None: this process only)."""
+        return self._store
+
 
 class _UnknownSession(Exception):
     def __init__(self, session_id: str) -> None:
