@@ -352,7 +352,7 @@ def test_an_unreachable_session_store_is_a_clear_503(tmp_path, failure):
             redis.stop()
         else:
             os.kill(redis.process.pid, signal.SIGSTOP)
-        # Every request of the session needs the store now and then; a new session always.
+        # A new session needs the store, and so does a session this replica does not hold.
         fresh = Session()
         refused = fresh.client.post(
             a.url,
@@ -370,6 +370,8 @@ def test_an_unreachable_session_store_is_a_clear_503(tmp_path, failure):
         unknown.close()
         assert lookup.status_code == 503
         assert "session store (Redis) is unreachable" in lookup.json()["error"]["message"]
+        # A session this replica holds is still served (only its TTL renewal waits).
+        assert session.call(a, "whereami") == "A"
         # A modern (2026-07-28) request never needs the store.
         modern = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
             "name": "whereami", "arguments": {},

@@ -787,14 +787,24 @@ class HttpApp:
         self, store: RedisSessionStore, session_id: str, session: HandshakeSession | None, principal: Any
     ) -> HandshakeSession | None:
         """The session as the store knows it: ``session`` (held here) with its TTL
-        renewed when due, or else built from its record. None when the store has no
-        such session for this principal (another principal's is not found either)."""
+        renewed when due (when Redis does not answer, the session held here is served
+        all the same), or else built from its record. None when the store has no such
+        session for this principal (another principal's is not found either). Raises
+        ``SessionStoreUnavailable`` when a session must be read and Redis is silent."""
         self._follow_store(store)
         if session is None:
             return await self._restore(store, session_id, principal)
-        if store.due(session) and not await store.touch(session):
-            self._sessions.drop(session)  # deleted or expired on the other replicas
-            return None
+        if store.due(session):
+            try:
+                alive = await store.touch(session)
+            except SessionStoreUnavailable as down:
+                # Held here, the session can still be served; only its renewal waits.
+                log.warning("session %s served without renewing its TTL: %s", session.id, down)
+                session.stored_at = time.monotonic()
+                return session
+            if not alive:
+                self._sessions.drop(session)  # deleted or expired on the other replicas
+                return None
         return session
 
     async def _restore(self, store: RedisSessionStore, session_id: str, principal: Any) -> HandshakeSession | None:
