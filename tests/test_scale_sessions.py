@@ -193,6 +193,8 @@ def test_a_session_deleted_on_one_replica_is_gone_on_the_other(replicas, session
     assert gone.status_code == 404
     assert "initialize again" in gone.json()["error"]["message"]
     assert session.post(b, "tools/call", {"name": "whereami", "arguments": {}}).status_code == 404
+    session.id = ""  # an empty Mcp-Session-Id names no session either
+    assert session.post(b, "tools/call", {"name": "whereami", "arguments": {}}).status_code == 404
 
 
 @async_test(deadline=40)

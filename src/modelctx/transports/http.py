@@ -401,7 +401,7 @@ class HttpApp:
             return
         if self._store is not None and (session is not None or missing is not None):
             try:
-                session = await self._shared(self._store, missing or session.id, session, principal)
+                session = await self._shared(self._store, session.id if missing is None else missing, session, principal)
             except SessionStoreUnavailable as down:
                 await _store_down(send, _id_of(message), down)
                 return
