@@ -70,11 +70,14 @@ class Replica:
         self._log.close()
 
 
-@pytest.fixture
-def replicas(redis_url: str, tmp_path: Path) -> Iterator[tuple[Replica, Replica]]:
-    a = Replica("A", redis_url, tmp_path)
+@pytest.fixture(scope="module")
+def replicas(redis_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Replica, Replica]]:
+    """Replicas A and B (``modelctx serve``), shared by this module's tests: each test
+    opens sessions of its own, and FLUSHALL between tests only ends older ones."""
+    logs = tmp_path_factory.mktemp("replicas")
+    a = Replica("A", redis_server.url, logs)
     try:
-        b = Replica("B", redis_url, tmp_path)
+        b = Replica("B", redis_server.url, logs)
     except BaseException:
         a.stop()
         raise
@@ -198,13 +201,8 @@ def test_a_session_deleted_on_one_replica_is_gone_on_the_other(replicas, session
 
 
 @async_test(deadline=40)
-async def test_an_elicitation_sent_by_one_replica_is_answered_through_the_other(redis_url, tmp_path):
-    a, b = Replica("A", redis_url, tmp_path), Replica("B", redis_url, tmp_path)
-    try:
-        await _elicit_across(a, b)
-    finally:
-        a.stop()
-        b.stop()
+async def test_an_elicitation_sent_by_one_replica_is_answered_through_the_other(replicas):
+    await _elicit_across(*replicas)
 
 
 async def _elicit_across(a: Replica, b: Replica) -> None:
@@ -227,10 +225,10 @@ async def _elicit_across(a: Replica, b: Replica) -> None:
 
 
 @async_test(deadline=40)
-async def test_questions_asked_at_once_by_two_replicas_get_their_own_answers(redis_url, tmp_path):
+async def test_questions_asked_at_once_by_two_replicas_get_their_own_answers(replicas):
     # Each replica numbers its server-to-client requests; were both to count from 1, the
     # answer to A's question, posted to B, would settle B's question instead.
-    a, b = Replica("A", redis_url, tmp_path), Replica("B", redis_url, tmp_path)
+    a, b = replicas
     session = Session()
     try:
         await asyncio.to_thread(session.open, a, {"elicitation": {"form": {}}})
@@ -259,8 +257,6 @@ async def test_questions_asked_at_once_by_two_replicas_get_their_own_answers(red
         assert result_b["result"]["content"][0]["text"] == "hello Bob from B"
     finally:
         session.close()
-        a.stop()
-        b.stop()
 
 
 async def _sse(reply: httpx.Response) -> AsyncIterator[dict[str, Any]]:
@@ -276,8 +272,8 @@ async def _sse(reply: httpx.Response) -> AsyncIterator[dict[str, Any]]:
 
 
 @async_test(deadline=40)
-async def test_a_request_running_on_one_replica_is_cancelled_through_the_other(redis_url, tmp_path):
-    a, b = Replica("A", redis_url, tmp_path), Replica("B", redis_url, tmp_path)
+async def test_a_request_running_on_one_replica_is_cancelled_through_the_other(replicas):
+    a, b = replicas
     session = Session()
     try:
         await asyncio.to_thread(session.open, a)
@@ -294,8 +290,6 @@ async def test_a_request_running_on_one_replica_is_cancelled_through_the_other(r
             assert running.result().status_code == 202
     finally:
         session.close()
-        a.stop()
-        b.stop()
 
 
 def test_another_principal_cannot_use_a_session_on_any_replica(redis_url, tmp_path):
@@ -493,32 +487,27 @@ class RoundRobin:
 
 
 @async_test(deadline=60)
-async def test_the_official_client_keeps_its_session_across_replicas(redis_url, tmp_path):
+async def test_the_official_client_keeps_its_session_across_replicas(replicas):
     import mcp_types as types
     from mcp import Client
 
-    a, b = Replica("A", redis_url, tmp_path), Replica("B", redis_url, tmp_path)
-    balancer = RoundRobin([a, b])
+    balancer = RoundRobin(list(replicas))
 
     async def user(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         return types.ElicitResult(action="accept", content={"name": "Grace"})
 
-    try:
-        async with _served(balancer) as url:
-            client = Client(url, mode="legacy", elicitation_callback=user, read_timeout_seconds=DEADLINE)
-            async with client as connected:
-                assert connected.protocol_version == LEGACY
-                served_by = set()
-                for _ in range(4):
-                    result = await connected.call_tool("whereami", {})
-                    served_by.add(result.content[0].text)
-                assert served_by == {"A", "B"}
-                greeting = await connected.call_tool("ask_name", {})
-                assert greeting.content[0].text.startswith("hello Grace from ")
-                assert (await connected.list_tools()).tools
-    finally:
-        a.stop()
-        b.stop()
+    async with _served(balancer) as url:
+        client = Client(url, mode="legacy", elicitation_callback=user, read_timeout_seconds=DEADLINE)
+        async with client as connected:
+            assert connected.protocol_version == LEGACY
+            served_by = set()
+            for _ in range(4):
+                result = await connected.call_tool("whereami", {})
+                served_by.add(result.content[0].text)
+            assert served_by == {"A", "B"}
+            greeting = await connected.call_tool("ask_name", {})
+            assert greeting.content[0].text.startswith("hello Grace from ")
+            assert (await connected.list_tools()).tools
     # Both replicas served requests of the one session, and its DELETE went to one of them.
     assert {name for name, _ in balancer.log} == {"A", "B"}
     assert any(method == "DELETE" for _, method in balancer.log)

@@ -331,11 +331,15 @@ class RedisSessionStore:
 
     async def forward(self, session_id: str, body: bytes) -> None:
         """Hand a client message (a response, a cancellation) this process cannot act
-        on to the replica that can."""
+        on to the replica that can. Each replica acts on it only if it holds the request
+        named; the others drop it (logged at debug), as this one logs it when no other
+        replica listens at all."""
         note = json.dumps(
             {"from": self.process_id, "kind": "message", "session": session_id, "message": body.decode()}
         )
-        await self._call("forwarding the message", lambda: self._redis.publish(self.channel, note))
+        listeners = await self._call("forwarding the message", lambda: self._redis.publish(self.channel, note))
+        if isinstance(listeners, int) and listeners <= 1:  # this process alone listens
+            log.warning("session %s: no other replica listens for a forwarded message; dropped", session_id)
 
     # -- the channel ---------------------------------------------------------------------
     def listen(self, on_note: Listener, sweep: Callable[[], list[HandshakeSession]]) -> None:
