@@ -69,6 +69,9 @@ class HandshakeSession:
         self.streams: dict[str, Any] = {}
         #: Who opened the session (the authenticated principal, if any).
         self.principal: Any = None
+        #: When its record in a shared store was last written or renewed (monotonic);
+        #: None where sessions live in this process only.
+        self.stored_at: float | None = None
 
     def touch(self) -> None:
         self.last_seen = time.monotonic()
@@ -206,6 +209,16 @@ class SessionTable:
         if self.per_principal is not None:
             self._owned[principal_key(principal)].move_to_end(session_id)
         return session
+
+    def get(self, session_id: str) -> HandshakeSession | None:
+        """The session ``session_id`` as held here, whoever opened it and however idle
+        (for messages another replica forwards, already bound to the session)."""
+        session = self._all.get(session_id)
+        return None if session is None or session.closed else session
+
+    def in_use(self) -> list[HandshakeSession]:
+        """The sessions with a request running or a stream open."""
+        return [session for session in self._all.values() if not session.closed and session.in_use()]
 
     def admit(self, principal: Any) -> str | None:
         """Make room for one more session of ``principal``: None when there is room,

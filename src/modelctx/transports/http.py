@@ -22,7 +22,9 @@ One endpoint path; per request:
 4. ``initialize`` opens a handshake session named by ``Mcp-Session-Id``; later
    requests of that session carry the header (unknown or expired: 404). GET opens
    the session's stream for server messages, DELETE ends the session. Sessions expire
-   when idle and their number is capped, so memory stays bounded.
+   when idle and their number is capped, so memory stays bounded. With a Redis
+   (``ServerConfig.redis_url``) sessions are kept there too and any replica serves
+   any of them (``_redis_sessions``); the table here is then a cache.
 
 The reply is one JSON body unless the handler sends something before its result
 (progress, a log message, a listen event, a handshake-era server request): the first
@@ -52,6 +54,7 @@ import errno
 import logging
 import socket
 import sys
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Protocol
 
@@ -73,7 +76,7 @@ from ..errors import (
     UnsupportedProtocolVersion,
 )
 from ..protocol import _meta
-from ..protocol._connection import Reject, Serve
+from ..protocol._connection import Ignore, Reject, Serve
 from ..protocol._framing import SSE_KEEPALIVE, sse_event
 from ..protocol._headers import check_headers, header_paths
 from ..protocol._jsonrpc import Message, Notification, Request, decode, encode, error_response
@@ -96,6 +99,13 @@ from ._asgi import (
     split_host,
     wait_disconnect,
     wait_or_keepalive,
+)
+from ._redis_sessions import (
+    RedisSessionStore,
+    ReplicaConnection,
+    SessionStoreUnavailable,
+    apply_fields,
+    principal_digest,
 )
 from ._seam import Peer, ServerApp
 from ._session import HandshakeSession, SessionTable, act
@@ -161,6 +171,17 @@ class HttpApp:
     - ``max_requests_per_session`` (256): requests of one session running at once;
       past it the request gets 429, ``Retry-After`` and a JSON-RPC error, and does
       not run. The GET stream is one per session (a second one: 409 Conflict).
+
+    Shared sessions: when the server's ``config.redis_url`` names a Redis (or
+    ``session_store`` is given), each handshake-era session is written there by
+    ``initialize`` with ``session_idle_seconds`` as its idle TTL, and a request naming
+    a session this process does not hold reads it from there (only for the principal
+    that opened it). ``logging/setLevel``, ``resources/(un)subscribe`` and
+    ``notifications/initialized`` write through; DELETE removes it on every replica.
+    A client's answer to a server-to-client request, or its cancellation of a request,
+    that reaches another replica is forwarded there through Redis. When Redis does not
+    answer within the store's deadline, what needs it gets 503 and a JSON-RPC error
+    saying the session store is unreachable. Modern (2026-07-28) requests never touch it.
     """
 
     def __init__(
@@ -179,6 +200,7 @@ class HttpApp:
         authenticate: Callable[[Scope], Awaitable[Any]] | None = None,
         auth: ResourceAuth | None = None,
         tune_gc: bool = False,
+        session_store: RedisSessionStore | None = None,
     ) -> None:
         if auth is not None and authenticate is not None:
             raise ValueError("give HttpApp either auth (OAuth) or authenticate (a hook), not both")
@@ -201,6 +223,7 @@ class HttpApp:
         # no quota, the table's cap alone.
         quota = max_sessions_per_principal if authenticate is not None or auth is not None else None
         self._sessions = SessionTable(max_sessions, quota, session_idle_seconds)
+        self._store = session_store if session_store is not None else _store_for(server, session_idle_seconds)
         self._running: contextlib.AsyncExitStack | None = None
         self._header_paths: dict[str, tuple[dict[str, Any], dict[str, tuple[str, ...]]]] = {}
 
@@ -224,9 +247,13 @@ class HttpApp:
                     return
                 if self.tune_gc:
                     settle_heap()
+                if self._store is not None:
+                    self._follow_store(self._store)
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 self.close()
+                if self._store is not None:
+                    await self._store.close()
                 if self._running is not None:
                     await self._running.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
@@ -358,6 +385,7 @@ class HttpApp:
         except ProtocolError as exc:
             await send_json(send, status_for(exc.code, checked=False), error_response(exc.request_id, exc))
             return
+        missing: str | None = None  # the session id named, when this process holds no such session
         try:
             session = self._era(message, headers, principal)
         except ProtocolError as exc:
@@ -365,7 +393,25 @@ class HttpApp:
                 send, status_for(exc.code, checked=False), error_response(_id_of(message), exc)
             )
             return
-        except _UnknownSession:
+        except _UnknownSession as unknown:
+            session, missing = None, unknown.session_id
+        except _SessionsFull as full:
+            status, error = self._full(full.reason)
+            await send_json(send, status, error_response(_id_of(message), error), [(b"retry-after", b"1")])
+            return
+        if self._store is not None and (session is not None or missing is not None):
+            try:
+                session = await self._shared(self._store, session.id if missing is None else missing, session, principal)
+            except SessionStoreUnavailable as down:
+                await _store_down(send, _id_of(message), down)
+                return
+            except _SessionsFull as full:
+                status, error = self._full(full.reason)
+                await send_json(send, status, error_response(_id_of(message), error), [(b"retry-after", b"1")])
+                return
+            if session is not None:
+                missing = None
+        if missing is not None:
             await send_json(
                 send,
                 404,
@@ -375,30 +421,47 @@ class HttpApp:
                 ),
             )
             return
-        except _SessionsFull as full:
-            status, error = self._full(full.reason)
-            await send_json(send, status, error_response(_id_of(message), error), [(b"retry-after", b"1")])
-            return
         if type(message) is Request:
             await self._request(message, session, receive, send, principal)
-        else:
-            self._one_way(message, session, principal)
-            await send_empty(send, 202)
+            return
+        unmatched = self._one_way(message, session, principal)
+        if self._store is not None and session is not None:
+            try:
+                if unmatched:  # an answer or a cancellation for another replica
+                    await self._store.forward(session.id, body)
+                elif type(message) is Notification and message.method == "notifications/initialized":
+                    await self._store.write_through(session)
+            except SessionStoreUnavailable as down:
+                await _store_down(send, None, down)
+                return
+        await send_empty(send, 202)
 
     def _peer(self, session: HandshakeSession | None, principal: Any) -> Peer:
         # Each HTTP session has a connection of its own: the peer lends none.
-        return Peer(None, session, principal, on_open=self._sessions.add)
+        return Peer(None, session, principal, on_open=self._opened)
 
-    def _one_way(self, message: Message, session: HandshakeSession | None, principal: Any) -> None:
-        """A notification or a response: acted on, answered 202 with no body."""
+    def _opened(self, session: HandshakeSession) -> None:
+        """Index a session ``initialize`` opened (``_request`` then stores it, if shared)."""
+        if self._store is not None:
+            # Its server-to-client request ids name this process: unique across replicas.
+            session.connection = ReplicaConnection(self._store.process_id)
+            self._follow_store(self._store)  # an app mounted without its lifespan starts it here
+        self._sessions.add(session)
+
+    def _one_way(self, message: Message, session: HandshakeSession | None, principal: Any) -> bool:
+        """A notification or a response: acted on, answered 202 with no body. True when
+        it names a request this process does not hold (an answer to another replica's
+        server-to-client request, a cancellation of a request running there)."""
         if session is None:
             if type(message) is Notification and message.method != "notifications/cancelled":
                 self.server.notify(message, self._peer(None, principal))
             else:  # nothing to cancel or answer outside a session (2026-07-28 is stateless)
                 log.debug("ignored %r outside a handshake session", message)
-            return
+            return False
         peer = self._peer(session, principal)
-        act(session.connection.receive(message), lambda note: self.server.notify(note, peer))
+        event = session.connection.receive(message)
+        act(event, lambda note: self.server.notify(note, peer))
+        return isinstance(event, Ignore)
 
     def _too_large(self) -> str:
         return f"Request body too large: the limit is {self.max_body} bytes"
@@ -438,7 +501,7 @@ class HttpApp:
             return None
         session = self._sessions.find(session_id, principal)
         if session is None:
-            raise _UnknownSession
+            raise _UnknownSession(session_id)
         return session
 
     def _check_modern(
@@ -545,6 +608,9 @@ class HttpApp:
                 if guard.requested:
                     session.connection.cancel(inbound)
                 response = session.connection.finish(inbound, response)
+        if self._store is not None and not stopping and not guard.requested and response is not None:
+            if await self._stored(self._store, request, peer, session, stream, send, response):
+                return
         if stopping:
             # 503: send it again (elsewhere, or once the server is back).
             await self._cut_short(
@@ -633,9 +699,8 @@ class HttpApp:
             # 2026-07-28 has no GET stream: 405 (streamable-http.mdx, Backward Compatibility).
             await send_plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
             return
-        session = self._sessions.find(session_id, principal)
+        session = await self._held(session_id, principal, send)
         if session is None:
-            await send_plain(send, 404, b"Session not found")
             return
         kept, after = kept_after(session, headers.get("last-event-id"))
         if kept is not None:
@@ -685,12 +750,150 @@ class HttpApp:
         if session_id is None:
             await send_plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
             return
-        session = self._sessions.find(session_id, principal)
+        session = await self._held(session_id, principal, send)
         if session is None:
-            await send_plain(send, 404, b"Session not found")
             return
+        if self._store is not None:
+            try:
+                await self._store.delete(session.id)  # and every replica closes its copy
+            except SessionStoreUnavailable as down:
+                await _store_down(send, None, down)
+                return
         self._sessions.drop(session)
         await send_empty(send, 200)
+
+    async def _held(self, session_id: str, principal: Any, send: ASGISend) -> HandshakeSession | None:
+        """The session a GET or DELETE names; None once it answered 404 (or 503)."""
+        session = self._sessions.find(session_id, principal)
+        if self._store is not None:
+            try:
+                session = await self._shared(self._store, session_id, session, principal)
+            except SessionStoreUnavailable as down:
+                await _store_down(send, None, down)
+                return None
+            except _SessionsFull as full:
+                status, error = self._full(full.reason)
+                await send_json(send, status, error_response(None, error), [(b"retry-after", b"1")])
+                return None
+        if session is None:
+            await send_plain(send, 404, b"Session not found")
+        return session
+
+    # -- sessions shared through Redis (_redis_sessions) ------------------------------------
+    def _follow_store(self, store: RedisSessionStore) -> None:
+        store.listen(self._on_note, self._sessions.in_use)
+
+    async def _shared(
+        self, store: RedisSessionStore, session_id: str, session: HandshakeSession | None, principal: Any
+    ) -> HandshakeSession | None:
+        """The session as the store knows it: ``session`` (held here) with its TTL
+        renewed when due (when Redis does not answer, the session held here is served
+        all the same), or else built from its record. None when the store has no such
+        session for this principal (another principal's is not found either). Raises
+        ``SessionStoreUnavailable`` when a session must be read and Redis is silent."""
+        self._follow_store(store)
+        if session is None:
+            return await self._restore(store, session_id, principal)
+        if store.due(session):
+            try:
+                alive = await store.touch(session)
+            except SessionStoreUnavailable as down:
+                # Held here, the session can still be served; only its renewal waits.
+                log.warning("session %s served without renewing its TTL: %s", session.id, down)
+                session.stored_at = time.monotonic()
+                return session
+            if not alive:
+                self._sessions.drop(session)  # deleted or expired on the other replicas
+                return None
+        return session
+
+    async def _restore(self, store: RedisSessionStore, session_id: str, principal: Any) -> HandshakeSession | None:
+        record = await store.load(session_id)
+        if record is None or record.principal != principal_digest(principal):
+            return None
+        held = self._sessions.find(session_id, principal)
+        if held is not None:  # built meanwhile, by a request that ran side by side
+            return held
+        refused = self._sessions.admit(principal)
+        if refused is not None:
+            raise _SessionsFull(refused)
+        session = record.build(principal, store.process_id)
+        session.stored_at = time.monotonic()  # load renewed its TTL
+        self._sessions.add(session)
+        if session.initialized:
+            self._listen_for(session)
+        return session
+
+    def _listen_for(self, session: HandshakeSession) -> None:
+        """Give a session built here the bus listener the server gives it on
+        ``notifications/initialized`` (list_changed, resources/updated)."""
+        start = getattr(self.server, "start_session_listener", None)
+        if start is not None and session.listener is None:
+            start(session)
+
+    async def _stored(
+        self,
+        store: RedisSessionStore,
+        request: Request,
+        peer: Peer,
+        session: HandshakeSession | None,
+        stream: _Reply,
+        send: ASGISend,
+        response: dict[str, Any],
+    ) -> bool:
+        """Write what ``request`` changed to the store: a new session (``initialize``) or
+        a session's level or subscriptions. True when that failed and the client was
+        answered (503, or 404 when the session ended on another replica meanwhile)."""
+        if "result" not in response:
+            return False
+        try:
+            if request.method == "initialize" and peer.session is not None:
+                try:
+                    await store.save(peer.session)
+                except SessionStoreUnavailable:
+                    self._sessions.drop(peer.session)  # no replica could serve it
+                    raise
+                return False
+            if session is None or request.method not in _WRITTEN_THROUGH:
+                return False
+            if await store.write_through(session):
+                return False
+            self._sessions.drop(session)
+            await self._cut_short(
+                request, stream, send, 404, "Session not found or expired; send initialize again"
+            )
+            return True
+        except SessionStoreUnavailable as down:
+            await self._cut_short(request, stream, send, 503, str(down), [(b"retry-after", b"1")])
+            return True
+
+    def _on_note(self, note: dict[str, Any]) -> None:
+        """Act on what another replica published about a session held here."""
+        session_id = note.get("session")
+        session = self._sessions.get(session_id) if isinstance(session_id, str) else None
+        kind = note.get("kind")
+        if session is None:
+            if kind == "message":
+                log.debug("session %s: a forwarded message for a session not held here; dropped", session_id)
+            return
+        if kind == "deleted":
+            self._sessions.drop(session)
+        elif kind == "changed" and isinstance(note.get("fields"), dict):
+            apply_fields(session, note["fields"])
+            if session.initialized:
+                self._listen_for(session)
+        elif kind == "message" and isinstance(note.get("message"), str):
+            try:
+                message = decode(note["message"].encode())
+            except ProtocolError:
+                return
+            if type(message) is Request:
+                return  # only answers and notifications are forwarded
+            peer = self._peer(session, session.principal)
+            event = session.connection.receive(message)
+            if isinstance(event, Ignore):
+                log.debug("session %s: forwarded message not for this replica: %s", session.id, event.why)
+            act(event, lambda notification: self.server.notify(notification, peer))
 
     # -- sessions ----------------------------------------------------------------------------
     # The table, its eviction and its quotas: _session.SessionTable. A session id is a
@@ -718,9 +921,39 @@ class HttpApp:
     def session_count(self) -> int:
         return len(self._sessions)
 
+    @property
+    def session_store(self) -> RedisSessionStore | None:
+        """Where handshake-era sessions are shared between replicas (None: this process only)."""
+        return self._store
+
 
 class _UnknownSession(Exception):
-    pass
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+
+
+# Methods whose effect on a handshake session is written through to a shared store.
+_WRITTEN_THROUGH = frozenset({"logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
+
+
+def _store_for(server: Any, idle_seconds: float) -> RedisSessionStore | None:
+    """The shared session store the server's ``config.redis_url`` names, if any."""
+    url = getattr(getattr(server, "config", None), "redis_url", None)
+    if not url:
+        return None
+    try:
+        return RedisSessionStore(url, idle_seconds=idle_seconds)
+    except ImportError as exc:
+        raise ImportError(
+            f"redis_url {url!r} needs the redis package for shared sessions: pip install 'modelctx[redis]'"
+        ) from exc
+
+
+async def _store_down(send: ASGISend, request_id: str | int | None, down: SessionStoreUnavailable) -> None:
+    """503 (retry shortly) and a JSON-RPC error saying the session store is unreachable."""
+    log.warning("%s", down)
+    with contextlib.suppress(OSError):
+        await send_json(send, 503, error_response(request_id, InternalError(str(down))), [(b"retry-after", b"1")])
 
 
 class _SessionsFull(Exception):

@@ -1,0 +1,403 @@
+"""Handshake-era sessions kept in Redis, so that any replica serves any session.
+
+A 2025-11-25 (or older) client opens a session with ``initialize`` on one replica and
+sends its later requests wherever the load balancer puts them. With a Redis configured
+(``ServerConfig.redis_url``), ``HttpApp`` writes each session here and keeps its own
+``SessionTable`` as a cache of live ``HandshakeSession`` objects: a replica that does not
+hold a session reads it from Redis and builds it again.
+
+What a session record holds (one Redis hash, ``<prefix>session:<id>``): the negotiated
+version, the client's capabilities and info, a SHA-256 digest of the principal that
+opened it (so only that principal can use it, on any replica), ``initialized``, the
+logging level and the ``resources/subscribe`` URIs. Nothing else: requests in flight,
+server-to-client requests waiting for their answer and GET streams live in the process
+that runs them. The record has an idle TTL (the app's ``session_idle_seconds``), renewed
+by use at most once per ``refresh_seconds`` and, for sessions in use, by a sweep.
+
+One pub/sub channel (``<prefix>sessions``) carries what must reach the replica holding
+something: a client's response to a server-to-client request, or its
+``notifications/cancelled`` for a request running elsewhere; a change of a session
+(write-through, so cached copies follow); a session's end (DELETE). Each replica
+listens on it and acts on what names a session it holds; the others drop it. Every
+replica sees every such message, which is cheap because they are rare (the hot path,
+a request that its own replica can answer, publishes nothing).
+
+Every Redis call has a deadline: past it, or when Redis refuses the connection, the
+call raises ``SessionStoreUnavailable``, which the app answers with 503.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import itertools
+import json
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..protocol._connection import Outbound, ServerConnection
+from ._session import HandshakeSession, principal_key
+
+__all__ = [
+    "RedisSessionStore",
+    "ReplicaConnection",
+    "SessionRecord",
+    "SessionStoreUnavailable",
+    "principal_digest",
+]
+
+log = logging.getLogger("modelctx.http")
+
+#: Seconds a Redis call may take before the session store counts as unreachable.
+STORE_DEADLINE = 2.0
+#: The fields of a session that change after ``initialize`` (written through).
+MUTABLE_FIELDS = ("initialized", "log_rank", "subscriptions")
+
+# Writes the given fields of a session only while its record exists (a session deleted or
+# expired meanwhile must not come back as a partial record), renews its TTL, and tells
+# the other replicas. KEYS[1] the record; ARGV[1] the TTL in ms, ARGV[2] the channel,
+# ARGV[3] the announcement, then field, value pairs.
+_WRITE_THROUGH = """
+if redis.call('exists', KEYS[1]) == 0 then return 0 end
+redis.call('hset', KEYS[1], unpack(ARGV, 4))
+redis.call('pexpire', KEYS[1], ARGV[1])
+redis.call('publish', ARGV[2], ARGV[3])
+return 1
+"""
+
+
+class SessionStoreUnavailable(Exception):
+    """Redis, where handshake-era sessions are kept, did not answer in time."""
+
+
+def principal_digest(principal: Any) -> str:
+    """What a record keeps of the principal that opened a session: a SHA-256 digest of
+    its ``principal_key`` (never the principal itself, never a token), the same on every
+    replica for the same subject and issuer."""
+    return hashlib.sha256(repr(principal_key(principal)).encode()).hexdigest()
+
+
+@dataclass
+class SessionRecord:
+    """A handshake-era session as Redis keeps it (what a replica needs to serve it)."""
+
+    id: str
+    version: str
+    capabilities: dict[str, Any]
+    client_info: dict[str, Any] | None
+    principal: str  # principal_digest of who opened it
+    initialized: bool = False
+    log_rank: int | None = 0
+    subscriptions: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, session: HandshakeSession) -> SessionRecord:
+        return cls(
+            session.id,
+            session.version,
+            session.capabilities,
+            session.client_info,
+            principal_digest(session.principal),
+            session.initialized,
+            session.log_rank,
+            sorted(session.subscriptions),
+        )
+
+    def to_hash(self) -> dict[str, str]:
+        return {
+            "version": self.version,
+            "capabilities": json.dumps(self.capabilities),
+            "client_info": json.dumps(self.client_info),
+            "principal": self.principal,
+            **mutable_fields(self.initialized, self.log_rank, self.subscriptions),
+        }
+
+    @classmethod
+    def from_hash(cls, session_id: str, stored: dict[str, str]) -> SessionRecord:
+        return cls(
+            session_id,
+            stored["version"],
+            json.loads(stored["capabilities"]),
+            json.loads(stored["client_info"]),
+            stored["principal"],
+            stored.get("initialized") == "1",
+            json.loads(stored.get("log_rank", "0")),
+            json.loads(stored.get("subscriptions", "[]")),
+        )
+
+    def build(self, principal: Any, process_id: str) -> HandshakeSession:
+        """A live session from this record, for ``principal`` (already checked)."""
+        session = HandshakeSession(self.id, self.version, self.capabilities, self.client_info)
+        session.connection = ReplicaConnection(process_id)
+        session.principal = principal
+        session.initialized = self.initialized
+        session.log_rank = self.log_rank
+        session.subscriptions = set(self.subscriptions)
+        return session
+
+
+def mutable_fields(initialized: bool, log_rank: int | None, subscriptions: Iterable[str]) -> dict[str, str]:
+    return {
+        "initialized": "1" if initialized else "0",
+        "log_rank": json.dumps(log_rank),
+        "subscriptions": json.dumps(sorted(subscriptions)),
+    }
+
+
+def apply_fields(session: HandshakeSession, fields: dict[str, str]) -> None:
+    """Bring a cached session up to what another replica wrote through."""
+    if "initialized" in fields:
+        session.initialized = session.initialized or fields["initialized"] == "1"
+    if "log_rank" in fields:
+        session.log_rank = json.loads(fields["log_rank"])
+    if "subscriptions" in fields:
+        session.subscriptions = set(json.loads(fields["subscriptions"]))
+
+
+class ReplicaConnection(ServerConnection):
+    """A session's connection whose server-to-client request ids name this process.
+
+    Two replicas may each send an elicitation on the same session at once; with each
+    counting from 1 the client's answers could not be told apart. An id
+    ``<process>-<n>`` is unique across replicas, and says nothing the client could use.
+    """
+
+    def __init__(self, process_id: str) -> None:
+        super().__init__()
+        self._prefix = process_id
+        self._numbers = itertools.count(1)
+
+    def request(self, method: str, params: dict[str, Any], *, now: float, timeout: float) -> Outbound:
+        message = {"jsonrpc": "2.0", "id": f"{self._prefix}-{next(self._numbers)}", "method": method, "params": params}
+        return self._out.start(message, now=now, timeout=timeout, max_timeout=None, token=None)
+
+
+Listener = Callable[[dict[str, Any]], Awaitable[None] | None]
+
+
+class RedisSessionStore:
+    """Handshake-era sessions in the Redis at ``url`` (``redis.asyncio``).
+
+    ``idle_seconds``: a record not used for that long expires. ``refresh_seconds``: a
+    session's TTL is renewed by use at most this often (default: a quarter of
+    ``idle_seconds``, at most 5 s), so a busy session costs no Redis call per request.
+    ``deadline``: seconds any Redis call may take (then ``SessionStoreUnavailable``).
+    ``prefix``: of every key and of the channel, for replicas of different servers that
+    share one Redis.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        idle_seconds: float,
+        refresh_seconds: float | None = None,
+        deadline: float = STORE_DEADLINE,
+        prefix: str = "modelctx:",
+    ) -> None:
+        import redis.asyncio as aioredis  # only a server with a Redis loads it
+
+        self.url = url
+        self.idle_seconds = idle_seconds
+        self.refresh_seconds = refresh_seconds if refresh_seconds is not None else min(5.0, idle_seconds / 4)
+        self.deadline = deadline
+        self.prefix = prefix
+        self.channel = f"{prefix}sessions"
+        #: Names this process on the channel and in its server-to-client request ids.
+        self.process_id = uuid.uuid4().hex[:12]
+        self._ttl_ms = max(1, int(idle_seconds * 1000))
+        self._redis = aioredis.Redis.from_url(
+            url, socket_connect_timeout=deadline, socket_timeout=deadline, decode_responses=True
+        )
+        self._write = self._redis.register_script(_WRITE_THROUGH)
+        self._listening: asyncio.Task[None] | None = None
+
+    def key(self, session_id: str) -> str:
+        return f"{self.prefix}session:{session_id}"
+
+    async def _call(self, what: str, call: Callable[[], Awaitable[Any]]) -> Any:
+        """Run one Redis call within the deadline; unreachable Redis raises
+        ``SessionStoreUnavailable`` saying what failed and what to do."""
+        from redis.exceptions import RedisError
+
+        try:
+            async with asyncio.timeout(self.deadline):
+                return await call()
+        except (TimeoutError, RedisError, OSError) as exc:
+            reason = "did not answer in time" if isinstance(exc, TimeoutError) else str(exc) or type(exc).__name__
+            raise SessionStoreUnavailable(
+                f"The session store (Redis) is unreachable: {what} failed ({reason}); "
+                f"retry shortly, or use the 2026-07-28 protocol (no session)"
+            ) from None
+
+    # -- records -------------------------------------------------------------------------
+    async def save(self, session: HandshakeSession) -> None:
+        """Write a new session's record, with its idle TTL."""
+        key, mapping = self.key(session.id), dict[Any, Any](SessionRecord.of(session).to_hash())
+
+        async def write() -> None:
+            async with self._redis.pipeline(transaction=True) as pipe:
+                pipe.hset(key, mapping=mapping)
+                pipe.pexpire(key, self._ttl_ms)
+                await pipe.execute()
+
+        await self._call("saving the session", write)
+        session.stored_at = time.monotonic()
+
+    async def load(self, session_id: str) -> SessionRecord | None:
+        """The record of ``session_id``, its TTL renewed; None when there is none (never
+        was, expired, deleted) or it is unreadable."""
+        if len(session_id) > 128:
+            return None  # no id we mint is this long: not worth a round trip
+        key = self.key(session_id)
+
+        async def read() -> dict[str, str]:
+            # A read is a use: the same round trip renews the TTL.
+            async with self._redis.pipeline(transaction=True) as pipe:
+                pipe.hgetall(key)
+                pipe.pexpire(key, self._ttl_ms)
+                found, _ = await pipe.execute()
+            return dict(found)
+
+        stored = await self._call("reading the session", read)
+        if not stored:
+            return None
+        try:
+            return SessionRecord.from_hash(session_id, stored)
+        except (KeyError, ValueError, TypeError):
+            log.warning("session %s: unreadable record in Redis; treated as expired", session_id)
+            return None
+
+    async def write_through(self, session: HandshakeSession) -> bool:
+        """Write the session's changeable fields and tell the replicas that cache it;
+        False when the record is gone (expired or deleted elsewhere)."""
+        fields = mutable_fields(session.initialized, session.log_rank, session.subscriptions)
+        note = json.dumps({"from": self.process_id, "kind": "changed", "session": session.id, "fields": fields})
+        args: list[Any] = [self._ttl_ms, self.channel, note]
+        for name, value in fields.items():
+            args += [name, value]
+        written = await self._call(
+            "writing the session", lambda: self._write(keys=[self.key(session.id)], args=args)
+        )
+        session.stored_at = time.monotonic()
+        return bool(written)
+
+    def due(self, session: HandshakeSession) -> bool:
+        """True when ``session``'s TTL should be renewed now (``refresh_seconds`` passed)."""
+        stored = session.stored_at
+        return stored is None or time.monotonic() - stored >= self.refresh_seconds
+
+    async def touch(self, session: HandshakeSession) -> bool:
+        """Renew the session's idle TTL; False when its record is gone."""
+        alive = await self._call(
+            "renewing the session", lambda: self._redis.pexpire(self.key(session.id), self._ttl_ms)
+        )
+        session.stored_at = time.monotonic()
+        return bool(alive)
+
+    async def touch_many(self, sessions: list[HandshakeSession]) -> None:
+        """Renew the TTLs of sessions in use (a running call, a GET stream), whose
+        clients may send nothing for longer than ``idle_seconds``."""
+        if not sessions:
+            return
+
+        async def renew() -> None:
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for session in sessions:
+                    pipe.pexpire(self.key(session.id), self._ttl_ms)
+                await pipe.execute()
+
+        await self._call("renewing sessions in use", renew)
+        now = time.monotonic()
+        for session in sessions:
+            session.stored_at = now
+
+    async def delete(self, session_id: str) -> None:
+        """Remove the session's record and tell every replica to close its copy."""
+        note = json.dumps({"from": self.process_id, "kind": "deleted", "session": session_id})
+
+        async def remove() -> None:
+            async with self._redis.pipeline(transaction=True) as pipe:
+                pipe.delete(self.key(session_id))
+                pipe.publish(self.channel, note)
+                await pipe.execute()
+
+        await self._call("deleting the session", remove)
+
+    async def forward(self, session_id: str, body: bytes) -> None:
+        """Hand a client message (a response, a cancellation) this process cannot act
+        on to the replica that can. Each replica acts on it only if it holds the request
+        named; the others drop it (logged at debug), as this one logs it when no other
+        replica listens at all."""
+        note = json.dumps(
+            {"from": self.process_id, "kind": "message", "session": session_id, "message": body.decode()}
+        )
+        listeners = await self._call("forwarding the message", lambda: self._redis.publish(self.channel, note))
+        if isinstance(listeners, int) and listeners <= 1:  # this process alone listens
+            log.warning("session %s: no other replica listens for a forwarded message; dropped", session_id)
+
+    # -- the channel ---------------------------------------------------------------------
+    def listen(self, on_note: Listener, sweep: Callable[[], list[HandshakeSession]]) -> None:
+        """Start following the channel (idempotent): each note from another process goes to
+        ``on_note``; every ``refresh_seconds`` the sessions ``sweep`` returns (those in use)
+        get their TTLs renewed. Redis going away is logged and retried, never raised."""
+        if self._listening is None or self._listening.done():
+            self._listening = asyncio.get_running_loop().create_task(self._follow(on_note, sweep))
+
+    async def _follow(self, on_note: Listener, sweep: Callable[[], list[HandshakeSession]]) -> None:
+        from redis.exceptions import RedisError
+
+        pause = 0.1
+        while True:
+            pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
+            try:
+                async with asyncio.timeout(self.deadline):
+                    await pubsub.subscribe(self.channel)
+                pause = 0.1
+                swept = time.monotonic()
+                while True:
+                    message = await pubsub.get_message(timeout=min(1.0, self.refresh_seconds))
+                    if message is not None and message.get("type") == "message":
+                        await self._deliver(on_note, message.get("data"))
+                    if time.monotonic() - swept >= self.refresh_seconds:
+                        swept = time.monotonic()
+                        with contextlib.suppress(SessionStoreUnavailable):
+                            await self.touch_many(sweep())
+            except asyncio.CancelledError:
+                raise
+            except (TimeoutError, RedisError, OSError) as exc:
+                log.warning("session store: lost the Redis channel (%s); retrying in %.1fs", exc, pause)
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 5.0)
+            finally:
+                closing: Any = pubsub.aclose  # untyped in redis-py
+                with contextlib.suppress(Exception):
+                    await closing()
+
+    async def _deliver(self, on_note: Listener, data: Any) -> None:
+        try:
+            note = json.loads(data)
+        except (TypeError, ValueError):
+            return
+        if not isinstance(note, dict) or note.get("from") == self.process_id:
+            return  # our own: already acted on here
+        try:
+            done = on_note(note)
+            if done is not None:
+                await done
+        except Exception:  # noqa: BLE001 - one bad note must not end the channel
+            log.exception("session store: acting on a note from another replica failed")
+
+    async def close(self) -> None:
+        if self._listening is not None:
+            self._listening.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._listening
+            self._listening = None
+        with contextlib.suppress(Exception):
+            await self._redis.aclose()

@@ -1,0 +1,527 @@
+"""Handshake-era sessions shared through Redis: a 2025-11-25 session opened on one replica
+is served by another (issue 13; transports/_redis_sessions.py).
+
+Two real server processes (``modelctx serve FILE --http`` with ``MODELCTX_REDIS_URL``) on
+two ports and a real ``redis-server`` (the ``redis_url`` fixture). Requests are steered
+to a chosen replica with raw HTTP, as a load balancer without sticky sessions may
+send them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from conftest import DEADLINE, async_test, free_port, serve_command, sse_messages, wait_until
+
+SERVER = Path(__file__).parent / "servers" / "session_replica.py"
+LEGACY = "2025-11-25"
+JSON_AND_SSE = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+class Replica:
+    """One server process on a free port, its sessions in the Redis at ``redis_url``.
+
+    ``direct`` runs the server file itself (``--idle``, ``--auth``), else ``modelctx serve``."""
+
+    def __init__(self, name: str, redis_url: str, log_dir: Path, direct: list[str] | None = None) -> None:
+        self.name = name
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        env = {**os.environ, "MODELCTX_REDIS_URL": redis_url, "REPLICA": name}
+        if direct is None:
+            command = serve_command(SERVER, "--http", "--host", "127.0.0.1", "--port", str(self.port))
+        else:
+            command = [sys.executable, str(SERVER), "--port", str(self.port), *direct]
+        self.log_path = log_dir / f"replica-{name}.log"
+        self._log = open(self.log_path, "wb")
+        self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT, env=env)
+        wait_until(self._ready, f"replica {name} on port {self.port}")
+
+    def _ready(self) -> bool:
+        if self.process.poll() is not None:
+            pytest.fail(f"replica {self.name} exited with {self.process.returncode}:\n{self.log}")
+        try:
+            # Any answer (405 to a bare GET, 401 without X-User) means the ASGI lifespan ran.
+            return httpx.get(self.url, timeout=1).status_code in (401, 405)
+        except httpx.HTTPError:
+            return False
+
+    @property
+    def log(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(timeout=DEADLINE)
+        self._log.close()
+
+
+@pytest.fixture(scope="module")
+def replicas(redis_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Replica, Replica]]:
+    """Replicas A and B (``modelctx serve``), shared by this module's tests: each test
+    opens sessions of its own, and FLUSHALL between tests only ends older ones."""
+    logs = tmp_path_factory.mktemp("replicas")
+    a = Replica("A", redis_server.url, logs)
+    try:
+        b = Replica("B", redis_server.url, logs)
+    except BaseException:
+        a.stop()
+        raise
+    yield a, b
+    a.stop()
+    b.stop()
+
+
+class Session:
+    """A 2025-11-25 client speaking raw HTTP, choosing the replica of each request."""
+
+    def __init__(self, user: str | None = None) -> None:
+        self.client = httpx.Client(timeout=DEADLINE)
+        self.id: str | None = None
+        self.user = user
+        self._ids = iter(range(1, 1_000_000))
+
+    def headers(self, **extra: str) -> dict[str, str]:
+        headers = {**JSON_AND_SSE, "mcp-protocol-version": LEGACY, **extra}
+        if self.id is not None:
+            headers["mcp-session-id"] = self.id
+        if self.user is not None:
+            headers["x-user"] = self.user
+        return headers
+
+    def open(self, replica: Replica, capabilities: dict[str, Any] | None = None) -> None:
+        params = {"protocolVersion": LEGACY, "capabilities": capabilities or {}, "clientInfo": {"name": "t", "version": "1"}}
+        reply = self.client.post(replica.url, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params},
+                                 headers=self.headers())
+        assert reply.status_code == 200, reply.text
+        assert reply.json()["result"]["protocolVersion"] == LEGACY
+        self.id = reply.headers["mcp-session-id"]
+        assert self.notify(replica, "notifications/initialized").status_code == 202
+
+    def notify(self, replica: Replica, method: str, params: dict[str, Any] | None = None) -> httpx.Response:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        return self.client.post(replica.url, json=message, headers=self.headers())
+
+    def post(self, replica: Replica, method: str, params: dict[str, Any] | None = None) -> httpx.Response:
+        message = {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params or {}}
+        return self.client.post(replica.url, json=message, headers=self.headers())
+
+    def messages(self, replica: Replica, method: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Every message of the reply (SSE or JSON); the response is last."""
+        reply = self.post(replica, method, params)
+        assert reply.status_code == 200, reply.text
+        if reply.headers["content-type"].startswith("text/event-stream"):
+            return sse_messages(reply.text)
+        return [reply.json()]
+
+    def result(self, replica: Replica, method: str, params: dict[str, Any] | None = None) -> Any:
+        response = self.messages(replica, method, params)[-1]
+        assert "result" in response, response
+        return response["result"]
+
+    def call(self, replica: Replica, tool: str) -> str:
+        result = self.result(replica, "tools/call", {"name": tool, "arguments": {}})
+        text: str = result["content"][0]["text"]
+        return text
+
+    def close(self) -> None:
+        self.client.close()
+
+
+@pytest.fixture
+def session() -> Iterator[Session]:
+    client = Session()
+    yield client
+    client.close()
+
+
+def test_a_session_opened_on_one_replica_is_served_by_the_other(replicas, session):
+    a, b = replicas
+    session.open(a)
+    assert session.call(b, "whereami") == "B"
+    # logging/setLevel on B reaches A, which holds the session already (write-through).
+    assert session.result(b, "logging/setLevel", {"level": "warning"}) == {}
+    logged = [m["params"]["level"] for m in session.messages(a, "tools/call", {"name": "chatty", "arguments": {}})
+              if m.get("method") == "notifications/message"]
+    assert logged == ["warning"]
+    assert session.call(a, "whereami") == "A"
+
+
+def test_a_replica_serves_the_subscriptions_of_a_session_opened_elsewhere(replicas, session):
+    a, b = replicas
+    session.open(a)
+    assert session.result(b, "resources/subscribe", {"uri": "memo://note"}) == {}
+    # B built the session from Redis: its GET stream gets the subscribed resource's update.
+    with session.client.stream("GET", b.url, headers=session.headers(accept="text/event-stream")) as stream:
+        assert stream.status_code == 200
+        assert session.call(b, "touch_memo") == "touched"
+        event = _next_message(stream)
+    assert event == {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "memo://note"}}
+
+
+def _next_message(stream: httpx.Response) -> dict[str, Any]:
+    data = []
+    for line in stream.iter_lines():
+        if line.startswith("data:"):
+            data.append(line[5:].strip())
+        elif not line and data:
+            message: dict[str, Any] = json.loads("".join(data))
+            return message
+    pytest.fail("the GET stream ended before a message")
+
+
+def test_a_session_deleted_on_one_replica_is_gone_on_the_other(replicas, session):
+    a, b = replicas
+    session.open(a)
+    assert session.call(a, "whereami") == "A"
+    deleted = session.client.delete(b.url, headers=session.headers())
+    assert deleted.status_code == 200
+    gone = session.post(a, "tools/call", {"name": "whereami", "arguments": {}})
+    assert gone.status_code == 404
+    assert "initialize again" in gone.json()["error"]["message"]
+    assert session.post(b, "tools/call", {"name": "whereami", "arguments": {}}).status_code == 404
+    session.id = ""  # an empty Mcp-Session-Id names no session either
+    assert session.post(b, "tools/call", {"name": "whereami", "arguments": {}}).status_code == 404
+
+
+@async_test(deadline=40)
+async def test_an_elicitation_sent_by_one_replica_is_answered_through_the_other(replicas):
+    await _elicit_across(*replicas)
+
+
+async def _elicit_across(a: Replica, b: Replica) -> None:
+    session = Session()
+    await asyncio.to_thread(session.open, a, {"elicitation": {"form": {}}})
+    headers = session.headers()
+    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "ask_name", "arguments": {}}}
+    async with httpx.AsyncClient(timeout=DEADLINE) as client, client.stream("POST", a.url, json=call, headers=headers) as reply:
+        assert reply.headers["content-type"].startswith("text/event-stream")
+        events = _sse(reply)
+        question = await anext(events)
+        assert question["method"] == "elicitation/create"
+        answer = {"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": {"name": "Ada"}}}
+        forwarded = await client.post(b.url, json=answer, headers=headers)
+        assert forwarded.status_code == 202
+        response = await anext(events)
+    assert response["id"] == 7
+    assert response["result"]["content"][0]["text"] == "hello Ada from A"
+    session.close()
+
+
+@async_test(deadline=40)
+async def test_questions_asked_at_once_by_two_replicas_get_their_own_answers(replicas):
+    # Each replica numbers its server-to-client requests; were both to count from 1, the
+    # answer to A's question, posted to B, would settle B's question instead.
+    a, b = replicas
+    session = Session()
+    try:
+        await asyncio.to_thread(session.open, a, {"elicitation": {"form": {}}})
+        headers = session.headers()
+        async with httpx.AsyncClient(timeout=DEADLINE) as client:
+
+            async def ask(replica: Replica, request_id: int) -> tuple[dict[str, Any], Any]:
+                call = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                        "params": {"name": "ask_name", "arguments": {}}}
+                stream = client.stream("POST", replica.url, json=call, headers=headers)
+                reply = await stream.__aenter__()
+                events = _sse(reply)
+                return await anext(events), (stream, events)
+
+            (question_a, (stream_a, events_a)), (question_b, (stream_b, events_b)) = await asyncio.gather(
+                ask(a, 1), ask(b, 2)
+            )
+            assert question_a["id"] != question_b["id"]
+            for question, name, other in ((question_a, "Ada", b), (question_b, "Bob", a)):
+                answer = {"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": {"name": name}}}
+                assert (await client.post(other.url, json=answer, headers=headers)).status_code == 202
+            result_a, result_b = await anext(events_a), await anext(events_b)
+            await stream_a.__aexit__(None, None, None)
+            await stream_b.__aexit__(None, None, None)
+        assert result_a["result"]["content"][0]["text"] == "hello Ada from A"
+        assert result_b["result"]["content"][0]["text"] == "hello Bob from B"
+    finally:
+        session.close()
+
+
+async def _sse(reply: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+    data: list[str] = []
+    async for line in reply.aiter_lines():
+        if line.startswith("data:"):
+            data.append(line[5:].strip())
+        elif not line and data:
+            text = "".join(data)
+            data = []
+            if text:
+                yield json.loads(text)
+
+
+@async_test(deadline=40)
+async def test_a_request_running_on_one_replica_is_cancelled_through_the_other(replicas):
+    a, b = replicas
+    session = Session()
+    try:
+        await asyncio.to_thread(session.open, a)
+        headers = session.headers()
+        call = {"jsonrpc": "2.0", "id": "long", "method": "tools/call", "params": {"name": "wait_forever", "arguments": {}}}
+        async with httpx.AsyncClient(timeout=DEADLINE) as client:
+            running = asyncio.ensure_future(client.post(a.url, json=call, headers=headers))
+            cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "long"}}
+            # Until A runs the call, B forwards a cancellation A drops: send it until A acts.
+            while not running.done():
+                assert (await client.post(b.url, json=cancel, headers=headers)).status_code == 202
+                await asyncio.wait({running}, timeout=0.2)
+            # Cancelled: never answered (cancellation.mdx), so the POST ends with 202.
+            assert running.result().status_code == 202
+    finally:
+        session.close()
+
+
+def test_another_principal_cannot_use_a_session_on_any_replica(redis_url, tmp_path):
+    a = Replica("A", redis_url, tmp_path, direct=["--auth"])
+    b = Replica("B", redis_url, tmp_path, direct=["--auth"])
+    alice, mallory = Session("alice"), Session("mallory")
+    try:
+        alice.open(a)
+        mallory.id = alice.id
+        for replica in (a, b):
+            refused = mallory.post(replica, "tools/call", {"name": "whereami", "arguments": {}})
+            assert refused.status_code == 404
+        assert mallory.client.delete(b.url, headers=mallory.headers()).status_code == 404
+        assert alice.call(b, "whereami") == "B"
+    finally:
+        alice.close()
+        mallory.close()
+        a.stop()
+        b.stop()
+
+
+def test_an_idle_session_expires_on_every_replica(redis_url, tmp_path):
+    import redis
+
+    a = Replica("A", redis_url, tmp_path, direct=["--idle", "1"])
+    b = Replica("B", redis_url, tmp_path, direct=["--idle", "1"])
+    session = Session()
+    store = redis.Redis.from_url(redis_url)
+    try:
+        session.open(a)
+        assert session.call(b, "whereami") == "B"
+        key = f"modelctx:session:{session.id}"
+        assert 0 < store.pttl(key) <= 1000  # the record carries the idle TTL
+        wait_until(lambda: not store.exists(key), "the idle session's record to expire in Redis")
+        for replica in (a, b):
+            assert session.post(replica, "tools/call", {"name": "whereami", "arguments": {}}).status_code == 404
+    finally:
+        store.close()
+        session.close()
+        a.stop()
+        b.stop()
+
+
+@pytest.mark.parametrize("failure", ["stopped", "frozen"])
+def test_an_unreachable_session_store_is_a_clear_503(tmp_path, failure):
+    # Stopped: connections refused at once. Frozen (SIGSTOP): connections accepted and
+    # never answered, which only the store's deadline (2 s) turns into a 503.
+    from redis_server import RedisServer
+
+    redis = RedisServer(tmp_path)
+    a = Replica("A", redis.url, tmp_path)
+    session = Session()
+    try:
+        session.open(a)
+        if failure == "stopped":
+            redis.stop()
+        else:
+            os.kill(redis.process.pid, signal.SIGSTOP)
+        # A new session needs the store, and so does a session this replica does not hold.
+        fresh = Session()
+        refused = fresh.client.post(
+            a.url,
+            json={"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                  "params": {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+            headers=fresh.headers(),
+        )
+        fresh.close()
+        assert refused.status_code == 503
+        assert refused.headers["retry-after"] == "1"
+        assert "session store (Redis) is unreachable" in refused.json()["error"]["message"]
+        unknown = Session()
+        unknown.id = "0" * 32
+        lookup = unknown.post(a, "tools/call", {"name": "whereami", "arguments": {}})
+        unknown.close()
+        assert lookup.status_code == 503
+        assert "session store (Redis) is unreachable" in lookup.json()["error"]["message"]
+        # A session this replica holds is still served (only its TTL renewal waits).
+        assert session.call(a, "whereami") == "A"
+        # A modern (2026-07-28) request never needs the store.
+        modern = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "whereami", "arguments": {},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}}}}
+        served = httpx.post(a.url, json=modern, timeout=DEADLINE, headers={
+            **JSON_AND_SSE, "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "whereami"})
+        assert served.status_code == 200
+        assert served.json()["result"]["content"][0]["text"] == "A"
+    finally:
+        session.close()
+        a.stop()
+        if failure == "frozen":
+            os.kill(redis.process.pid, signal.SIGCONT)
+        redis.stop()
+
+
+# -- the GET stream of a session built on another replica, with a shared bus -----------------
+@asynccontextmanager
+async def _served(app: Any) -> AsyncIterator[str]:
+    """``app`` on uvicorn in this event loop, on a free port; yields its endpoint URL."""
+    import uvicorn
+
+    port = free_port()
+    # A stream still open at the end (a GET stream through the balancer) is cut after 1 s.
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on",
+                            timeout_graceful_shutdown=1)
+    server = uvicorn.Server(config)
+    task = asyncio.ensure_future(server.serve())
+    give_up = time.monotonic() + DEADLINE
+    while not server.started:
+        if task.done() or time.monotonic() > give_up:
+            pytest.fail("uvicorn did not start")
+        await asyncio.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        server.should_exit = True
+        await asyncio.wait({task}, timeout=DEADLINE)
+
+
+@async_test(deadline=40)
+async def test_the_get_stream_of_another_replica_hears_list_changed(redis_url):
+    # Two apps (two "replicas") over one Server: one bus, as the Redis bus makes it for
+    # separate processes. The session is opened on A; its GET stream is opened on B.
+    from modelctx import Server, ServerConfig
+
+    server = Server("shared-bus", config=ServerConfig(redis_url=redis_url))
+
+    @server.tool
+    def first() -> str:
+        return "one"
+
+    async with _served(server.http_app()) as url_a, _served(server.http_app()) as url_b, httpx.AsyncClient(
+        timeout=DEADLINE
+    ) as client:
+        params = {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        opened = await client.post(url_a, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params},
+                                   headers={**JSON_AND_SSE, "mcp-protocol-version": LEGACY})
+        headers = {**JSON_AND_SSE, "mcp-protocol-version": LEGACY, "mcp-session-id": opened.headers["mcp-session-id"]}
+        initialized = await client.post(url_a, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
+        assert initialized.status_code == 202
+        async with client.stream("GET", url_b, headers={**headers, "accept": "text/event-stream"}) as stream:
+            assert stream.status_code == 200
+
+            @server.tool
+            def second() -> str:
+                return "two"
+
+            event = await anext(_sse(stream))
+    assert event == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+
+
+# -- the official SDK's client (mcp 2.3.0, legacy mode) behind a round-robin balancer --------
+class RoundRobin:
+    """A tiny HTTP load balancer (ASGI): each request goes to the next replica in turn,
+    with no stickiness; the reply, SSE included, is streamed back as it comes. ``log``
+    records which replica got each request that named a session."""
+
+    def __init__(self, replicas: list[Replica]) -> None:
+        self.replicas = replicas
+        self.turn = 0
+        self.log: list[tuple[str, str]] = []
+        self.client = httpx.AsyncClient(timeout=httpx.Timeout(DEADLINE, read=None))
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await self.client.aclose()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        body = b""
+        while True:
+            part = await receive()
+            body += part.get("body", b"")
+            if not part.get("more_body"):
+                break
+        replica = self.replicas[self.turn % len(self.replicas)]
+        self.turn += 1
+        headers = [(k, v) for k, v in scope["headers"] if k not in (b"host", b"content-length")]
+        if any(k == b"mcp-session-id" for k, _ in headers):
+            self.log.append((replica.name, scope["method"]))
+        request = self.client.build_request(scope["method"], replica.url, headers=headers, content=body)
+        response = await self.client.send(request, stream=True)
+        try:
+            passed = [(k.encode(), v.encode()) for k, v in response.headers.items()
+                      if k not in ("content-length", "transfer-encoding", "connection")]
+            await send({"type": "http.response.start", "status": response.status_code, "headers": passed})
+            async for chunk in response.aiter_raw():
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except OSError:
+            pass  # the client left
+        finally:
+            await response.aclose()
+
+
+@async_test(deadline=60)
+async def test_the_official_client_keeps_its_session_across_replicas(replicas):
+    import mcp_types as types
+    from mcp import Client
+
+    balancer = RoundRobin(list(replicas))
+
+    async def user(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"name": "Grace"})
+
+    async with _served(balancer) as url:
+        client = Client(url, mode="legacy", elicitation_callback=user, read_timeout_seconds=DEADLINE)
+        async with client as connected:
+            assert connected.protocol_version == LEGACY
+            served_by = set()
+            for _ in range(4):
+                result = await connected.call_tool("whereami", {})
+                served_by.add(result.content[0].text)
+            assert served_by == {"A", "B"}
+            greeting = await connected.call_tool("ask_name", {})
+            assert greeting.content[0].text.startswith("hello Grace from ")
+            assert (await connected.list_tools()).tools
+    # Both replicas served requests of the one session, and its DELETE went to one of them.
+    assert {name for name, _ in balancer.log} == {"A", "B"}
+    assert any(method == "DELETE" for _, method in balancer.log)
+
+
+def test_without_a_redis_sessions_stay_in_the_process_and_redis_is_never_imported():
+    # No redis_url (and no MODELCTX_REDIS_URL): the app keeps its in-process sessions only.
+    script = (
+        "import sys\n"
+        "from modelctx import Server\n"
+        "app = Server('solo').http_app()\n"
+        "assert app.session_store is None, app.session_store\n"
+        "assert 'redis' not in sys.modules, 'redis was imported'\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "MODELCTX_REDIS_URL"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=DEADLINE)
+    assert done.returncode == 0, done.stderr
