@@ -321,7 +321,7 @@ def test_an_idle_session_expires_on_every_replica(redis_url, tmp_path):
     try:
         session.open(a)
         assert session.call(b, "whereami") == "B"
-        key = f"modelctx:session:{session.id}"
+        key = f"modelctx:replica-server:session:{session.id}"  # Server.redis_prefix, then session:<id>
         assert 0 < store.pttl(key) <= 1000  # the record carries the idle TTL
         wait_until(lambda: not store.exists(key), "the idle session's record to expire in Redis")
         for replica in (a, b):

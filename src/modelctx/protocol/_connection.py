@@ -278,11 +278,17 @@ class _Requests:
 
 # -- the server's side --------------------------------------------------------------------
 class ServerConnection:
-    """The server's end: requests in (served, cancelled), server-to-client requests out."""
+    """The server's end: requests in (served, cancelled), server-to-client requests out.
 
-    def __init__(self) -> None:
+    ``id_prefix``: server-to-client request ids become ``"<id_prefix>-<n>"`` instead of
+    ``n``, for a session whose requests several processes send (replicas sharing it), so
+    that no two of them ever use the same id.
+    """
+
+    def __init__(self, id_prefix: str | None = None) -> None:
         self.inflight: dict[RequestId, Inbound] = {}
         self._out = _Requests()
+        self._id_prefix = id_prefix
 
     def receive_data(self, data: bytes | str) -> Event:
         """Decode one frame (a stdio line, an HTTP body) and take it in."""
@@ -338,7 +344,9 @@ class ServerConnection:
     def request(
         self, method: str, params: dict[str, Any], *, now: float, timeout: float
     ) -> Outbound:
-        message = {"jsonrpc": "2.0", "id": self._out.next_id(), "method": method, "params": params}
+        number = self._out.next_id()
+        request_id: RequestId = number if self._id_prefix is None else f"{self._id_prefix}-{number}"
+        message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         return self._out.start(message, now=now, timeout=timeout, max_timeout=None, token=None)
 
     def forget(self, outbound: Outbound) -> None:

@@ -574,7 +574,7 @@ class Server:
         made from ``config.redis_url``) and, with Redis and no secret configured, the
         ``requestState`` key kept there. Raises ``StartupError`` naming the URL."""
         url = self.config.redis_url
-        prefix = self.config.redis_prefix or f"modelctx:{self.name}:"
+        prefix = self.redis_prefix
         if url is not None and not self._bus_given:
             from ._redis_bus import RedisBus
 
@@ -589,6 +589,11 @@ class Server:
             from ._redis_bus import shared_request_state_key
 
             self._sealer.use_key(await shared_request_state_key(url, f"{prefix}request-state-key"))
+
+    @property
+    def redis_prefix(self) -> str:
+        """What this server's Redis keys and channels start with (bus, sessions, tasks)."""
+        return self.config.redis_prefix or f"modelctx:{self.name}:"
 
     @property
     def lifespan_context(self) -> Any:

@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import itertools
 import json
 import logging
 import time
@@ -40,12 +39,11 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..protocol._connection import Outbound, ServerConnection
+from ..protocol._connection import ServerConnection
 from ._session import HandshakeSession, principal_key
 
 __all__ = [
     "RedisSessionStore",
-    "ReplicaConnection",
     "SessionRecord",
     "SessionStoreUnavailable",
     "principal_digest",
@@ -133,7 +131,7 @@ class SessionRecord:
     def build(self, principal: Any, process_id: str) -> HandshakeSession:
         """A live session from this record, for ``principal`` (already checked)."""
         session = HandshakeSession(self.id, self.version, self.capabilities, self.client_info)
-        session.connection = ReplicaConnection(process_id)
+        session.connection = ServerConnection(id_prefix=process_id)
         session.principal = principal
         session.initialized = self.initialized
         session.log_rank = self.log_rank
@@ -157,24 +155,6 @@ def apply_fields(session: HandshakeSession, fields: dict[str, str]) -> None:
         session.log_rank = json.loads(fields["log_rank"])
     if "subscriptions" in fields:
         session.subscriptions = set(json.loads(fields["subscriptions"]))
-
-
-class ReplicaConnection(ServerConnection):
-    """A session's connection whose server-to-client request ids name this process.
-
-    Two replicas may each send an elicitation on the same session at once; with each
-    counting from 1 the client's answers could not be told apart. An id
-    ``<process>-<n>`` is unique across replicas, and says nothing the client could use.
-    """
-
-    def __init__(self, process_id: str) -> None:
-        super().__init__()
-        self._prefix = process_id
-        self._numbers = itertools.count(1)
-
-    def request(self, method: str, params: dict[str, Any], *, now: float, timeout: float) -> Outbound:
-        message = {"jsonrpc": "2.0", "id": f"{self._prefix}-{next(self._numbers)}", "method": method, "params": params}
-        return self._out.start(message, now=now, timeout=timeout, max_timeout=None, token=None)
 
 
 Listener = Callable[[dict[str, Any]], Awaitable[None] | None]

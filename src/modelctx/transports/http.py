@@ -76,7 +76,7 @@ from ..errors import (
     UnsupportedProtocolVersion,
 )
 from ..protocol import _meta
-from ..protocol._connection import Ignore, Reject, Serve
+from ..protocol._connection import Ignore, Reject, Serve, ServerConnection
 from ..protocol._framing import SSE_KEEPALIVE, sse_event
 from ..protocol._headers import check_headers, header_paths
 from ..protocol._jsonrpc import Message, Notification, Request, decode, encode, error_response
@@ -102,7 +102,6 @@ from ._asgi import (
 )
 from ._redis_sessions import (
     RedisSessionStore,
-    ReplicaConnection,
     SessionStoreUnavailable,
     apply_fields,
     principal_digest,
@@ -444,7 +443,7 @@ class HttpApp:
         """Index a session ``initialize`` opened (``_request`` then stores it, if shared)."""
         if self._store is not None:
             # Its server-to-client request ids name this process: unique across replicas.
-            session.connection = ReplicaConnection(self._store.process_id)
+            session.connection = ServerConnection(id_prefix=self._store.process_id)
             self._follow_store(self._store)  # an app mounted without its lifespan starts it here
         self._sessions.add(session)
 
@@ -942,7 +941,9 @@ def _store_for(server: Any, idle_seconds: float) -> RedisSessionStore | None:
     if not url:
         return None
     try:
-        return RedisSessionStore(url, idle_seconds=idle_seconds)
+        # The server's prefix (Server.redis_prefix): replicas of different servers may
+        # share one Redis, and their sessions must not meet.
+        return RedisSessionStore(url, idle_seconds=idle_seconds, prefix=getattr(server, "redis_prefix", "modelctx:"))
     except ImportError as exc:
         raise ImportError(
             f"redis_url {url!r} needs the redis package for shared sessions: pip install 'modelctx[redis]'"
