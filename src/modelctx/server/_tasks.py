@@ -22,8 +22,9 @@ there the extension counts as declared when the session's ``initialize`` capabil
 carry ``extensions["io.modelcontextprotocol/tasks"]``; the methods are the same.
 
 Cancellation (``tasks/cancel``) marks the task cancelled in the store at once and
-cancels the handler's asyncio task if it runs in this process; a handler that
-finishes anyway cannot change a terminal task. A task that was running when its
+cancels the handler's asyncio task if it runs in this process; a store shared by
+replicas (``RedisTaskStore``) tells the replica running it (``TaskStore.watch``), which
+cancels it there. A handler that finishes anyway cannot change a terminal task. A task that was running when its
 process died is failed, with a reason, the first time the next process touches the
 store. Expired tasks (``ttlMs`` after creation) are gone for every method and purged.
 """
@@ -138,6 +139,7 @@ class TaskManager:
         self._recovered = False
         self._recovering: asyncio.Lock | None = None
         self._last_purge = 0.0
+        store.watch(self._ended_elsewhere)
 
     @property
     def running(self) -> int:
@@ -165,6 +167,15 @@ class TaskManager:
                     log.warning("marked %d task(s) failed: the process running them stopped", lost)
                 self._recovered = True
         await self._purge()
+
+    def _ended_elsewhere(self, task_id: str, record: TaskRecord | None) -> None:
+        """A task of this process ended by another hand (cancelled on another replica, or
+        failed because its runner's lease expired): stop its handler; announce a
+        failure the store made (``record``), since no replica announced it yet."""
+        runner = self._running.get(task_id)
+        if runner is not None:
+            runner.cancel()
+        self._publish(record)
 
     async def _purge(self) -> None:
         now = time.monotonic()
