@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -24,9 +25,9 @@ import pytest
 import redis
 from conftest import async_test
 
-from modelctx import Client, ClientHandlers, ClientOptions
+from modelctx import Client, ClientHandlers, ClientOptions, Server
 from modelctx.errors import InvalidParams
-from modelctx.server import SqliteTaskStore, TaskRecord
+from modelctx.server import Event, LocalBus, SqliteTaskStore, TaskRecord
 from modelctx.server._redis_tasks import RedisTaskStore
 
 TASKS = "io.modelcontextprotocol/tasks"
@@ -191,6 +192,28 @@ async def test_a_live_replica_keeps_its_tasks_and_a_silent_one_loses_them(redis_
 
 
 @async_test()
+async def test_a_periodic_sweep_fails_and_announces_a_silent_replicas_tasks_unread(redis_url: str) -> None:
+    # The second replica sweeps every lease_seconds / 2; nobody reads the task.
+    async with (
+        opened("redis", redis_url, lease_seconds=300) as first,
+        opened("redis", redis_url, lease_seconds=1, check_interval=0.1) as second,
+    ):
+        told: asyncio.Future[TaskRecord | None] = asyncio.get_running_loop().create_future()
+
+        def ended(task_id: str, record: TaskRecord | None) -> None:
+            if task_id == "orphan" and not told.done():
+                told.set_result(record)
+
+        second.watch(ended)
+        await first.create(new_record("orphan"))
+        await second.get("nothing")  # the second replica is up, its upkeep running
+        raw(redis_url).delete(f"test:lease:{first.replica_id}")
+        record = await asyncio.wait_for(told, 20)
+        assert record is not None and record.status == "failed"
+        assert "server process running this task stopped" in (record.status_message or "")
+
+
+@async_test()
 async def test_a_task_cancelled_on_another_replica_is_reported_to_its_runner(redis_url: str) -> None:
     async with opened("redis", redis_url) as runner, opened("redis", redis_url) as other:
         told: asyncio.Future[tuple[str, TaskRecord | None]] = asyncio.get_running_loop().create_future()
@@ -210,6 +233,39 @@ def test_a_store_connects_only_when_used(redis_url: str) -> None:
     RedisTaskStore("redis://127.0.0.1:1/0")  # nothing listens there: construction must not care
     RedisTaskStore(redis_url)
     assert int(raw(redis_url).info("clients")["connected_clients"]) == before
+
+
+class JsonBus(LocalBus):
+    """A subscription bus that sends every event as JSON text, as one between processes does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[dict[str, Any]] = []
+
+    def publish(self, event: Event) -> None:
+        wire = json.loads(json.dumps({"kind": event.kind, "uri": event.uri, "data": event.data}))
+        self.sent.append(wire)
+        super().publish(Event(wire["kind"], wire["uri"], wire["data"]))
+
+
+@async_test()
+async def test_task_changes_are_published_as_plain_json_for_a_bus_between_processes(redis_url: str) -> None:
+    bus, store = JsonBus(), RedisTaskStore(redis_url, prefix="test:")
+    server = Server("json-bus", bus=bus, task_store=store)
+
+    @server.tool(task="required")
+    async def double(n: int) -> int:
+        return 2 * n
+
+    async with Client(server, options=ClientOptions(extensions={TASKS: {}})) as on:
+        task_id = await start_task(on, "double", {"n": 21})
+        done = await until(on, task_id, "completed")
+    await store.close()
+    [event] = [e for e in bus.sent if e["kind"] == "task"]
+    assert event["uri"] == task_id
+    assert event["data"]["owner"] is None
+    assert event["data"]["task"] == {k: v for k, v in done.items() if k not in ("resultType", "_meta")}
+    assert event["data"]["task"]["result"]["structuredContent"] == {"result": 42}
 
 
 # -- two server processes sharing one Redis ---------------------------------------------------

@@ -21,7 +21,8 @@ single Redis (or a primary with replicas, Sentinel), not Redis Cluster.
 Ownership. ``fail_unfinished`` cannot mean "every unfinished task" when other replicas
 are still running theirs. Each store (one per server process) has a random
 ``replica_id`` and keeps a lease key ``<prefix>lease:<replica_id>`` alive (``PX``
-``lease_seconds``, refreshed every ``lease_seconds / 5``) from its first use on. A task
+``lease_seconds``, renewed every ``lease_seconds / 5`` on a connection of its own) from
+its first use on. A task
 records the replica that runs it (``runner``), and the replica's running set
 ``<prefix>running:<replica_id>`` holds its unfinished tasks. When a runner's lease has
 expired (its process died, or lost Redis for longer than the lease), its unfinished
@@ -46,7 +47,6 @@ of concurrent tasks queue for a connection rather than open thousands.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import secrets
 import time
@@ -181,6 +181,20 @@ def _json(value: Any) -> str:
     return msgspec.json.encode(value).decode()
 
 
+def _cancel_requested() -> bool:
+    """Was the current task cancelled? redis-py may swallow the cancellation of a command
+    (or turn it into a connection error), so the upkeep loops ask, rather than trust the
+    ``CancelledError`` to reach them."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+def _stop_if_cancelled(exc: Exception) -> None:
+    """An upkeep loop being cancelled stops, rather than take an error for Redis being away."""
+    if _cancel_requested():
+        raise asyncio.CancelledError from exc
+
+
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
@@ -224,7 +238,7 @@ class RedisTaskStore:
         url: str,
         *,
         prefix: str = "modelctx:tasks:",
-        lease_seconds: float = 5.0,
+        lease_seconds: float = 10.0,
         check_interval: float = 0.5,
         timeout: float = 10.0,
         max_connections: int = 32,
@@ -241,7 +255,8 @@ class RedisTaskStore:
         self._redis: Redis | None = None
         self._scripts: dict[str, AsyncScript] = {}
         self._start: asyncio.Task[Redis] | None = None
-        self._maintainer: asyncio.Task[None] | None = None
+        self._lease_client: Redis | None = None
+        self._upkeep: list[asyncio.Task[None]] = []
         self._mine: set[str] = set()  # unfinished tasks whose handler runs in this process
         self._watchers: list[Callable[[str, TaskRecord | None], None]] = []
 
@@ -279,19 +294,25 @@ class RedisTaskStore:
     async def _connect(self) -> Redis:
         import redis.asyncio as aioredis
 
-        pool = aioredis.BlockingConnectionPool.from_url(
-            self.url,
-            max_connections=self.max_connections,
-            timeout=self.timeout,
-            socket_timeout=self.timeout,
-            socket_connect_timeout=self.timeout,
-            decode_responses=True,
-        )
-        client = aioredis.Redis(connection_pool=pool)
+        def pool(size: int) -> aioredis.BlockingConnectionPool:
+            return aioredis.BlockingConnectionPool.from_url(
+                self.url,
+                max_connections=size,
+                timeout=self.timeout,
+                socket_timeout=self.timeout,
+                socket_connect_timeout=self.timeout,
+                decode_responses=True,
+            )
+
+        client = aioredis.Redis(connection_pool=pool(self.max_connections))
+        # The lease has a connection of its own: under load the shared pool has a queue,
+        # and a renewal waiting in it could let a live replica's lease run out.
+        lease_client = aioredis.Redis(connection_pool=pool(1))
         self._scripts = {name: client.register_script(source) for name, source in _SCRIPTS.items()}
-        await self._renew_lease(client)
-        self._redis = client
-        self._maintainer = asyncio.get_running_loop().create_task(self._maintain(client))
+        await self._renew_lease(lease_client)
+        self._redis, self._lease_client = client, lease_client
+        loop = asyncio.get_running_loop()
+        self._upkeep = [loop.create_task(self._keep_lease(lease_client)), loop.create_task(self._maintain(client))]
         return client
 
     async def _renew_lease(self, client: Redis) -> None:
@@ -300,24 +321,27 @@ class RedisTaskStore:
             pipe.sadd(self._replicas, self.replica_id)
             await pipe.execute()
 
-    async def _maintain(self, client: Redis) -> None:
-        """Keep the lease, find tasks of ours ended elsewhere, sweep replicas gone silent."""
-        renew_every = self.lease_seconds / 5
-        last_renew = last_sweep = time.monotonic()
-        while True:
-            await asyncio.sleep(min(self.check_interval, renew_every))
+    async def _keep_lease(self, client: Redis) -> None:
+        while not _cancel_requested():
+            await asyncio.sleep(self.lease_seconds / 5)
             try:
-                now = time.monotonic()
-                if now - last_renew >= renew_every:
-                    await self._renew_lease(client)
-                    last_renew = now
-                await self._check_mine(client)
-                if now - last_sweep >= self.lease_seconds / 2:
-                    await self._sweep(client)
-                    last_sweep = now
-            except asyncio.CancelledError:
-                raise
+                await self._renew_lease(client)
             except Exception as exc:  # noqa: BLE001 - Redis away for a while: keep trying
+                _stop_if_cancelled(exc)
+                log.warning("could not renew this replica's task lease (Redis at %s): %s; retrying", self.url, exc)
+
+    async def _maintain(self, client: Redis) -> None:
+        """Find tasks of ours ended elsewhere; sweep replicas gone silent."""
+        last_sweep = time.monotonic()
+        while not _cancel_requested():
+            await asyncio.sleep(self.check_interval)
+            try:
+                await self._check_mine(client)
+                if time.monotonic() - last_sweep >= self.lease_seconds / 2:
+                    last_sweep = time.monotonic()
+                    await self._sweep(client)
+            except Exception as exc:  # noqa: BLE001 - Redis away for a while: keep trying
+                _stop_if_cancelled(exc)
                 log.warning("task store upkeep failed (Redis at %s): %s; retrying", self.url, exc)
 
     async def _check_mine(self, client: Redis) -> None:
@@ -503,17 +527,20 @@ class RedisTaskStore:
         handlers stop with the process), close the connections."""
         if self._start is None or self._start.get_loop() is not asyncio.get_running_loop():
             return
-        if self._maintainer is not None:
-            self._maintainer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._maintainer
+        for task in self._upkeep:
+            task.cancel()
+        if self._upkeep:
+            await asyncio.wait(self._upkeep, timeout=self.timeout)
         client = self._redis
         if client is not None:
             try:
                 await client.delete(self._lease_prefix + self.replica_id)
                 await self._fail_runner(client, self.replica_id)
             finally:
-                await client.aclose()
-                await client.connection_pool.disconnect()
-        self._redis = self._start = self._maintainer = None
+                for each in (client, self._lease_client):
+                    if each is not None:
+                        await each.aclose()
+                        await each.connection_pool.disconnect()
+        self._redis = self._lease_client = self._start = None
+        self._upkeep = []
         self._mine.clear()

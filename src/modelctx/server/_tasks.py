@@ -120,6 +120,14 @@ def detailed(record: TaskRecord) -> dict[str, Any]:
     return fields
 
 
+def _stop_if_cancelled() -> None:
+    """Raise the cancellation of the current task if a store call swallowed it (redis-py
+    can: redis/redis-py#2028), so a cancelled handler waiting for input stops."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
 def _error_object(exc: ProtocolError) -> dict[str, Any]:
     error: dict[str, Any] = {"code": exc.code, "message": exc.message}
     if exc.data is not None:
@@ -289,6 +297,7 @@ class TaskManager:
         while True:
             woken = self._wake.setdefault(task_id, asyncio.Event())
             taken = await self.store.take_answers(task_id, pending)
+            _stop_if_cancelled()
             answers.update(taken)
             pending = [key for key in pending if key not in taken]
             if not pending:
@@ -298,6 +307,7 @@ class TaskManager:
             except TimeoutError:
                 # Bounded by the task itself: an expired or ended task stops the wait.
                 current = await self.store.get(task_id)
+                _stop_if_cancelled()
                 if current is None or current.terminal:
                     raise InternalError("the task ended while it was waiting for input") from None
 
