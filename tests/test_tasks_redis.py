@@ -24,9 +24,10 @@ from typing import Any
 import pytest
 import redis
 from conftest import async_test
+from redis_server import RedisServer
 
 from modelctx import Client, ClientHandlers, ClientOptions, Server
-from modelctx.errors import InvalidParams
+from modelctx.errors import InvalidParams, ProtocolError
 from modelctx.server import Event, LocalBus, SqliteTaskStore, TaskRecord
 from modelctx.server._redis_tasks import RedisTaskStore
 
@@ -266,6 +267,26 @@ async def test_task_changes_are_published_as_plain_json_for_a_bus_between_proces
     assert event["data"]["owner"] is None
     assert event["data"]["task"] == {k: v for k, v in done.items() if k not in ("resultType", "_meta")}
     assert event["data"]["task"]["result"]["structuredContent"] == {"result": 42}
+
+
+@async_test()
+async def test_redis_out_of_reach_is_an_error_that_says_so_and_keeps_the_password(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    gone = RedisServer(tmp_path)
+    gone.stop()  # a port where Redis was: nothing answers now
+    store = RedisTaskStore(f"redis://:hunter2@127.0.0.1:{gone.port}/0", timeout=2)
+    server = Server("no-redis", task_store=store)
+
+    @server.tool(task="required")
+    async def never() -> str:
+        return "never"
+
+    async with Client(server, options=ClientOptions(extensions={TASKS: {}})) as on:
+        with pytest.raises(ProtocolError, match="task store is unreachable") as raised:
+            await on.session.request("tools/call", {"name": "never", "arguments": {}})
+    assert raised.value.code == -32603
+    assert f"127.0.0.1:{gone.port}" in caplog.text and "hunter2" not in caplog.text
 
 
 # -- two server processes sharing one Redis ---------------------------------------------------

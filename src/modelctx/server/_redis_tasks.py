@@ -52,9 +52,11 @@ import secrets
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
+from ..errors import InternalError
 from ._task_store import TERMINAL, TaskRecord
 
 if TYPE_CHECKING:
@@ -195,6 +197,14 @@ def _stop_if_cancelled(exc: Exception) -> None:
         raise asyncio.CancelledError from exc
 
 
+def _redacted(url: str) -> str:
+    """``url`` without its user name and password."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
@@ -246,6 +256,7 @@ class RedisTaskStore:
         if lease_seconds <= 0 or check_interval <= 0 or timeout <= 0:
             raise ValueError("lease_seconds, check_interval and timeout must be positive")
         self.url = url
+        self.where = _redacted(url)  # for logs: never the password
         self.prefix = prefix
         self.replica_id = secrets.token_hex(8)
         self.lease_seconds = lease_seconds
@@ -286,10 +297,13 @@ class RedisTaskStore:
             self._start = loop.create_task(self._connect())
         try:
             return await asyncio.shield(self._start)
-        except Exception:
-            if self._start.done():
+        except Exception as exc:
+            if self._start is not None and self._start.done():
                 self._start = None  # Redis was unreachable: the next call tries again
-            raise
+            log.error("the task store could not reach Redis at %s: %s", self.where, exc)
+            raise InternalError(
+                "The server's task store is unreachable (its operator is told why in the server's log); try again later"
+            ) from exc
 
     async def _connect(self) -> Redis:
         import redis.asyncio as aioredis
@@ -328,7 +342,7 @@ class RedisTaskStore:
                 await self._renew_lease(client)
             except Exception as exc:  # noqa: BLE001 - Redis away for a while: keep trying
                 _stop_if_cancelled(exc)
-                log.warning("could not renew this replica's task lease (Redis at %s): %s; retrying", self.url, exc)
+                log.warning("could not renew this replica's task lease (Redis at %s): %s; retrying", self.where, exc)
 
     async def _maintain(self, client: Redis) -> None:
         """Find tasks of ours ended elsewhere; sweep replicas gone silent."""
@@ -342,7 +356,7 @@ class RedisTaskStore:
                     await self._sweep(client)
             except Exception as exc:  # noqa: BLE001 - Redis away for a while: keep trying
                 _stop_if_cancelled(exc)
-                log.warning("task store upkeep failed (Redis at %s): %s; retrying", self.url, exc)
+                log.warning("task store upkeep failed (Redis at %s): %s; retrying", self.where, exc)
 
     async def _check_mine(self, client: Redis) -> None:
         ids = list(self._mine)

@@ -115,7 +115,7 @@ class TaskStore(Protocol):
         process ended by another hand: cancelled on another replica (``record`` None:
         that replica told the listeners already), or failed by this store because its
         runner stopped (``record``: the failed task, to announce). A store of one
-        process has no other hand and never calls it."""
+        process has no other hand and never calls it (it may leave the method out)."""
 
     async def count(self) -> int: ...
 

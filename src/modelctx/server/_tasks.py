@@ -147,7 +147,10 @@ class TaskManager:
         self._recovered = False
         self._recovering: asyncio.Lock | None = None
         self._last_purge = 0.0
-        store.watch(self._ended_elsewhere)
+        # Optional for a store of one process (a store written before ``watch`` existed).
+        watch = getattr(store, "watch", None)
+        if watch is not None:
+            watch(self._ended_elsewhere)
 
     @property
     def running(self) -> int:
