@@ -4,9 +4,10 @@ Layout. Every key starts with ``prefix`` (default ``modelctx:<server name>:tasks
 several servers share one Redis without seeing each other's tasks. A task is a hash
 ``<prefix>task:{<id>}`` (its fields as plain strings, results and errors as JSON), with
 two side hashes ``...:asks`` (the open input requests) and ``...:answers`` (answers the
-handler has not taken yet). A task with a TTL gets ``PEXPIREAT`` at creation on all
-three: Redis itself removes the task and its result when the TTL ends, and every
-method finds an expired task absent. ``purge_expired`` has nothing to do.
+handler has not taken yet). A task with a TTL gets ``PEXPIREAT`` at creation, and each
+side hash the same moment when first written: Redis itself removes the task and its
+result when the TTL ends, and every method finds an expired task absent.
+``purge_expired`` has nothing to do.
 
 Atomicity: each method that changes a task is one Lua script (``EVALSHA``) over that
 task's keys. A script runs alone on the server, so the check ("not terminal yet") and
@@ -22,8 +23,8 @@ Ownership. ``fail_unfinished`` cannot mean "every unfinished task" when other re
 are still running theirs. Each store (one per server process) has a random
 ``replica_id`` and keeps a lease key ``<prefix>lease:<replica_id>`` alive (``PX``
 ``lease_seconds``, renewed every ``lease_seconds / 5`` on a connection of its own) from
-its first use on. A task
-records the replica that runs it (``runner``), and the replica's running set
+its first use on. A task records the replica that runs it (``runner``), and the
+replica's running set
 ``<prefix>running:<replica_id>`` holds its unfinished tasks. When a runner's lease has
 expired (its process died, or lost Redis for longer than the lease), its unfinished
 tasks are failed with ``RUNNER_LOST_MESSAGE`` (-32603): by any replica that reads one
