@@ -18,13 +18,15 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve_http(path: Path, deadline: float = 20.0) -> Iterator[str]:
-    """Yield the endpoint URL of ``path`` served over HTTP; stop the process after."""
+def serve_http(path: Path, deadline: float = 20.0, env: dict[str, str] | None = None) -> Iterator[str]:
+    """Yield the endpoint URL of ``path`` served over HTTP (``env``: the server's
+    environment, default this process's); stop the process after."""
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "modelctx", "serve", str(path), "--http", "--host", "127.0.0.1", "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        env=env,
     )
     try:
         end = time.monotonic() + deadline

@@ -5,6 +5,8 @@ Runs ``@modelcontextprotocol/conformance`` (installed by scripts/test.sh) agains
 2026-07-28 requirements and for every scenario of 2026-07-28 and 2025-11-25. A run
 passes when the suite's own baseline comparison passes (baseline.yml lists the allowed
 failures with their reasons) and no scenario fails (the tasks extension included).
+The ``tasks-*`` scenarios run once more against the same fixture server with its tasks
+in Redis (``MODELCTX_REDIS_URL``: ``RedisTaskStore``).
 """
 
 from __future__ import annotations
@@ -82,3 +84,32 @@ def test_conformance_suite(run: str, server_url: str) -> None:
     assert not failing, "scenarios failing that baseline.yml does not allow:\n" + "\n".join(failing)
     assert out.returncode == 0, f"the suite's baseline check failed:\n{summary}"
     assert int(total.group(1)) > 0
+
+
+@pytest.mark.timeout(600)
+def test_tasks_scenarios_with_the_redis_task_store(redis_url: str) -> None:
+    listed = subprocess.run([*_suite_command(), "list", "--server"], capture_output=True, text=True, env=_env(), timeout=120)
+    scenarios = re.findall(r"^\s*-\s*(tasks-[\w-]+)", listed.stdout, re.MULTILINE)
+    assert len(scenarios) >= 9, f"the suite lists too few tasks-* scenarios:\n{listed.stdout}"
+    env = {**_env(), "MODELCTX_REDIS_URL": redis_url}
+    failed: list[str] = []
+    with serve_http(ROOT / "tests" / "conformance" / "everything_server.py", env=env) as url:
+        for scenario in scenarios:
+            command = [*_suite_command(), "server", "--url", url, "--scenario", scenario]
+            out = subprocess.run(command, capture_output=True, text=True, env=_env(), timeout=300)
+            report = re.sub(r"\x1b\[[0-9;]*m", "", out.stdout + out.stderr)
+            # A scenario the suite itself marks pending passes with 0/0 (tasks-status-notifications).
+            if out.returncode != 0 or re.search(r"Passed: (\d+)/\1, 0 failed", report) is None:
+                failed.append(f"{scenario}:\n{report[-1500:]}")
+    assert not failed, "tasks-* scenarios failing with the Redis task store:\n" + "\n".join(failed)
+    assert redis_keys(redis_url, "modelctx:*:tasks:task:*"), "the fixture server did not keep its tasks in Redis"
+
+
+def redis_keys(url: str, pattern: str) -> list[str]:
+    import redis
+
+    client = redis.Redis.from_url(url, decode_responses=True, socket_timeout=10)
+    try:
+        return [str(key) for key in client.scan_iter(match=pattern, count=1000)]
+    finally:
+        client.close()

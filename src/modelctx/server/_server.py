@@ -232,7 +232,7 @@ class Server:
         self._lifespan = LifespanHolds(self, self._serving)
         self.extensions = _checked_extensions(extensions)
         if task_store is None and TASKS_EXTENSION in self.extensions:
-            task_store = SqliteTaskStore(self.config.task_db or ":memory:")  # declared: served
+            task_store = self._default_task_store()  # declared: served
         self._task_store = task_store
         self._tasks: TaskManager | None = None
         self.dispatcher = Dispatcher(self)
@@ -267,7 +267,17 @@ class Server:
         definition = ToolDef.build(fn, Context, **options)
         self._registry.put("tools", definition.name, definition, replace=replace)
         if definition.task != "forbidden" and self._task_store is None:
-            self._task_store = SqliteTaskStore(self.config.task_db or ":memory:")
+            self._task_store = self._default_task_store()
+
+    def _default_task_store(self) -> TaskStore:
+        """SQLite on ``config.task_db`` (memory without one), or with ``config.redis_url``
+        and no ``task_db`` a ``RedisTaskStore`` shared by every replica of this server
+        (keys under ``modelctx:<name>:tasks:``; it connects on first use)."""
+        if self.config.redis_url and not self.config.task_db:
+            from ._redis_tasks import RedisTaskStore
+
+            return RedisTaskStore(self.config.redis_url, prefix=f"modelctx:{self.name}:tasks:")
+        return SqliteTaskStore(self.config.task_db or ":memory:")
 
     def remove_tool(self, name: str) -> None:
         if self._registry.tools.pop(name, None) is None:

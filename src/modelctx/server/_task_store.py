@@ -37,7 +37,8 @@ class TaskRecord:
     unlimited. ``input_requests`` are the questions still open (key to the
     server-to-client request); ``responses`` the answers that arrived and the running
     handler has not taken yet. ``owner`` is the principal that created it (None for
-    no authentication): only it may read or change the task."""
+    no authentication): only it may read or change the task. ``runner``: the process
+    (replica) running its handler, for a store shared by several (None: this one)."""
 
     task_id: str
     status: str
@@ -51,6 +52,7 @@ class TaskRecord:
     responses: dict[str, Any] = field(default_factory=dict)
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
+    runner: str | None = None
 
     @property
     def expires_at(self) -> float | None:
@@ -103,7 +105,17 @@ class TaskStore(Protocol):
         """Delete every task whose TTL has passed; returns how many."""
 
     async def fail_unfinished(self, error: dict[str, Any], message: str) -> int:
-        """Fail every task that is not terminal (their runner is gone); how many."""
+        """Fail every task that is not terminal and whose runner is gone; how many.
+        Called once per process, before its first use of the store. A store of one
+        process (SQLite) fails every unfinished task then; a store shared by replicas
+        only those whose runner stopped (see ``RedisTaskStore``)."""
+
+    def watch(self, ended: Callable[[str, TaskRecord | None], None]) -> None:
+        """Call ``ended(task_id, record)`` (on the event loop) when a task of this
+        process ended by another hand: cancelled on another replica (``record`` None:
+        that replica told the listeners already), or failed by this store because its
+        runner stopped (``record``: the failed task, to announce). A store of one
+        process has no other hand and never calls it (it may leave the method out)."""
 
     async def count(self) -> int: ...
 
@@ -269,6 +281,9 @@ class SqliteTaskStore:
             return len(rows)
 
         return await self._run(fail)
+
+    def watch(self, ended: Callable[[str, TaskRecord | None], None]) -> None:
+        """One process per file: no task ends by another hand, ``ended`` is never called."""
 
     async def count(self) -> int:
         def count(db: sqlite3.Connection) -> int:

@@ -22,8 +22,9 @@ there the extension counts as declared when the session's ``initialize`` capabil
 carry ``extensions["io.modelcontextprotocol/tasks"]``; the methods are the same.
 
 Cancellation (``tasks/cancel``) marks the task cancelled in the store at once and
-cancels the handler's asyncio task if it runs in this process; a handler that
-finishes anyway cannot change a terminal task. A task that was running when its
+cancels the handler's asyncio task if it runs in this process; a store shared by
+replicas (``RedisTaskStore``) tells the replica running it (``TaskStore.watch``), which
+cancels it there. A handler that finishes anyway cannot change a terminal task. A task that was running when its
 process died is failed, with a reason, the first time the next process touches the
 store. Expired tasks (``ttlMs`` after creation) are gone for every method and purged.
 """
@@ -119,6 +120,14 @@ def detailed(record: TaskRecord) -> dict[str, Any]:
     return fields
 
 
+def _stop_if_cancelled() -> None:
+    """Raise the cancellation of the current task if a store call swallowed it (redis-py
+    can: redis/redis-py#2028), so a cancelled handler waiting for input stops."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
 def _error_object(exc: ProtocolError) -> dict[str, Any]:
     error: dict[str, Any] = {"code": exc.code, "message": exc.message}
     if exc.data is not None:
@@ -138,6 +147,10 @@ class TaskManager:
         self._recovered = False
         self._recovering: asyncio.Lock | None = None
         self._last_purge = 0.0
+        # Optional for a store of one process (a store written before ``watch`` existed).
+        watch = getattr(store, "watch", None)
+        if watch is not None:
+            watch(self._ended_elsewhere)
 
     @property
     def running(self) -> int:
@@ -165,6 +178,15 @@ class TaskManager:
                     log.warning("marked %d task(s) failed: the process running them stopped", lost)
                 self._recovered = True
         await self._purge()
+
+    def _ended_elsewhere(self, task_id: str, record: TaskRecord | None) -> None:
+        """A task of this process ended by another hand (cancelled on another replica, or
+        failed because its runner's lease expired): stop its handler; announce a
+        failure the store made (``record``), since no replica announced it yet."""
+        runner = self._running.get(task_id)
+        if runner is not None:
+            runner.cancel()
+        self._publish(record)
 
     async def _purge(self) -> None:
         now = time.monotonic()
@@ -278,6 +300,7 @@ class TaskManager:
         while True:
             woken = self._wake.setdefault(task_id, asyncio.Event())
             taken = await self.store.take_answers(task_id, pending)
+            _stop_if_cancelled()
             answers.update(taken)
             pending = [key for key in pending if key not in taken]
             if not pending:
@@ -287,6 +310,7 @@ class TaskManager:
             except TimeoutError:
                 # Bounded by the task itself: an expired or ended task stops the wait.
                 current = await self.store.get(task_id)
+                _stop_if_cancelled()
                 if current is None or current.terminal:
                     raise InternalError("the task ended while it was waiting for input") from None
 
