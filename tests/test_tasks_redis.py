@@ -444,6 +444,20 @@ async def test_the_task_of_a_killed_replica_fails_with_the_reason_on_another(rep
 
 
 @async_test(deadline=120)
+async def test_a_replica_stopped_gracefully_fails_its_tasks_at_once_not_when_its_lease_runs_out(
+    replicas: Any,
+) -> None:
+    a, b = replicas(), replicas()
+    async with client(a) as on_a:
+        running = await start_task(on_a, "sleepy", {"seconds": 600})
+    async with client(b) as on_b:
+        a.stop()  # SIGTERM: the server stops and gives its lease back
+        # The lease is 10 s; a graceful stop does not wait for it to run out.
+        lost = await until(on_b, running, "failed", deadline=5.0)
+        assert "server process running this task stopped" in lost["statusMessage"]
+
+
+@async_test(deadline=120)
 async def test_expiry_removes_a_task_and_its_result_from_redis(replicas: Any, redis_url: str) -> None:
     a, b = replicas(TASK_TTL_MS="500"), replicas(TASK_TTL_MS="500")
     async with client(a) as on_a, client(b) as on_b:

@@ -272,11 +272,12 @@ class Server:
     def _default_task_store(self) -> TaskStore:
         """SQLite on ``config.task_db`` (memory without one), or with ``config.redis_url``
         and no ``task_db`` a ``RedisTaskStore`` shared by every replica of this server
-        (keys under ``modelctx:<name>:tasks:``; it connects on first use)."""
+        (keys under ``<redis_prefix>tasks:``; it connects on first use, and the server
+        gives its lease back when it stops: ``_join_replicas``)."""
         if self.config.redis_url and not self.config.task_db:
             from ._redis_tasks import RedisTaskStore
 
-            return RedisTaskStore(self.config.redis_url, prefix=f"modelctx:{self.name}:tasks:")
+            return RedisTaskStore(self.config.redis_url, prefix=f"{self.redis_prefix}tasks:")
         return SqliteTaskStore(self.config.task_db or ":memory:")
 
     def remove_tool(self, name: str) -> None:
@@ -585,6 +586,13 @@ class Server:
         ``requestState`` key kept there. Raises ``StartupError`` naming the URL."""
         url = self.config.redis_url
         prefix = self.redis_prefix
+        from ._redis_tasks import RedisTaskStore
+
+        if isinstance(self._task_store, RedisTaskStore):
+            # Stopping gives the replica's lease back and fails its unfinished tasks at
+            # once (their handlers stop with it), instead of when the lease runs out; the
+            # store reconnects if the server runs again. Pushed first, so it runs last.
+            stack.push_async_callback(self._task_store.close)
         if url is not None and not self._bus_given:
             from ._redis_bus import RedisBus
 
