@@ -81,6 +81,8 @@ def parse_wrk(out: str) -> dict[str, Any]:
     errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
     result["non_2xx"] = int(non2xx.group(1)) if non2xx else 0
     result["socket_errors"] = sum(map(int, errors.groups())) if errors else 0
+    kinds = ("connect", "read", "write", "timeout")
+    result["socket_errors_by_kind"] = {k: int(n) for k, n in zip(kinds, errors.groups(), strict=True) if int(n)} if errors else {}
     if "req_per_s" not in result or "p99_ms" not in result:
         raise ScaleError(f"could not parse wrk's output:\n{out}")
     return result
@@ -182,7 +184,8 @@ def report(result: dict[str, Any]) -> str:
         f"answered 200: {result['answered']:,} (by replica: {result['answered_by_replica']}); the killed replica "
         f"answered {result['killed_replica_answered_after_restart']:,} after its restart",
         f"errors: {result['in_flight_on_killed']} in flight on the killed replica (allowed), "
-        f"{result['unexpected_errors']} other (wrk socket errors {result['wrk_socket_errors']}); "
+        f"{result['unexpected_errors']} other (wrk socket errors {result['wrk_socket_errors']}"
+        f"{' ' + str(result['socket_errors_by_kind']) if result['socket_errors_by_kind'] else ''}); "
         f"{result['retried_to_other_replica']} requests moved to the other replica after a refused connect; "
         f"{result['cut_at_end']} cut by the end of the load",
         *(f"  other error: {line}" for line in result["other_error_lines"]),
