@@ -89,3 +89,27 @@ def test_a_listen_stream_through_nginx_gets_each_event_as_it_happens(tmp_path):
     # The bound for a change to reach a listener is 100 ms; here it includes the
     # toggle's own round trip through nginx (measured: a few ms).
     assert max(delays) < 0.1, f"list_changed took {[round(d * 1000, 1) for d in delays]} ms through nginx"
+
+
+def test_a_reply_cut_mid_body_by_the_kill_counts_as_lost_in_flight_not_as_an_error(tmp_path):
+    # Lines as nginx wrote them in a run where replica :48733 died while sending a body:
+    # the access log says 200 (the status line had gone out), the error log says the
+    # upstream closed while it was read, and wrk counted one read error.
+    access = tmp_path / "access.log"
+    access.write_text(
+        '1000.100 0.001 200 "127.0.0.1:48733" "200" POST\n'
+        '1000.200 0.002 200 "127.0.0.1:48733" "200" POST\n'  # the cut one
+        '1000.200 0.007 502 "127.0.0.1:48733" "502" POST\n'
+        '1000.300 0.001 200 "127.0.0.1:49319" "200" POST\n'
+    )
+    errors = (
+        '[error] 1176#1176: *8 upstream prematurely closed connection while reading upstream, client: 127.0.0.1, '
+        'request: "POST /mcp HTTP/1.1", upstream: "http://127.0.0.1:48733/mcp"\n'
+        '[error] 1176#1176: *7 upstream prematurely closed connection while reading response header from upstream, '
+        'upstream: "http://127.0.0.1:48733/mcp"\n'
+    )
+    counted = scale.classify(access, errors, "127.0.0.1:48733", kill_sent=1000.15, kill_done=1000.25, load_end=1010)
+    assert counted["in_flight_on_killed"] == 2  # the 502 and the cut reply
+    assert counted["cut_mid_reply_on_killed"] == 1
+    assert counted["answered"] == 2
+    assert counted["other_errors"] == 0
