@@ -12,6 +12,8 @@ from ._context import (
     Sample,
 )
 from ._files import FileRoot
+from ._redis_bus import RedisBus
+from ._redis_tasks import RedisTaskStore
 from ._registry import CacheHint
 from ._server import Server, ServerConfig, StartupError
 from ._task_store import SqliteTaskStore, TaskRecord, TaskStore
@@ -30,6 +32,8 @@ __all__ = [
     "InputRequest",
     "ListRoots",
     "LocalBus",
+    "RedisBus",
+    "RedisTaskStore",
     "ResourceLink",
     "Sample",
     "Server",
