@@ -49,8 +49,10 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(BENCH))
 
 from scale_processes import Processes, ScaleError, post_json, tools_call  # noqa: E402
+from scenarios.http_load import parse_wrk  # noqa: E402  (one reading of wrk's output for every bench)
 
 ECHO_SERVER = BENCH / "servers" / "modelctx_echo.py"
 LUA = BENCH / "wrk_scale.lua"
@@ -61,34 +63,6 @@ def check_echo(port: int) -> None:
     answer = post_json(port, tools_call("echo", {"text": "hi"}))
     if answer.get("result", {}).get("content", [{}])[0].get("text") != "hi":
         raise ScaleError(f"wrong answer through port {port}: {answer}")
-
-
-_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3}
-
-
-def parse_wrk(out: str) -> dict[str, Any]:
-    """requests/s, p50/p99 latency (ms), requests, non-2xx answers and socket errors."""
-    def ms(text: str) -> float:
-        number, unit = re.fullmatch(r"([\d.]+)(us|ms|s|m)", text).groups()  # type: ignore[union-attr]
-        return float(number) * _UNITS[unit]
-
-    result: dict[str, Any] = {}
-    if m := re.search(r"Requests/sec:\s+([\d.]+)", out):
-        result["req_per_s"] = float(m.group(1))
-    for pct in ("50", "99"):
-        if m := re.search(rf"^\s+{pct}(?:\.000)?%\s+(\S+)", out, re.MULTILINE):
-            result[f"p{pct}_ms"] = ms(m.group(1))
-    if m := re.search(r"(\d+) requests in", out):
-        result["requests"] = int(m.group(1))
-    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
-    result["non_2xx"] = int(non2xx.group(1)) if non2xx else 0
-    result["socket_errors"] = sum(map(int, errors.groups())) if errors else 0
-    kinds = ("connect", "read", "write", "timeout")
-    result["socket_errors_by_kind"] = {k: int(n) for k, n in zip(kinds, errors.groups(), strict=True) if int(n)} if errors else {}
-    if "req_per_s" not in result or "p99_ms" not in result:
-        raise ScaleError(f"could not parse wrk's output:\n{out}")
-    return result
 
 
 def start_wrk(url: str, seconds: int, connections: int, rate: float, log: Path) -> subprocess.Popen[bytes]:

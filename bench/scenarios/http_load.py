@@ -98,6 +98,10 @@ def parse_wrk(out: str) -> dict:
     errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
     result["non_2xx"] = int(non2xx.group(1)) if non2xx else 0
     result["socket_errors"] = sum(map(int, errors.groups())) if errors else 0
+    kinds = ("connect", "read", "write", "timeout")
+    result["socket_errors_by_kind"] = (
+        {kind: int(n) for kind, n in zip(kinds, errors.groups(), strict=True) if int(n)} if errors else {}
+    )
     if "req_per_s" not in result or "p99_ms" not in result:
         raise BenchError(f"could not parse wrk output:\n{out}")
     return result
