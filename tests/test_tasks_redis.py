@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 import redis
-from conftest import async_test
+from conftest import async_test, free_port
 from redis_server import RedisServer
 
 from modelctx import Client, ClientHandlers, ClientOptions, Server
@@ -290,13 +290,6 @@ async def test_redis_out_of_reach_is_an_error_that_says_so_and_keeps_the_passwor
 
 
 # -- two server processes sharing one Redis ---------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 class Replica:
     """One ``modelctx serve tests/servers/tasks_server.py --http`` process on Redis."""
 
