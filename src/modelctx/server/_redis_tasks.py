@@ -53,11 +53,11 @@ import secrets
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
-from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
 from ..errors import InternalError
+from ._redis_bus import redacted
 from ._task_store import TERMINAL, TaskRecord
 
 if TYPE_CHECKING:
@@ -198,14 +198,6 @@ def _stop_if_cancelled(exc: Exception) -> None:
         raise asyncio.CancelledError from exc
 
 
-def _redacted(url: str) -> str:
-    """``url`` without its user name and password."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
-
-
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
@@ -257,7 +249,7 @@ class RedisTaskStore:
         if lease_seconds <= 0 or check_interval <= 0 or timeout <= 0:
             raise ValueError("lease_seconds, check_interval and timeout must be positive")
         self.url = url
-        self.where = _redacted(url)  # for logs: never the password
+        self.where = redacted(url)  # for logs: never the password
         self.prefix = prefix
         self.replica_id = secrets.token_hex(8)
         self.lease_seconds = lease_seconds
