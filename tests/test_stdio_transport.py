@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
+import time
 
-from conftest import request, wait_until
+from conftest import DEADLINE, request, serve_command, wait_until
 
 
 def test_each_message_is_one_line_of_json(stdio_server):
@@ -37,6 +39,23 @@ def test_the_server_answers_requests_already_read_before_stdin_closed(stdio_serv
 
     assert response["result"]["content"] == [{"type": "text", "text": "last words"}]
     assert stdio_server.wait() == 0
+
+
+def test_the_last_answer_reaches_a_client_that_reads_it_late_whole():
+    """The server flushes stdout before it exits: a 100 KB answer to a client that
+    closed stdin and read only a second later once arrived cut at 64 KB."""
+    text = "x" * 100_000
+    process = subprocess.Popen(serve_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(json.dumps(request(1, "tools/call", {"name": "echo", "arguments": {"text": text}})).encode() + b"\n")
+        process.stdin.close()
+        time.sleep(1.0)
+        answer = process.stdout.read()
+        assert process.wait(DEADLINE) == 0
+    finally:
+        process.kill()
+    assert json.loads(answer)["result"]["content"] == [{"type": "text", "text": text}]
 
 
 def test_a_request_that_hangs_does_not_keep_the_server_alive_after_stdin_closes(stdio_server, tmp_path):

@@ -43,6 +43,7 @@ log = logging.getLogger("modelctx.stdio")
 _NEWLINE = b"\n"
 _HIGH_WATER = 1 << 20
 _GRACE_SECONDS = 2.0
+_FLUSH_SECONDS = 30.0  # the most a peer reading slowly keeps a stopping server
 _READ_CHUNK = 1 << 16
 _THREAD_PREFIX = "modelctx-stdio-worker"
 # Requests served at once; past it stdin is not read until one ends. With the write
@@ -107,12 +108,36 @@ class _Writer:
                 self.broken = True
 
     async def close(self) -> None:
-        if self._writer is None:
+        """Flush every byte still buffered, then close stdout.
+
+        ``drain`` alone returns once the buffer is under the transport's low-water mark,
+        and the loop closing after it dropped the rest: the last answer reached a peer
+        that read it late cut at 64 KB. So the limits go to zero (``drain`` now waits
+        for an empty buffer), and the wait goes on while the peer keeps reading: it
+        gives up after ``_GRACE_SECONDS`` in which nothing left, or after
+        ``_FLUSH_SECONDS`` in all."""
+        if self._writer is None or self._transport is None:
             return
+        transport = self._transport
         try:
-            await asyncio.wait_for(self._writer.drain(), _GRACE_SECONDS)
+            transport.set_write_buffer_limits(high=0, low=0)
+            left = transport.get_write_buffer_size()
+            ceiling = time.monotonic() + _FLUSH_SECONDS
+            while left:
+                if time.monotonic() > ceiling:
+                    raise TimeoutError
+                try:
+                    await asyncio.wait_for(self._writer.drain(), _GRACE_SECONDS)
+                except TimeoutError:
+                    if transport.get_write_buffer_size() >= left:
+                        raise
+                left = transport.get_write_buffer_size()
             self._writer.close()
-        except (TimeoutError, ConnectionError, RuntimeError, OSError):
+            await asyncio.wait_for(self._writer.wait_closed(), _GRACE_SECONDS)
+        except TimeoutError:
+            log.warning("stdout: %d byte(s) the peer did not read in time are dropped", transport.get_write_buffer_size())
+            transport.abort()
+        except (ConnectionError, RuntimeError, OSError):
             pass
 
 
