@@ -5,6 +5,7 @@ The server is a real ``modelctx serve --http`` subprocess; the tests use raw htt
 
 from __future__ import annotations
 
+import httpx
 import pytest
 from conftest import request, sse_messages
 
@@ -188,6 +189,20 @@ def test_delete_ends_the_session(http):
     assert deleted.status_code == 200
     assert after.status_code == 404
     assert deleted_again.status_code == 404
+
+
+def test_delete_ends_the_sessions_open_get_stream_at_once(http):
+    """The GET stream ends with its session, not at its next keep-alive 15 s later."""
+    session_id = initialize(http).headers["mcp-session-id"]
+    in_session(http, session_id, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    headers = {"accept": "text/event-stream", "mcp-session-id": session_id, "mcp-protocol-version": LEGACY}
+    with httpx.Client(timeout=30.0) as listener, listener.stream("GET", http.url, headers=headers) as stream:
+        assert stream.status_code == 200
+        deleted = http.client.delete(http.url, headers={"mcp-session-id": session_id})
+        body = b"".join(stream.iter_bytes())
+
+    assert deleted.status_code == 200
+    assert body == b""  # ended, and no keep-alive comment came first
 
 
 def test_get_with_an_unknown_session_is_404(http):

@@ -72,6 +72,18 @@ class HandshakeSession:
         #: When its record in a shared store was last written or renewed (monotonic);
         #: None where sessions live in this process only.
         self.stored_at: float | None = None
+        self._on_close: list[Callable[[], object]] = []
+
+    def on_close(self, callback: Callable[[], object]) -> Callable[[], None]:
+        """Call ``callback`` when the session closes (DELETE, expiry, shutdown); returns
+        what takes it back. A GET stream ends by it at once, not at its next keep-alive."""
+        self._on_close.append(callback)
+
+        def forget() -> None:
+            if callback in self._on_close:
+                self._on_close.remove(callback)
+
+        return forget
 
     def touch(self) -> None:
         self.last_seen = time.monotonic()
@@ -126,6 +138,9 @@ class HandshakeSession:
         for stream in self.streams.values():
             stream.end()  # a client resuming it gets what is kept, then the end
         self.streams.clear()
+        callbacks, self._on_close = self._on_close, []
+        for callback in callbacks:
+            callback()
         # Drop what may point back at the session (the GET stream's sender, the
         # listener task, waiters), so a closed session is freed by reference counting
         # alone, not left to a full collection.

@@ -725,6 +725,7 @@ class HttpApp:
         session.http_stream_open = True
         await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
         watcher = asyncio.ensure_future(wait_disconnect(receive))
+        forget = session.on_close(watcher.cancel)  # DELETE ends the stream now
         try:
             while not watcher.done() and not session.closed:
                 getter = asyncio.ensure_future(queue.get())
@@ -735,6 +736,7 @@ class HttpApp:
         except OSError:
             pass
         finally:
+            forget()
             watcher.cancel()
             session.http_stream_open = False
             if session.outbound is outbound:
