@@ -231,7 +231,7 @@ def test_http_answers_lifespan_startup_failed_and_exits(tmp_path):
     )
     assert process.returncode != 0
     output = process.stdout + process.stderr
-    assert "server 'lifespan-demo' failed to start: its lifespan raised RuntimeError: no database" in output
+    assert output.count("server 'lifespan-demo' failed to start: its lifespan raised RuntimeError: no database") == 1
     assert "Application startup failed" in output  # uvicorn received lifespan.startup.failed
     assert log.read_text().split() == ["start"]
 

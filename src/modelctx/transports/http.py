@@ -241,8 +241,10 @@ class HttpApp:
                 self._running = contextlib.AsyncExitStack()
                 try:
                     await self._running.enter_async_context(self.server.running())
-                except Exception as exc:  # noqa: BLE001 - StartupError or any other: ASGI wants it reported
-                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                except Exception:  # noqa: BLE001 - StartupError or any other: ASGI wants it reported
+                    # No message: the server's lifespan has logged what failed, and uvicorn
+                    # printed it a second time under its own "Application startup failed".
+                    await send({"type": "lifespan.startup.failed", "message": ""})
                     return
                 if self.tune_gc:
                     settle_heap()
