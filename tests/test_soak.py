@@ -3,7 +3,7 @@
 It drives real servers (a stdio subprocess per stdio client, one HTTP server) with
 Clients of both eras and raw traffic, injecting a fault every second, and must
 end with zero unexpected errors and flat memory (``soak/run.py`` states the bounds).
-CI also runs it for eight minutes (``.ci/run``).
+CI also runs it for four minutes (``.ci/run``).
 """
 
 from __future__ import annotations
