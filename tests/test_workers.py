@@ -25,7 +25,8 @@ import pytest
 from conftest import DEADLINE, serve_command, wait_until
 from scale_processes import PROTOCOL, Processes, ScaleError, free_port, post_json, tools_call
 
-from modelctx.transports._workers import serve_workers
+from modelctx import Server
+from modelctx.transports._workers import max_workers, serve_workers
 
 WORKERS_SERVER = textwrap.dedent('''
     import os
@@ -213,6 +214,17 @@ def test_workers_need_http(app):
                           timeout=DEADLINE, check=False)  # fmt: skip
     assert done.returncode == 2
     assert "--workers runs HTTP worker processes; add --http" in done.stderr
+
+
+def test_more_workers_than_the_machine_can_use_are_refused_before_any_fork(app):
+    # --workers 100000 once forked until the machine ran out of memory.
+    too_many = max_workers() + 1
+    done = subprocess.run(serve_command(app, "--http", "--port", "1", "--workers", str(too_many)),
+                          capture_output=True, text=True, timeout=DEADLINE, check=False)  # fmt: skip
+    assert done.returncode == 2
+    assert f"{too_many} workers is more than this machine can use: at most {max_workers()}" in done.stderr
+    with pytest.raises(ValueError, match="more than this machine can use"):
+        Server("many").run("http", port=1, workers=too_many)  # the API refuses it too, before binding
 
 
 def test_workers_refuse_to_fork_inside_an_event_loop():

@@ -20,6 +20,7 @@ from typing import Any
 
 import click
 
+from ..transports._workers import check_workers
 from ._load import fail, load_server
 from ._params import PORT, POSITIVE_FLOAT, POSITIVE_INT, SCOPE_LIST, served_url
 
@@ -90,6 +91,10 @@ def serve_command(target: str, **options: Any) -> None:
     protected = _protected_resource(args, url)  # mistakes first, before the user's code runs
     if args.workers > 1 and not args.http:
         fail("--workers runs HTTP worker processes; add --http (a stdio server has one client)")
+    try:
+        check_workers(args.workers)
+    except ValueError as exc:
+        fail(f"--workers: {exc}")
     if args.redis is not None:
         _check_redis_url(args.redis)
         from ..server._server import REDIS_URL_ENV

@@ -42,11 +42,27 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["RestartPolicy", "serve_workers"]
+__all__ = ["RestartPolicy", "check_workers", "max_workers", "serve_workers"]
 
 #: uvicorn's exit status when the ASGI lifespan failed to start (uvicorn.config.STARTUP_FAILURE).
 STARTUP_FAILURE = 3
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+#: Workers a CPU may have. Each is a whole process (about 40 MB); past a few per CPU more
+#: of them add memory, not throughput. ``--workers 100000`` forked until the machine ran
+#: out of memory.
+WORKERS_PER_CPU = 4
+#: Slots are told apart by one byte on the ready pipe.
+_MOST_WORKERS = 255
+
+
+def max_workers() -> int:
+    """The most workers ``serve_workers`` starts here: ``WORKERS_PER_CPU`` per CPU this
+    process may run on, at least 8, at most 255."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return min(_MOST_WORKERS, max(8, WORKERS_PER_CPU * cpus))
 
 
 @dataclass(frozen=True)
@@ -69,6 +85,17 @@ class RestartPolicy:
         return float(min(self.max_backoff, self.backoff * 2 ** max(0, recent_deaths - 1)))
 
 
+def check_workers(count: int) -> None:
+    """Raise ``ValueError``, saying why, for a worker count this machine should not run."""
+    if count < 1:
+        raise ValueError(f"workers must be at least 1, got {count}")
+    if count > max_workers():
+        raise ValueError(
+            f"{count} workers is more than this machine can use: at most {max_workers()} "
+            f"({WORKERS_PER_CPU} per CPU); each worker is a whole process"
+        )
+
+
 def serve_workers(
     count: int,
     run_worker: Callable[[Callable[[], None]], None],
@@ -85,8 +112,7 @@ def serve_workers(
     Raises ``SystemExit`` on a platform without ``fork`` and ``RuntimeError`` when called
     inside a running event loop.
     """
-    if count < 1:
-        raise ValueError(f"workers must be at least 1, got {count}")
+    check_workers(count)
     if not hasattr(os, "fork"):
         raise SystemExit(
             "modelctx: --workers needs fork(), which this platform lacks; run one process per port "
@@ -147,6 +173,8 @@ class _Supervisor:
         previous_fd = signal.set_wakeup_fd(self.wake_w.fileno(), warn_on_full_buffer=False)
         try:
             for slot in range(self.count):
+                if self._stop_requested():
+                    break  # SIGTERM while starting: stop what started, start no more
                 self._spawn(slot)
             while self.workers or (self.restarts and self.stopping_since is None):
                 self._wait_for_events()
@@ -173,13 +201,18 @@ class _Supervisor:
         if self.ready_r in readable:
             self._note_ready(os.read(self.ready_r, 4096))
         if self.wake_r.fileno() in readable:
-            try:
-                signals = self.wake_r.recv(4096)
-            except BlockingIOError:
-                signals = b""
-            for number in signals:
-                if number in _STOP_SIGNALS:
-                    self._stop(signal.Signals(number))
+            self._stop_requested()
+
+    def _stop_requested(self) -> bool:
+        """Act on the stop signals noted since the last look; True once stopping."""
+        try:
+            signals = self.wake_r.recv(4096)
+        except BlockingIOError:
+            signals = b""
+        for number in signals:
+            if number in _STOP_SIGNALS:
+                self._stop(signal.Signals(number))
+        return self.stopping_since is not None
 
     def _note_ready(self, data: bytes) -> None:
         self.ready_slots.update(data)

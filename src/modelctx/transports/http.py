@@ -1298,8 +1298,9 @@ def serve_http(
     """
     import uvicorn
 
-    if workers < 1:
-        raise ValueError(f"workers must be at least 1, got {workers}")
+    from ._workers import check_workers, serve_workers
+
+    check_workers(workers)  # before the port is bound or anything printed
     header_timeout = float(options.pop("header_timeout", HEADER_TIMEOUT))
     listening = _listen(host, port)
 
@@ -1315,8 +1316,6 @@ def serve_http(
     if workers == 1:
         serve(None if ready_message is None else lambda: print(ready_message, file=sys.stderr, flush=True))
         return
-    from ._workers import serve_workers
-
     if getattr(getattr(server, "config", None), "redis_url", None) is None:
         print(
             f"modelctx: warning: {workers} workers without Redis: handshake-era sessions and "
