@@ -451,7 +451,7 @@ class EventStream:
         """The next message of the stream."""
         return self.next_arrival(timeout)[1]
 
-    def next(self, method: str, timeout: float | None = None, **params: Any) -> float:
+    def next(self, method: str, timeout: float | None = None, /, **params: Any) -> float:
         """When the next ``method`` message whose params hold ``params`` arrived."""
         give_up = time.monotonic() + (timeout if timeout is not None else self._timeout)
         while True:
