@@ -8,7 +8,7 @@ startup is a clear error; Redis away while serving holds nobody up, and events f
 when it is back.
 
 Two kinds of tests: real replicas (``modelctx serve tests/servers/replica_server.py --http
---redis URL``, twice) spoken to over raw HTTP, and ``RedisBus`` objects in this process
+--redis URL``, twice, started by tests/scale_processes.py) spoken to over raw HTTP, and ``RedisBus`` objects in this process
 (two buses on one Redis stand for two processes). Every Redis is real (``redis_url``).
 """
 
@@ -19,15 +19,16 @@ import json
 import statistics
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from cli_run import modelctx, one_line_error
-from conftest import DEADLINE, async_test, free_port, request, serve_command, sse_messages, wait_until
+from conftest import DEADLINE, async_test, free_port, request, serve_command, sse_messages
 from redis_server import RedisServer
+from scale_processes import EventStream, ListenStream, Proc, Processes, ScaleError
 
 from modelctx import Server, ServerConfig
 from modelctx.server import LocalBus, StartupError
@@ -42,55 +43,17 @@ BOUND_SECONDS = 0.100
 
 
 # -- real replicas ----------------------------------------------------------------------------
-class Replica:
-    """One ``modelctx serve replica_server.py --http --redis URL`` process."""
-
-    def __init__(self, redis_url: str, log_path: Path) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/mcp"
-        self.log_path = log_path
-        self._log = open(log_path, "wb")  # noqa: SIM115 - closed by stop()
-        self.process = subprocess.Popen(
-            serve_command(REPLICA, "--http", "--port", str(self.port), "--redis", redis_url),
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-        )
-
-    def wait_ready(self) -> None:
-        wait_until(lambda: "serving 'replica'" in self.log or self._exited(), f"the replica on {self.port}")
-        if self.process.poll() is not None:
-            pytest.fail(f"the replica exited with {self.process.returncode}:\n{self.log}")
-
-    def _exited(self) -> bool:
-        return self.process.poll() is not None
-
-    @property
-    def log(self) -> str:
-        self._log.flush()
-        return self.log_path.read_text(errors="replace")
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait(timeout=DEADLINE)
-        self._log.close()
-
-
 @pytest.fixture
-def start_replicas(tmp_path) -> Iterator[Callable[[str], tuple[Replica, Replica]]]:
-    started: list[Replica] = []
+def procs(tmp_path: Path) -> Iterator[Processes]:
+    with Processes(tmp_path / "procs", graceful=False) as started:
+        yield started
 
-    def start(redis_url: str) -> tuple[Replica, Replica]:
-        pair = (Replica(redis_url, tmp_path / "a.log"), Replica(redis_url, tmp_path / "b.log"))
-        started.extend(pair)
-        for replica in pair:  # both start at once: their startups overlap
-            replica.wait_ready()
-        return pair
 
-    yield start
-    for replica in started:
-        replica.stop()
+def start_pair(procs: Processes, redis_url: str) -> tuple[Proc, Proc]:
+    """Replicas A and B (``modelctx serve replica_server.py --http --redis URL``), started
+    at once so that their startups overlap."""
+    first, second = (procs.start_replica(REPLICA, options=("--redis", redis_url), wait=False) for _ in range(2))
+    return first.wait_ready(), second.wait_ready()
 
 
 def modern_headers(message: dict[str, Any]) -> dict[str, str]:
@@ -119,52 +82,12 @@ def call_tool(id: int, name: str, **arguments: Any) -> dict[str, Any]:
     return request(id, "tools/call", {"name": name, "arguments": arguments})
 
 
-class Stream:
-    """An SSE stream read by a task: each JSON-RPC message with the moment it arrived."""
-
-    def __init__(self) -> None:
-        self.messages: asyncio.Queue[tuple[float, dict[str, Any]]] = asyncio.Queue()
-        self.task: asyncio.Task[None] | None = None
-
-    async def read(self, response: httpx.Response) -> None:
-        async for line in response.aiter_lines():
-            if line.startswith("data:"):
-                self.messages.put_nowait((time.perf_counter(), json.loads(line[5:])))
-
-    async def next(self, method: str, timeout: float = DEADLINE, **params: Any) -> float:
-        """When the next ``method`` notification (with these params) arrived; others are skipped."""
-        async with asyncio.timeout(timeout):
-            while True:
-                arrived, message = await self.messages.get()
-                if message.get("method") == method and all(
-                    message.get("params", {}).get(key) == value for key, value in params.items()
-                ):
-                    return arrived
+def post(client: httpx.Client, replica: Proc, message: dict[str, Any]) -> dict[str, Any]:
+    """``message`` POSTed to ``replica`` with the 2026-07-28 headers; its JSON-RPC response."""
+    return reply(client.post(replica.url, headers=modern_headers(message), content=json.dumps(message)))
 
 
-async def open_stream(client: httpx.AsyncClient, method: str, url: str, headers: dict[str, str],
-                      body: dict[str, Any] | None = None) -> Stream:
-    """Open an SSE stream (a listen POST, a handshake GET) and read it in a task."""
-    stream = Stream()
-    opened: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-    async def run() -> None:
-        content = json.dumps(body).encode() if body is not None else None
-        try:
-            async with client.stream(method, url, headers=headers, content=content) as response:
-                assert response.status_code == 200, (response.status_code, await response.aread())
-                opened.set_result(None)
-                await stream.read(response)
-        except Exception as exc:  # noqa: BLE001 - before opening: the test fails; after: the stream ends
-            if not opened.done():
-                opened.set_exception(exc)
-
-    stream.task = asyncio.get_running_loop().create_task(run())
-    await asyncio.wait_for(opened, DEADLINE)
-    return stream
-
-
-async def listen_on(client: httpx.AsyncClient, replica: Replica) -> Stream:
+def listen_on(replica: Proc) -> ListenStream:
     """A 2026-07-28 ``subscriptions/listen`` stream on ``replica`` for every kind of change."""
     notifications = {
         "toolsListChanged": True,
@@ -172,44 +95,42 @@ async def listen_on(client: httpx.AsyncClient, replica: Replica) -> Stream:
         "resourcesListChanged": True,
         "resourceSubscriptions": ["notes://a"],
     }
-    message = request("listen", "subscriptions/listen", {"notifications": notifications})
-    stream = await open_stream(client, "POST", replica.url, modern_headers(message), message)
-    await stream.next("notifications/subscriptions/acknowledged")
+    stream = ListenStream(replica.port, notifications, timeout=DEADLINE)
+    stream.next("notifications/subscriptions/acknowledged")
     return stream
 
 
-async def handshake_stream_on(client: httpx.AsyncClient, replica: Replica) -> Stream:
+def handshake_stream_on(client: httpx.Client, replica: Proc) -> EventStream:
     """A 2025-11-25 session on ``replica``, subscribed to notes://a, and its GET stream."""
     base = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": HANDSHAKE, "capabilities": {}, "clientInfo": {"name": "tests", "version": "0"}}}
-    answer = await client.post(replica.url, headers=base, content=json.dumps(init))
+    answer = client.post(replica.url, headers=base, content=json.dumps(init))
     assert "result" in reply(answer)
     session = {**base, "mcp-session-id": answer.headers["mcp-session-id"], "mcp-protocol-version": HANDSHAKE}
     initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    assert (await client.post(replica.url, headers=session, content=json.dumps(initialized))).status_code == 202
+    assert client.post(replica.url, headers=session, content=json.dumps(initialized)).status_code == 202
     subscribe = {"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": {"uri": "notes://a"}}
-    assert "result" in reply(await client.post(replica.url, headers=session, content=json.dumps(subscribe)))
+    assert "result" in reply(client.post(replica.url, headers=session, content=json.dumps(subscribe)))
     get_headers = {key: value for key, value in session.items() if key != "content-type"}
     get_headers["accept"] = "text/event-stream"
-    return await open_stream(client, "GET", replica.url, get_headers)
+    return EventStream(replica.port, "GET", get_headers, timeout=DEADLINE)
 
 
-async def until_live(client: httpx.AsyncClient, a: Replica, streams: list[Stream]) -> None:
+def until_live(client: httpx.Client, a: Proc, streams: list[EventStream]) -> None:
     """Touch notes://a on A until every stream has heard it: the path from A to each is up
     (a GET stream is attached a moment after its headers are sent)."""
     for attempt in range(100):
-        await client.post(a.url, headers=modern_headers(call_tool(0, "touch")),
-                          content=json.dumps(call_tool(attempt, "touch", uri="notes://a")))
+        client.post(a.url, headers=modern_headers(call_tool(0, "touch")),
+                    content=json.dumps(call_tool(attempt, "touch", uri="notes://a")))
         try:
             for stream in streams:
-                await stream.next("notifications/resources/updated", timeout=0.2, uri="notes://a")
-        except TimeoutError:
+                stream.next("notifications/resources/updated", 0.2, uri="notes://a")
+        except ScaleError:
             continue
         for stream in streams:  # later touches may still be on their way: let them land, drop them
-            await asyncio.sleep(0.2)
-            while not stream.messages.empty():
-                stream.messages.get_nowait()
+            time.sleep(0.2)
+            stream.discard()
         return
     pytest.fail("no resources/updated raised on A reached the streams on B")
 
@@ -222,47 +143,38 @@ TRIGGERS = [
 ]
 
 
-def test_every_change_on_replica_a_reaches_listen_and_handshake_streams_on_b_within_100_ms(
-    redis_url, start_replicas
-):
-    a, b = start_replicas(redis_url)
+def test_every_change_on_replica_a_reaches_listen_and_handshake_streams_on_b_within_100_ms(redis_url, procs):
+    a, b = start_pair(procs, redis_url)
     latencies: dict[str, list[float]] = {"listen": [], "handshake": []}
 
-    async def main() -> None:
-        async with httpx.AsyncClient(timeout=DEADLINE) as client:
-            listen = await listen_on(client, b)
-            legacy = await handshake_stream_on(client, b)
-            await until_live(client, a, [listen, legacy])
-            for round_number in range(5):
-                for index, (tool, arguments, method, params) in enumerate(TRIGGERS):
-                    message = call_tool(100 + round_number * 10 + index, tool, **arguments)
-                    sent = time.perf_counter()
-                    answer = await client.post(a.url, headers=modern_headers(message), content=json.dumps(message))
-                    assert "result" in reply(answer)
-                    latencies["listen"].append(await listen.next(method, **params) - sent)
-                    latencies["handshake"].append(await legacy.next(method, **params) - sent)
+    with httpx.Client(timeout=DEADLINE) as client, listen_on(b) as listen, handshake_stream_on(client, b) as legacy:
+        until_live(client, a, [listen, legacy])
+        for round_number in range(5):
+            for index, (tool, arguments, method, params) in enumerate(TRIGGERS):
+                message = call_tool(100 + round_number * 10 + index, tool, **arguments)
+                sent = time.perf_counter()
+                assert "result" in post(client, a, message)
+                latencies["listen"].append(listen.next(method, **params) - sent)
+                latencies["handshake"].append(legacy.next(method, **params) - sent)
 
-    async_test(60)(main)()
     medians = {name: statistics.median(values) for name, values in latencies.items()}
     # Measured from before the trigger's POST to A (so the bound includes that request) to
-    # the notification's arrival on B. Here: medians of a few ms on loopback.
+    # the notification's arrival on B (each stream's reader thread notes the moment).
+    # Here: medians of a few ms on loopback.
     print(f"A to B over Redis, 20 events each: median {medians}, max "
           f"{ {name: max(values) for name, values in latencies.items()} } (seconds)")
     assert medians["listen"] < BOUND_SECONDS, latencies
     assert medians["handshake"] < BOUND_SECONDS, latencies
 
 
-def test_a_request_state_minted_on_one_replica_is_accepted_by_another_with_no_secret_configured(
-    redis_url, start_replicas
-):
-    a, b = start_replicas(redis_url)
+def test_a_request_state_minted_on_one_replica_is_accepted_by_another_with_no_secret_configured(redis_url, procs):
+    a, b = start_pair(procs, redis_url)
     with httpx.Client(timeout=DEADLINE) as client:
-        first = call_tool(1, "slow_job", steps=1)
-        minted = reply(client.post(a.url, headers=modern_headers(first), content=json.dumps(first)))["result"]
+        minted = post(client, a, call_tool(1, "slow_job", steps=1))["result"]
         assert minted["resultType"] == "input_required"
         retry = call_tool(2, "slow_job", steps=1)
         retry["params"]["requestState"] = minted["requestState"]
-        final = reply(client.post(b.url, headers=modern_headers(retry), content=json.dumps(retry)))
+        final = post(client, b, retry)
 
     assert final["result"]["content"][0]["text"] == "finished 1 steps", final
 
@@ -287,65 +199,28 @@ def test_serve_refuses_a_redis_option_that_is_not_a_redis_url_before_running_use
                    "--redis", "is not a Redis URL")
 
 
-class RestartableRedis:
-    """A ``redis-server`` that can be killed and started again on the same port."""
-
-    def __init__(self, workdir: Path) -> None:
-        self.workdir = workdir
-        self.server = RedisServer(workdir)
-        self.url = self.server.url
-
-    def kill(self) -> None:
-        self.server.process.kill()
-        self.server.process.wait(timeout=DEADLINE)
-
-    def restart(self) -> None:
-        binary = self.server.process.args[0]
-        self.server.process = subprocess.Popen(
-            [binary, "--port", str(self.server.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", str(self.workdir), "--loglevel", "warning"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        )
-        wait_until(self.server._answers, "the restarted redis-server")
-
-    def stop(self) -> None:
-        self.server.stop()
-
-
-def test_redis_killed_mid_run_holds_no_request_up_and_events_flow_again_once_it_is_back(
-    tmp_path, start_replicas, redis_server
-):
+def test_redis_killed_mid_run_holds_no_request_up_and_events_flow_again_once_it_is_back(procs, redis_server):
     # redis_server: skipped (a failure under CI) where redis-server is not installed
-    redis = RestartableRedis(tmp_path)
-    try:
-        a, b = start_replicas(redis.url)
+    redis = procs.start_redis()
+    a, b = start_pair(procs, redis.extra["url"])
 
-        async def main() -> None:
-            async with httpx.AsyncClient(timeout=DEADLINE) as client:
-                listen = await listen_on(client, b)
-                await until_live(client, a, [listen])
-                redis.kill()
-                # Redis away: requests on either replica are answered, none waits for it.
-                for replica, tool in ((a, "change_tools"), (b, "change_prompts"), (a, "touch")):
-                    message = call_tool(7, tool, **({"uri": "notes://a"} if tool == "touch" else {}))
-                    answer = await client.post(replica.url, headers=modern_headers(message),
-                                               content=json.dumps(message))
-                    assert "result" in reply(answer)
-                listed = request(8, "tools/list")
-                assert "result" in reply(await client.post(b.url, headers=modern_headers(listed),
-                                                           content=json.dumps(listed)))
-                redis.restart()
-                await until_live(client, a, [listen])  # what A raises reaches B again
-                message = call_tool(9, "change_tools")
-                await client.post(a.url, headers=modern_headers(message), content=json.dumps(message))
-                await listen.next("notifications/tools/list_changed")
+    with httpx.Client(timeout=DEADLINE) as client, listen_on(b) as listen:
+        until_live(client, a, [listen])
+        redis.kill()
+        # Redis away: requests on either replica are answered, none waits for it.
+        for replica, tool in ((a, "change_tools"), (b, "change_prompts"), (a, "touch")):
+            message = call_tool(7, tool, **({"uri": "notes://a"} if tool == "touch" else {}))
+            assert "result" in post(client, replica, message)
+        assert "result" in post(client, b, request(8, "tools/list"))
+        redis = procs.restart(redis)
+        until_live(client, a, [listen])  # what A raises reaches B again
+        message = call_tool(9, "change_tools")
+        client.post(a.url, headers=modern_headers(message), content=json.dumps(message))
+        listen.next("notifications/tools/list_changed")
 
-        async_test(60)(main)()
-        for replica in (a, b):  # one line when it went, one when it came back; no line per retry
-            assert replica.log.count("lost the Redis bus") == 1, replica.log
-            assert replica.log.count("is back after") == 1, replica.log
-    finally:
-        redis.stop()
+    for replica in (a, b):  # one line when it went, one when it came back; no line per retry
+        assert replica.log().count("lost the Redis bus") == 1, replica.log()
+        assert replica.log().count("is back after") == 1, replica.log()
 
 
 # -- RedisBus in this process: two buses on one Redis stand for two processes ----------------
@@ -445,10 +320,10 @@ async def test_publishing_while_redis_is_away_never_waits_and_keeps_a_bounded_qu
 
 @async_test()
 async def test_after_an_outage_local_listeners_are_told_every_list_may_have_changed_and_events_cross_again(
-    tmp_path, redis_server
+    procs, redis_server
 ):
-    redis = RestartableRedis(tmp_path)
-    a, b = RedisBus(redis.url), RedisBus(redis.url)
+    redis = procs.start_redis()
+    a, b = RedisBus(redis.extra["url"]), RedisBus(redis.extra["url"])
     await a.start()
     await b.start()
     try:
@@ -456,7 +331,7 @@ async def test_after_an_outage_local_listeners_are_told_every_list_may_have_chan
         redis.kill()
         while b.connected:  # the reader sees the connection close
             await asyncio.sleep(0.02)
-        redis.restart()
+        redis = procs.restart(redis)
         heard = {(await next_event(on_b)).kind for _ in range(3)}  # pub/sub kept nothing meanwhile
         assert heard == {"tools", "prompts", "resources"}
         while not (a.connected and b.connected):
@@ -466,7 +341,6 @@ async def test_after_an_outage_local_listeners_are_told_every_list_may_have_chan
     finally:
         await a.stop()
         await b.stop()
-        redis.stop()
 
 
 @async_test()

@@ -1,7 +1,8 @@
 """Tasks in Redis, shared by several replicas (``RedisTaskStore``), on a real Redis.
 
 The store contract runs against both stores (SQLite and Redis). Then two real server
-processes (``modelctx serve tests/servers/tasks_server.py --http``) share one Redis
+processes (``modelctx serve tests/servers/tasks_server.py --http``, started by
+tests/scale_processes.py) share one Redis
 through ``MODELCTX_REDIS_URL``: a task started on one is read, answered and cancelled
 on the other, a replica killed mid-task has its task failed with the reason, expiry
 removes results, and thousands of tasks leave neither Redis nor the process bigger.
@@ -12,9 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
-import socket
-import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -23,8 +21,9 @@ from typing import Any
 
 import pytest
 import redis
-from conftest import async_test, free_port
+from conftest import async_test
 from redis_server import RedisServer
+from scale_processes import Proc, Processes
 
 from modelctx import Client, ClientHandlers, ClientOptions, Server
 from modelctx.errors import InvalidParams, ProtocolError
@@ -290,82 +289,27 @@ async def test_redis_out_of_reach_is_an_error_that_says_so_and_keeps_the_passwor
 
 
 # -- two server processes sharing one Redis ---------------------------------------------------
-class Replica:
-    """One ``modelctx serve tests/servers/tasks_server.py --http`` process on Redis."""
-
-    def __init__(self, redis_url: str, markers: Path, **env: str) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/mcp"
-        environment = {**os.environ, "MODELCTX_REDIS_URL": redis_url, "MARKER_DIR": str(markers), **env}
-        environment.pop("TASK_DB", None)
-        self.log = markers / f"server-{self.port}.log"  # a file: a pipe nobody reads could fill
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "modelctx",
-                "serve",
-                str(TASKS_SERVER),
-                "--http",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(self.port),
-            ],
-            env=environment,
-            stdout=subprocess.DEVNULL,
-            stderr=self.log.open("wb"),
-        )
-        end = time.monotonic() + 30
-        while True:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the server exited: {self.log.read_text()[-2000:]}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
-                return
-            except OSError:
-                if time.monotonic() > end:
-                    raise RuntimeError(f"the server did not listen on {self.port} within 30 s") from None
-                time.sleep(0.05)
-
-    def rss_kib(self) -> int:
-        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-        raise AssertionError("no VmRSS")
-
-    def kill(self) -> None:
-        self.process.kill()
-        self.process.wait(timeout=10)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-
 @pytest.fixture
 def replicas(redis_url: str, tmp_path: Path) -> Iterator[Any]:
-    started: list[Replica] = []
+    """``replicas(count, **env)``: that many ``modelctx serve tests/servers/tasks_server.py
+    --http`` processes on the test's Redis, started at once; stopped with SIGTERM after
+    the test."""
+    with Processes(tmp_path / "procs") as procs:
 
-    def start(**env: str) -> Replica:
-        replica = Replica(redis_url, tmp_path, **env)
-        started.append(replica)
-        return replica
+        def start(count: int = 1, **env: str) -> list[Proc]:
+            environment: dict[str, str | None] = {"MARKER_DIR": str(tmp_path), "TASK_DB": None, **env}
+            started = [procs.start_replica(TASKS_SERVER, redis_url=redis_url, env=environment, wait=False)
+                       for _ in range(count)]  # fmt: skip
+            return [replica.wait_ready() for replica in started]
 
-    yield start
-    for replica in started:
-        replica.stop()
+        yield start
 
 
 async def never_asked(question: Any) -> dict[str, Any]:
     raise AssertionError(f"the test answers with tasks/update, never here: {question}")
 
 
-def client(replica: Replica) -> Client:
+def client(replica: Proc) -> Client:
     """A client declaring the tasks extension and elicitation (the answers go by hand)."""
     handlers = ClientHandlers(elicitation=never_asked)
     return Client(replica.url, handlers=handlers, options=ClientOptions(extensions={TASKS: {}}), timeout=60)
@@ -399,7 +343,7 @@ async def until_file(path: Path, text: str, deadline: float = 30.0) -> None:
 async def test_a_task_started_on_one_replica_is_read_answered_and_cancelled_on_another(
     replicas: Any, tmp_path: Path
 ) -> None:
-    a, b = replicas(), replicas()
+    a, b = replicas(2)
     async with client(a) as on_a, client(b) as on_b:
         quick = await start_task(on_a, "quick", {"text": "shared"})
         done = await until(on_b, quick, "completed")
@@ -420,12 +364,12 @@ async def test_a_task_started_on_one_replica_is_read_answered_and_cancelled_on_a
         await on_b.session.request("tasks/cancel", {"taskId": sleeping})
         await until_file(tmp_path / "state", "cancelled")
         assert (await on_a.session.request("tasks/get", {"taskId": sleeping}))["status"] == "cancelled"
-    assert a.process.poll() is None and b.process.poll() is None
+    assert a.alive() and b.alive()
 
 
 @async_test(deadline=120)
 async def test_the_task_of_a_killed_replica_fails_with_the_reason_on_another(replicas: Any) -> None:
-    a, b = replicas(), replicas()
+    a, b = replicas(2)
     async with client(a) as on_a:
         running = await start_task(on_a, "sleepy", {"seconds": 600})
     async with client(b) as on_b:
@@ -440,7 +384,7 @@ async def test_the_task_of_a_killed_replica_fails_with_the_reason_on_another(rep
 async def test_a_replica_stopped_gracefully_fails_its_tasks_at_once_not_when_its_lease_runs_out(
     replicas: Any,
 ) -> None:
-    a, b = replicas(), replicas()
+    a, b = replicas(2)
     async with client(a) as on_a:
         running = await start_task(on_a, "sleepy", {"seconds": 600})
     async with client(b) as on_b:
@@ -452,7 +396,7 @@ async def test_a_replica_stopped_gracefully_fails_its_tasks_at_once_not_when_its
 
 @async_test(deadline=120)
 async def test_expiry_removes_a_task_and_its_result_from_redis(replicas: Any, redis_url: str) -> None:
-    a, b = replicas(TASK_TTL_MS="500"), replicas(TASK_TTL_MS="500")
+    a, b = replicas(2, TASK_TTL_MS="500")
     async with client(a) as on_a, client(b) as on_b:
         task_id = await start_task(on_a, "quick", {"text": "short-lived"})
         assert redis_keys(redis_url, f"{PREFIX}task:{{{task_id}}}*")
@@ -468,7 +412,7 @@ async def test_expiry_removes_a_task_and_its_result_from_redis(replicas: Any, re
     assert redis_keys(redis_url, f"{PREFIX}task:*") == []
 
 
-async def one_round(replica: Replica, redis_url: str, count: int) -> None:
+async def one_round(replica: Proc, redis_url: str, count: int) -> None:
     """``count`` tasks at once on ``replica``; every one completes. (Their TTL is short,
     so the check reads the newest ones through ``tasks/get`` and all that are still
     kept straight from Redis.)"""
@@ -506,7 +450,7 @@ async def test_thousands_of_tasks_leave_neither_redis_nor_the_process_bigger(rep
     # process's RSS was 36 KiB above the first's (48 MB), and Redis held 0.5 MB above its
     # empty baseline (connection buffers, the lease): every task key had expired. A leak
     # of one small record per task (about 1.4 KB) would cross the 4 MiB bound.
-    replica = replicas(TASK_TTL_MS="3000")
+    [replica] = replicas(TASK_TTL_MS="3000")
     count = 3_000
     memory = raw(redis_url)
     baseline = int(memory.info("memory")["used_memory"])
