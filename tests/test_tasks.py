@@ -21,7 +21,7 @@ import pytest
 from conftest import StdioServer, async_test, request, serve_command
 
 from modelctx import Client, ClientOptions, Server, ServerConfig
-from modelctx.errors import InvalidParams, MissingRequiredClientCapability, RegistrationError
+from modelctx.errors import InvalidParams, MissingRequiredClientCapability, RateLimited, RegistrationError
 
 TASKS = "io.modelcontextprotocol/tasks"
 WITH_TASKS = {"extensions": {TASKS: {}}}
@@ -217,6 +217,41 @@ async def test_thousands_of_concurrent_tasks_leave_nothing_behind() -> None:
                 await client.session.request("tasks/get", {"taskId": created[0]["taskId"]})
             await asyncio.sleep(0.2)
         assert manager.held == 0
+
+
+@async_test()
+async def test_past_max_running_tasks_an_optional_tool_answers_in_place_and_a_required_one_is_refused() -> None:
+    # 20,000 running tasks held 154 MB: without a cap a client could start handlers without bound.
+    server = Server("capped", config=ServerConfig(max_running_tasks=2, task_poll_interval_ms=50))
+    release = asyncio.Event()
+
+    @server.tool(task="required")
+    async def wait() -> str:
+        await release.wait()
+        return "released"
+
+    @server.tool(task="optional")
+    async def echo(n: int) -> str:
+        return f"echo {n}"
+
+    async with Client(server, options=ClientOptions(extensions={TASKS: {}})) as client:
+        first, second = [await client.session.request("tools/call", {"name": "wait"}) for _ in range(2)]
+        assert first["resultType"] == second["resultType"] == "task"
+        with pytest.raises(RateLimited, match="runs 2 tasks already") as refused:
+            await client.session.request("tools/call", {"name": "wait"})
+        assert refused.value.code == -31429 and refused.value.data == {"retryAfterMs": 50}
+        in_place = await client.session.request("tools/call", {"name": "echo", "arguments": {"n": 1}})
+        assert in_place["resultType"] == "complete" and in_place["content"][0]["text"] == "echo 1"
+
+        await client.session.request("tasks/cancel", {"taskId": first["taskId"]})
+        end = time.monotonic() + 20
+        while (third := await client.session.request("tools/call", {"name": "echo", "arguments": {"n": 2}}))[
+            "resultType"
+        ] != "task":  # room again once the cancelled handler has ended
+            assert time.monotonic() < end, "a cancelled task still counted against the cap"
+            await asyncio.sleep(0.05)
+        assert "taskId" in third
+        release.set()
 
 
 @async_test()

@@ -62,6 +62,7 @@ __all__ = [  # noqa: RUF022 - in the order of the tree above
     "MissingRequiredClientCapability",
     "UnsupportedProtocolVersion",
     "InsufficientScope",
+    "RateLimited",
     "ToolError",
     "RegistrationError",
     "InvalidToken",
@@ -91,8 +92,11 @@ UNSUPPORTED_PROTOCOL_VERSION = -32022
 # the challenge). Outside -32768..-32000: the spec reserves -32020..-32099 for its own
 # codes (an implementation MUST NOT emit others there) and asks new application codes
 # to stay out of JSON-RPC's range (2026-07-28 Error Codes). 403 echoes HTTP's Forbidden,
-# as RateLimited's -31429 (server/middleware.py) echoes 429.
+# as RATE_LIMITED's -31429 echoes 429.
 INSUFFICIENT_SCOPE = -31403
+# modelctx's own: a request refused because the server is at a limit (too many requests,
+# ``server.middleware.RateLimit``; too many running tasks) and may be sent again later.
+RATE_LIMITED = -31429
 # Handshake-era codes: accepted from old peers, never emitted by the modern era.
 HANDSHAKE_ERA_RESOURCE_NOT_FOUND = -32002
 HANDSHAKE_ERA_URL_ELICITATION_REQUIRED = -32042
@@ -210,6 +214,13 @@ class InsufficientScope(ProtocolError):
         self.required = frozenset(scopes)
 
 
+class RateLimited(ProtocolError):
+    """A request refused because the server is at a limit (``RateLimit``'s rate, the
+    running tasks' cap); ``data.retryAfterMs``, when present, says when to try again."""
+
+    code = RATE_LIMITED
+
+
 class ToolError(MCPError):
     """Raise from a tool to report a failure the model should see.
 
@@ -323,6 +334,7 @@ _BY_CODE: dict[int, type[ProtocolError]] = {
         InvalidParams,
         InternalError,
         HeaderMismatch,
+        RateLimited,
         ProtocolError,
     )
 }

@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from ..errors import InternalError, InvalidParams, ProtocolError, ResourceNotFound, ToolError
+from ..errors import InternalError, InvalidParams, ProtocolError, RateLimited, ResourceNotFound, ToolError
 from ..protocol import _meta
 from ..protocol._versions import Feature
 from ..transports._session import HandshakeSession, principal_key
@@ -218,7 +218,17 @@ async def tools_call(call: Call) -> dict[str, Any]:
     _load_answers(call)
     try:
         if tasks is not None and declared(call):
-            return await tasks.call_as_task(call, tool.task_start, lambda: _call_tool(call, tool, kwargs))
+            if not tasks.full():
+                return await tasks.call_as_task(call, tool.task_start, lambda: _call_tool(call, tool, kwargs))
+            if tool.task == "required":
+                limit = call.server.config.max_running_tasks
+                raise RateLimited(
+                    f"this server runs {limit} tasks already (ServerConfig.max_running_tasks); "
+                    "call again once some have ended",
+                    {"retryAfterMs": call.server.config.task_poll_interval_ms},
+                )
+            # "optional" at the cap: answered in place, a plain call (the server decides
+            # per request whether to answer with a task; tasks.md, Capability Negotiation).
         return await _call_tool(call, tool, kwargs)
     except InputRequired as asked:
         return _input_required(call, asked)

@@ -134,6 +134,10 @@ class ServerConfig:
     None keeps them in memory, lost with the process. ``task_ttl_ms``: how long a
     task and its result are kept after creation (None: until deleted by hand);
     ``task_poll_interval_ms``: the polling interval suggested to clients.
+    ``max_running_tasks``: tasks whose handlers run in this process at once (each holds
+    its coroutine, about 6 KB); past it a ``task="optional"`` tool is answered in place,
+    as a plain call, and a ``task="required"`` one is refused with ``RateLimited``
+    (-31429), so a client cannot start handlers faster than they end without bound.
     ``redis_url``: the Redis that the server's processes and replicas share (``redis://``
     or ``rediss://``; default: the ``MODELCTX_REDIS_URL`` environment variable, else
     none). With one, the subscription bus, handshake-era sessions, tasks and the
@@ -156,6 +160,7 @@ class ServerConfig:
     task_db: str | None = None
     task_ttl_ms: int | None = 3_600_000
     task_poll_interval_ms: int = 500
+    max_running_tasks: int = 10_000
     redis_url: str | None = None
     redis_prefix: str | None = None
 
@@ -167,6 +172,8 @@ class ServerConfig:
             raise ValueError("task_ttl_ms must be at least 1 ms (or None for no expiry)")
         if self.task_poll_interval_ms < 1:
             raise ValueError("task_poll_interval_ms must be at least 1 ms")
+        if self.max_running_tasks < 1:
+            raise ValueError("max_running_tasks must be at least 1")
         if self.redis_url is None:
             self.redis_url = os.environ.get(REDIS_URL_ENV) or None
         if self.request_state_secret is None:

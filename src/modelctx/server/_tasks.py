@@ -162,6 +162,10 @@ class TaskManager:
         """Every per-task object this process holds (runners, wake-ups, pending writes)."""
         return len(self._running) + len(self._wake) + len(self._writes)
 
+    def full(self) -> bool:
+        """Whether this process runs ``max_running_tasks`` task handlers already."""
+        return len(self._running) >= self.server.config.max_running_tasks
+
     async def ready(self) -> None:
         """Before every use of the store: once per process, fail the tasks a previous
         process left running (their handlers died with it); at most once a second,

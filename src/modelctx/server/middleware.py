@@ -37,11 +37,11 @@ from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ProtocolError
+from ..errors import RATE_LIMITED, ProtocolError, RateLimited
 from ..transports._session import principal_key
 from ._telemetry import Tracing, target_of
 
-__all__ = ["Outcome", "RateLimit", "RateLimited", "RequestLog", "Timing", "Tracing"]
+__all__ = ["RATE_LIMITED", "Outcome", "RateLimit", "RateLimited", "RequestLog", "Timing", "Tracing"]
 
 Next = Callable[[Any], Awaitable[dict[str, Any] | None]]
 
@@ -172,20 +172,6 @@ class RequestLog(_Observer):
                 extra["mcp_arguments"] = text
         status = outcome.status if outcome.code is None else f"{outcome.status} {outcome.code}"
         self.logger.log(level, "%s -> %s in %.1f ms", " ".join(parts), status, ms, extra=extra)
-
-
-#: The JSON-RPC error code of a refusal by ``RateLimit``. JSON-RPC reserves -32768 to
-#: -32000 (and MCP -32020 to -32099 for codes its specification defines; basic/index.mdx,
-#: Error Codes): new application codes belong outside that range. -31429 is the first
-#: code past it that reads as HTTP's 429 Too Many Requests.
-RATE_LIMITED = -31429
-
-
-class RateLimited(ProtocolError):
-    """A request refused by ``RateLimit``: ``data.retryAfterMs`` says when one more
-    request will be admitted."""
-
-    code = RATE_LIMITED
 
 
 def _default_key(call: Any) -> Any:
