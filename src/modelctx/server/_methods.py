@@ -223,7 +223,7 @@ async def tools_call(call: Call) -> dict[str, Any]:
             if tool.task == "required":
                 limit = call.server.config.max_running_tasks
                 raise RateLimited(
-                    f"this server runs {limit} tasks already (ServerConfig.max_running_tasks); "
+                    f"this server is at its limit of running tasks ({limit}, ServerConfig.max_running_tasks); "
                     "call again once some have ended",
                     {"retryAfterMs": call.server.config.task_poll_interval_ms},
                 )
