@@ -93,6 +93,17 @@ def wait_until(condition: Callable[[], Any], what: str, timeout: float = DEADLIN
         time.sleep(0.02)
 
 
+async def until(condition: Callable[[], Any], what: str, seconds: float = DEADLINE) -> None:
+    """``wait_until`` inside a running event loop: poll ``condition`` without blocking
+    the loop; fail the test after ``seconds``."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while not condition():
+        if loop.time() > deadline:
+            pytest.fail(f"timed out after {seconds:g}s waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
 def _stop(process: subprocess.Popen) -> None:
     if process.poll() is None:
         process.kill()

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SAMPLE_SERVER, HttpServer, async_test, serve_command
+from conftest import SAMPLE_SERVER, HttpServer, async_test, serve_command, until
 from servers.sample_server import LOGO_PNG
 
 from modelctx import (
@@ -74,15 +74,6 @@ async def within(awaitable: Awaitable[Any], what: str, seconds: float = DEADLINE
         task.cancel()
         pytest.fail(f"timed out after {seconds:g}s waiting for {what}")
     return task.result()
-
-
-async def until(condition: Callable[[], Any], what: str, seconds: float = DEADLINE) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
-    while not condition():
-        if loop.time() > deadline:
-            pytest.fail(f"timed out after {seconds:g}s waiting for {what}")
-        await asyncio.sleep(0.01)
 
 
 # -- test doubles --------------------------------------------------------------------------------

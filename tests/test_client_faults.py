@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SAMPLE_SERVER, HttpServer, async_test, free_port, serve_command
+from conftest import SAMPLE_SERVER, HttpServer, async_test, free_port, serve_command, until
 
 from modelctx.client import Client, ClientOptions, ClientTransport, ListChanged, RequestTimeout
 from modelctx.errors import ConnectionClosed
@@ -54,15 +54,6 @@ async def fails_within(awaitable: Awaitable[Any], error: type[BaseException], wh
     with pytest.raises(error) as caught:
         await within(awaitable, what)
     return caught.value
-
-
-async def until(condition: Callable[[], Any], what: str, seconds: float = DEADLINE) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
-    while not condition():
-        if loop.time() > deadline:
-            pytest.fail(f"timed out after {seconds:g}s waiting for {what}")
-        await asyncio.sleep(0.01)
 
 
 def script(tmp_path: Path, name: str, source: str) -> Path:

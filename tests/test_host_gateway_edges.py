@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conftest import async_test
+from conftest import async_test, until
 from test_host_gateway_fast import _config
 
 MODERN_META = {
@@ -143,10 +143,7 @@ async def test_an_id_in_flight_is_refused_and_a_cancelled_call_is_cancelled_upst
     gateway = await _start(tmp_path)
     try:
         await gateway.send(_call(5, "metered_sleepy", {"seconds": 60, "marker": str(marker)}))
-        for _ in range(400):
-            if Path(str(marker) + ".started").exists():
-                break
-            await asyncio.sleep(0.05)
+        await until(Path(str(marker) + ".started").exists, "the upstream to start the call", 20)
         again = await gateway.ask(_call(5, "metered_echo", {"text": "same id"}))
         await gateway.send(
             {
@@ -155,10 +152,7 @@ async def test_an_id_in_flight_is_refused_and_a_cancelled_call_is_cancelled_upst
                 "params": {"requestId": 5, "reason": "changed mind"},
             }
         )
-        for _ in range(400):
-            if marker.exists():
-                break
-            await asyncio.sleep(0.05)
+        await until(marker.exists, "the upstream to see the cancellation", 20)
         # The id is free again, and the next line read is this call's answer: none for the cancelled one.
         reused = await gateway.ask(_call(5, "metered_echo", {"text": "reused"}))
     finally:
