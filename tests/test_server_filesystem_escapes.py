@@ -250,9 +250,10 @@ def test_a_directory_swapped_for_a_symlink_after_the_check_is_caught_at_open(tre
             write_text(parent_swapped[1], "written")
         with pytest.raises(ToolError, match="replaced by a symlink"):
             move(*moving)
-        with pytest.raises(ToolError, match="outside the allowed directories"):
+        # A directory further up is met by the same walk from the root, before anything is opened.
+        with pytest.raises(ToolError, match="replaced by a symlink"):
             read_text(grandparent_swapped[0])
-        with pytest.raises(ToolError, match="outside the allowed directories"):
+        with pytest.raises(ToolError, match="replaced by a symlink"):
             write_text(grandparent_swapped[1], "written")
     finally:
         swap.unlink()
