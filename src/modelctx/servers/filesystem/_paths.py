@@ -101,10 +101,10 @@ class Roots:
             real = root.resolve(relative or ".")
         except PathRefused:
             raise ToolError(
-                f"refused {path!r}: it leads outside the allowed directories ({self.describe()}) through a symlink"
+                f"refused {_quoted(path)}: it leads outside the allowed directories ({self.describe()}) through a symlink"
             ) from None
         except OSError as exc:
-            raise ToolError(f"refused {path!r}: {_why(exc)}") from None
+            raise ToolError(f"refused {_quoted(path)}: {_why(exc)}") from None
         return Located(path, root, real)
 
     def describe(self) -> str:
@@ -120,6 +120,11 @@ class Roots:
             if clean.startswith(prefix.rstrip("/") + "/"):
                 return root, clean[len(prefix.rstrip("/")) + 1 :]
         raise ToolError(f"refused {path!r}: it is outside the allowed directories ({self.describe()})")
+
+
+def _quoted(path: str) -> str:
+    """``path`` quoted for a message; a long one by its start and end."""
+    return repr(path) if len(path) <= 200 else f"{path[:120]!r}...{path[-40:]!r} ({len(path)} characters)"
 
 
 def _why(exc: OSError) -> str:

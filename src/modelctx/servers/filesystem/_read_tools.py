@@ -96,20 +96,26 @@ def _excluded(relative: str, patterns: list[str]) -> bool:
     return any(fnmatch.fnmatch(relative, p) or fnmatch.fnmatch(name, p) for p in patterns)
 
 
-def _walk(located: Located, exclude: list[str], max_depth: int | None) -> list[tuple[str, bool]]:
+def _walk(
+    located: Located, exclude: list[str], max_depth: int | None, too_deep: list[str] | None = None
+) -> list[tuple[str, bool]]:
     """(relative path, is directory) under ``located``, symlinks listed and not followed,
-    bounded in entries and in depth (a tree deeper than a root may go is refused)."""
+    bounded in entries and in depth: a directory more than ``MAX_DEPTH`` levels below the
+    root is not entered; it goes to ``too_deep``, or without that list, the walk is refused."""
     below_root = len(located.real.relative_to(located.root.path).parts)
 
     def enter(relative: str, depth: int) -> bool:
         if _excluded(relative, exclude) or (max_depth is not None and depth >= max_depth):
             return False
-        if below_root + depth > MAX_DEPTH:
+        if below_root + depth <= MAX_DEPTH:
+            return True
+        if too_deep is None:
             raise ToolError(
-                f"{located.given!r} has directories more than {MAX_DEPTH} levels below its root; "
-                "give maxDepth, or a path further down"
+                f"{located.given!r} has directories more than {MAX_DEPTH} levels below its root, "
+                "deeper than this server goes; give maxDepth"
             )
-        return True
+        too_deep.append(str(located.real / relative))
+        return False
 
     found: list[tuple[str, bool]] = []
     for relative, entry in walk(located, enter, MAX_ENTRIES + 1):
@@ -277,12 +283,16 @@ def register_read_tools(server: Server, roots: Roots) -> None:
         """Find files and directories under a path whose path or name matches a glob
         (e.g. "*.py", "**/test_*"); one full path per line."""
         located = roots.locate(path)
+        too_deep: list[str] = []
         hits = [
             str(located.real / relative)
-            for relative, _ in _walk(located, excludePatterns or [], None)
+            for relative, _ in _walk(located, excludePatterns or [], None, too_deep)
             if fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(relative.rsplit("/", 1)[-1], pattern)
         ]
-        return "\n".join(hits) if hits else "No matches found"
+        text = "\n".join(hits) if hits else "No matches found"
+        if too_deep:
+            text += f"\n(not searched, more than {MAX_DEPTH} levels below the root: {', '.join(too_deep[:10])})"
+        return text
 
     @tool(server, annotations=READ_ONLY)
     def search_file_contents(
@@ -299,10 +309,10 @@ def register_read_tools(server: Server, roots: Roots) -> None:
         located = roots.locate(path)
         pattern = _compile(query, regex, caseSensitive)
         found: list[Match] = []
-        skipped: list[str] = []
+        skipped: list[str] = []  # directories too deep to enter first, then files not read
         files = [
             Located(relative, located.root, located.real / relative)
-            for relative, is_dir in _walk(located, [], None)
+            for relative, is_dir in _walk(located, [], None, skipped)
             if not is_dir and fnmatch.fnmatch(relative.rsplit("/", 1)[-1], include)
         ]
         if not regex:
