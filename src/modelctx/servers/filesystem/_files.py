@@ -13,7 +13,7 @@ import stat
 from ...errors import ToolError
 from ._paths import Located, describe_os_error, open_confined, open_parent
 
-_NO_DIRECTORY = "cannot write {!r}: its directory does not exist (create_directory first)"
+_NO_DIRECTORY = "cannot {} {!r}: its directory does not exist (create_directory first)"
 
 __all__ = ["MAX_READ", "move", "read_bytes", "read_lines", "read_text", "write_text"]
 
@@ -140,7 +140,7 @@ def _split_lines(data: bytes) -> list[bytes]:
 
 def write_text(located: Located, content: str) -> None:
     """Replace (or create) the file with ``content`` as UTF-8."""
-    fd = open_confined(located, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, missing=_NO_DIRECTORY.format(located.given))
+    fd = open_confined(located, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, missing=_NO_DIRECTORY.format("write", located.given))
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise ToolError(f"cannot write {located.given!r}: it is not a regular file")
@@ -161,7 +161,7 @@ def move(origin: Located, target: Located) -> None:
         raise ToolError(f"cannot move to {target.given!r}: it already exists")
     origin_dir = open_parent(origin)
     try:
-        target_dir = open_parent(target, _NO_DIRECTORY.format(target.given))
+        target_dir = open_parent(target, _NO_DIRECTORY.format("move to", target.given))
         try:
             if _exists(target.real.name, target_dir):
                 raise ToolError(f"cannot move to {target.given!r}: it already exists")
