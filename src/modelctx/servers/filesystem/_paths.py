@@ -156,7 +156,7 @@ def _in_use(located: Located, exc: OSError) -> ToolError:
     """A ``ToolError`` for an ``OSError`` met while using a located path: a symlink on
     the real path was swapped in after the check."""
     if exc.errno == errno.ELOOP:
-        return ToolError(f"refused {located.given!r}: a directory on it was replaced by a symlink after it was checked")
+        return ToolError(f"refused {located.given!r}: it or a directory on it was replaced by a symlink after it was checked")
     return describe_os_error(located.given, exc)
 
 
