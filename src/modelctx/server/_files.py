@@ -12,10 +12,11 @@ relative to the one before (``dir_fd=``), so no symlink and no directory swapped
 is ever followed by the kernel. Two walks:
 
 - ``resolve`` finds the real path: a symlink met on the way is read (``readlink`` under
-  its directory's descriptor) and its target walked again, from the root when absolute
-  (it must name the root's real path), from the link's directory when relative, with
-  ``..`` taken off the real names walked so far. A target that climbs above the root or
-  names another place is refused; more than ``MAX_LINKS`` links is a loop; a missing name
+  its directory's descriptor) and its target walked again: from the link's directory when
+  relative, with ``..`` taken off the real names walked so far; from the root when
+  absolute, its real path taken as a name only (it must lie under the root's, and what it
+  names there is walked again from the root's descriptor). A target that climbs above the
+  root or names another place is refused; more than ``MAX_LINKS`` links is a loop; a missing name
   ends the lookup (the rest is kept as given, so a path to create resolves too).
 - ``open_directory`` then opens the real path found, every component with ``O_NOFOLLOW``:
   the real path has no symlink in it, so one found there now was swapped in after the
