@@ -8,6 +8,9 @@ The tree (built once for the module)::
         out_file -> ../outside/secret.txt
         dangling -> ../outside/new.txt  (does not exist yet)
         loop_a -> loop_b, loop_b -> loop_a
+        kept/note.txt
+        in_rel -> kept                  symlinks that stay inside: followed
+        in_abs -> <real path of the root>/kept
     base/link  -> café                  the root as the user gave it: itself a symlink
     base/cafe\u0301/secret.txt          same name in NFD: another directory, outside
     base/CAFÉ/secret.txt                same name in capitals: another directory, outside
@@ -56,6 +59,10 @@ class Tree:
         (self.root / "dangling").symlink_to("../outside/new.txt")
         (self.root / "loop_a").symlink_to("loop_b")
         (self.root / "loop_b").symlink_to("loop_a")
+        (self.root / "kept").mkdir()
+        (self.root / "kept" / "note.txt").write_text("kept\n")
+        (self.root / "in_rel").symlink_to("kept")
+        (self.root / "in_abs").symlink_to(os.path.realpath(self.root / "kept"))
         self.link.symlink_to(NFC)
 
     def outside_listing(self) -> dict[str, str]:
@@ -116,6 +123,21 @@ def test_a_path_inside_the_root_is_read_by_its_relative_its_given_and_its_real_n
         result = fs.call("read_text_file", path=path)
         assert result.is_error is not True
         assert result.content[0].text == "inside\n"
+
+
+def test_a_symlink_that_stays_inside_the_root_is_followed_by_every_tool(fs, tree):
+    kept = os.path.realpath(tree.root / "kept")
+    for link in ("in_rel", "in_abs"):
+        assert fs.call("read_text_file", path=f"{link}/note.txt").content[0].text == "kept\n"
+        assert "[FILE] note.txt" in fs.call("list_directory", path=link).content[0].text
+        info = fs.call("get_file_info", path=link).structured_content
+        assert (info["path"], info["type"]) == (kept, "directory")
+        assert fs.call("write_file", path=f"{link}/w.txt", content=link).is_error is not True
+        assert fs.call("create_directory", path=f"{link}/made_{link}").is_error is not True
+    assert (tree.root / "kept" / "w.txt").read_text() == "in_abs"
+    assert (tree.root / "kept" / "made_in_rel").is_dir() and (tree.root / "kept" / "made_in_abs").is_dir()
+    tree_text = fs.call("directory_tree", path=".").content[0].text
+    assert '"name": "in_rel",\n    "type": "file"' in tree_text  # listed as itself, never entered
 
 
 def test_dot_dot_is_refused_relative_or_absolute(fs, tree):
@@ -250,9 +272,10 @@ def test_a_directory_swapped_for_a_symlink_after_the_check_is_caught_at_open(tre
             write_text(parent_swapped[1], "written")
         with pytest.raises(ToolError, match="replaced by a symlink"):
             move(*moving)
-        with pytest.raises(ToolError, match="outside the allowed directories"):
+        # A directory further up is met by the same walk from the root, before anything is opened.
+        with pytest.raises(ToolError, match="replaced by a symlink"):
             read_text(grandparent_swapped[0])
-        with pytest.raises(ToolError, match="outside the allowed directories"):
+        with pytest.raises(ToolError, match="replaced by a symlink"):
             write_text(grandparent_swapped[1], "written")
     finally:
         swap.unlink()

@@ -96,3 +96,86 @@ async def test_read_multiple_files_returns_at_most_the_read_bound_in_all(tmp_pat
     assert len(text) < 4 * 1024**2 + 100 * 200  # one copy of the file, then a line for each refused read
     assert text.count("would return more than 4194304 bytes; read it in another call") == 98
     assert "small.txt:\nsmall\n" in text  # a file that still fits is read
+
+
+# -- depth: paths and trees deeper than anything else on the machine can use ------------------
+def _command(root: Path) -> list[str]:
+    return [sys.executable, "-m", "modelctx.servers.filesystem", str(root)]
+
+
+DEEP = "/".join(["a"] * 2000)  # 3,999 characters: under PATH_MAX, but 2,000 directories
+
+
+@async_test(deadline=60)
+async def test_a_path_2000_levels_deep_is_a_tool_error_naming_the_limit_for_every_tool(tmp_path: Path) -> None:
+    async with Client(_command(tmp_path), timeout=30) as client:
+        for tool, arguments in [
+            ("create_directory", {"path": DEEP}),
+            ("write_file", {"path": DEEP, "content": "x"}),
+            ("read_text_file", {"path": DEEP}),
+            ("list_directory", {"path": DEEP}),
+            ("directory_tree", {"path": DEEP}),
+            ("search_files", {"path": DEEP, "pattern": "*"}),
+            ("get_file_info", {"path": DEEP}),
+            ("move_file", {"source": "missing.txt", "destination": DEEP}),
+        ]:
+            result = await client.call_tool(tool, arguments)
+            text = result.content[0].text
+            assert result.is_error and "at most 256 directories deep" in text, (tool, text)
+            assert len(text) < 1000  # the path is quoted by its ends
+        at_the_limit = await client.call_tool("create_directory", {"path": "/".join(["a"] * 256)})
+        long_name = await client.call_tool("get_file_info", {"path": "x" * 300})
+        long_path = await client.call_tool("read_text_file", {"path": "a/" * 3000})
+
+    assert not at_the_limit.is_error, at_the_limit.content[0].text
+    assert long_name.is_error and "255 bytes a name" in long_name.content[0].text
+    assert long_path.is_error and "give one of at most 4096" in long_path.content[0].text
+
+
+def _chain(top: Path, depth: int) -> None:
+    """``top/d/d/.../d``, ``depth`` directories, made by name under each one's parent
+    (a path that long is more than the kernel resolves in one lookup)."""
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(depth):
+        os.mkdir("d", dir_fd=fd)
+        child = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = child
+    os.close(fd)
+
+
+def _unchain(top: Path) -> None:
+    """Remove ``_chain``'s directories one level at a time from the top (no recursion)."""
+    while (top / "d").is_dir():
+        if (top / "d" / "d").is_dir():
+            os.rename(top / "d" / "d", top / "next")
+        os.rmdir(top / "d")
+        if (top / "next").is_dir():
+            os.rename(top / "next", top / "d")
+
+
+@async_test(deadline=90)
+async def test_a_tree_1100_levels_deep_made_by_a_local_process_is_walked_down_to_the_limit_and_no_further(
+    tmp_path: Path,
+) -> None:
+    # On 177c6b3 the server did not start: the resource listing's os.walk hit the recursion limit.
+    (tmp_path / "top.txt").write_text("needle\n")
+    _chain(tmp_path, 1100)
+    try:
+        async with Client(_command(tmp_path), timeout=30) as client:
+            listed = [resource.uri for resource in await client.resources()]
+            tree = await client.call_tool("directory_tree", {"path": "."})
+            shallow = await client.call_tool("directory_tree", {"path": ".", "maxDepth": 3})
+            names = await client.call_tool("search_files", {"path": ".", "pattern": "*.txt"})
+            contents = await client.call_tool("search_file_contents", {"path": ".", "query": "needle"})
+    finally:
+        _unchain(tmp_path)
+
+    assert listed == [(tmp_path / "top.txt").as_uri()]
+    assert tree.is_error and "more than 256 levels below its root" in tree.content[0].text
+    assert "give maxDepth" in tree.content[0].text
+    assert not shallow.is_error and shallow.content[0].text.count('"name": "d"') == 3
+    assert names.content[0].text.startswith(str(tmp_path / "top.txt"))
+    assert "not searched, more than 256 levels below the root" in names.content[0].text
+    assert [match["path"] for match in contents.structured_content["matches"]] == [str(tmp_path / "top.txt")]
+    assert contents.structured_content["skipped"] == [str(tmp_path.joinpath(*["d"] * 257))]

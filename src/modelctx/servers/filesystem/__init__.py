@@ -13,7 +13,8 @@ Tools keep the names and arguments of the npm ``@modelcontextprotocol/server-fil
 (``read_text_file``, ``edit_file``, ...) so a host can switch without retraining, and add
 ``search_file_contents``, byte ranges and recursion limits. Files are also resources
 (``file://`` URIs and the template ``file:///{+path}``) with change notifications.
-Every path is confined to the roots by real path (see ``_paths.py``).
+Every path is confined to the roots by real path, and used only through directory
+descriptors walked from the root's without following a link (see ``_paths.py``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Reading and writing one confined file: bounded reads, line and byte ranges, atomic-enough writes.
 
 Every function takes a ``Located`` (a path ``Roots.locate`` accepted) and opens it
-through ``open_confined``; none follows a symlink the check did not see.
+through ``open_confined`` (or its directory through ``open_parent``), walked from the
+root's descriptor: none follows a symlink, none uses a path.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import stat
 
 from ...errors import ToolError
 from ._paths import Located, describe_os_error, open_confined, open_parent
+
+_NO_DIRECTORY = "cannot {} {!r}: its directory does not exist (create_directory first)"
 
 __all__ = ["MAX_READ", "move", "read_bytes", "read_lines", "read_text", "write_text"]
 
@@ -137,7 +140,7 @@ def _split_lines(data: bytes) -> list[bytes]:
 
 def write_text(located: Located, content: str) -> None:
     """Replace (or create) the file with ``content`` as UTF-8."""
-    fd = open_confined(located, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    fd = open_confined(located, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, missing=_NO_DIRECTORY.format("write", located.given))
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise ToolError(f"cannot write {located.given!r}: it is not a regular file")
@@ -152,12 +155,16 @@ def write_text(located: Located, content: str) -> None:
 
 
 def move(origin: Located, target: Located) -> None:
-    """Rename ``origin`` to ``target`` between their parent directories as opened and
-    checked, so neither can be swapped for a symlink out between the check and the rename."""
+    """Rename ``origin`` to ``target`` by name between their parent directories, each
+    walked from its root's descriptor; ``ToolError`` when the target exists already."""
+    if target.is_root:
+        raise ToolError(f"cannot move to {target.given!r}: it already exists")
     origin_dir = open_parent(origin)
     try:
-        target_dir = open_parent(target)
+        target_dir = open_parent(target, _NO_DIRECTORY.format("move to", target.given))
         try:
+            if _exists(target.real.name, target_dir):
+                raise ToolError(f"cannot move to {target.given!r}: it already exists")
             os.rename(origin.real.name, target.real.name, src_dir_fd=origin_dir, dst_dir_fd=target_dir)
         except OSError as exc:
             raise describe_os_error(origin.given, exc) from None
@@ -165,3 +172,11 @@ def move(origin: Located, target: Located) -> None:
             os.close(target_dir)
     finally:
         os.close(origin_dir)
+
+
+def _exists(name: str, directory: int) -> bool:
+    try:
+        os.stat(name, dir_fd=directory, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True

@@ -13,12 +13,12 @@ import re
 import stat
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, Literal, TypedDict, TypeVar
+from typing import Any, Literal, NamedTuple, TypedDict, TypeVar
 
 from ...errors import ToolError
 from ...server import Audio, EmbeddedResource, Image, Server
 from ._files import MAX_READ, read_bytes, read_lines, read_text
-from ._paths import Located, Roots, describe_os_error, open_confined
+from ._paths import MAX_DEPTH, Located, Roots, open_confined, stat_located, walk
 from ._regex_search import RegexMatcher
 
 __all__ = ["register_read_tools", "tool"]
@@ -67,15 +67,21 @@ def _time(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).isoformat()
 
 
-def _entries(located: Located) -> list[os.DirEntry[str]]:
-    try:
-        with os.scandir(located.real) as scan:
-            entries = sorted(scan, key=lambda entry: entry.name)
-    except OSError as exc:
-        raise describe_os_error(located.given, exc) from None
-    if len(entries) > MAX_ENTRIES:
-        raise ToolError(f"{located.given!r} has {len(entries)} entries, more than {MAX_ENTRIES}; search it instead")
-    return entries
+class Entry(NamedTuple):
+    name: str
+    is_dir: bool
+    size: int
+
+
+def _entries(located: Located) -> list[Entry]:
+    """The directory's entries, read through its descriptor (sizes by name under it, a link not followed)."""
+    found: list[Entry] = []
+    for name, entry in walk(located, lambda _relative, _depth: False, MAX_ENTRIES + 1):
+        is_dir = entry.is_dir(follow_symlinks=False)
+        found.append(Entry(name, is_dir, 0 if is_dir else _size(entry)))
+    if len(found) > MAX_ENTRIES:
+        raise ToolError(f"{located.given!r} has more than {MAX_ENTRIES} entries; search it instead")
+    return found
 
 
 def _size(entry: os.DirEntry[str]) -> int:
@@ -90,18 +96,31 @@ def _excluded(relative: str, patterns: list[str]) -> bool:
     return any(fnmatch.fnmatch(relative, p) or fnmatch.fnmatch(name, p) for p in patterns)
 
 
-def _walk(located: Located, exclude: list[str], max_depth: int | None) -> list[tuple[str, bool]]:
-    """(relative path, is directory) under ``located``, symlinks not followed, bounded."""
+def _walk(
+    located: Located, exclude: list[str], max_depth: int | None, too_deep: list[str] | None = None
+) -> list[tuple[str, bool]]:
+    """(relative path, is directory) under ``located``, symlinks listed and not followed,
+    bounded in entries and in depth: a directory more than ``MAX_DEPTH`` levels below the
+    root is not entered; it goes to ``too_deep``, or without that list, the walk is refused."""
+    below_root = len(located.real.relative_to(located.root.path).parts)
+
+    def enter(relative: str, depth: int) -> bool:
+        if _excluded(relative, exclude) or (max_depth is not None and depth >= max_depth):
+            return False
+        if below_root + depth <= MAX_DEPTH:
+            return True
+        if too_deep is None:
+            raise ToolError(
+                f"{located.given!r} has directories more than {MAX_DEPTH} levels below its root, "
+                "deeper than this server goes; give maxDepth"
+            )
+        too_deep.append(str(located.real / relative))
+        return False
+
     found: list[tuple[str, bool]] = []
-    for top, dirs, files in os.walk(located.real, followlinks=False):
-        relative_top = os.path.relpath(top, located.real)
-        depth = 0 if relative_top == "." else relative_top.count("/") + 1
-        prefix = "" if relative_top == "." else relative_top + "/"
-        dirs[:] = sorted(d for d in dirs if not _excluded(prefix + d, exclude))
-        found.extend((prefix + d, True) for d in dirs)
-        if max_depth is not None and depth + 1 >= max_depth:
-            dirs[:] = []  # listed, not entered
-        found.extend((prefix + f, False) for f in sorted(files) if not _excluded(prefix + f, exclude))
+    for relative, entry in walk(located, enter, MAX_ENTRIES + 1):
+        if not _excluded(relative, exclude):
+            found.append((relative, entry.is_dir(follow_symlinks=False)))
         if len(found) > MAX_ENTRIES:
             raise ToolError(f"more than {MAX_ENTRIES} entries under {located.given!r}; narrow the path or exclude some")
     return sorted(found)
@@ -235,22 +254,18 @@ def register_read_tools(server: Server, roots: Roots) -> None:
     def list_directory(path: str) -> str:
         """List a directory: one line per entry, [FILE] or [DIR] then its name."""
         entries = _entries(roots.locate(path))
-        return "\n".join(f"{'[DIR]' if e.is_dir(follow_symlinks=False) else '[FILE]'} {e.name}" for e in entries)
+        return "\n".join(f"{'[DIR]' if e.is_dir else '[FILE]'} {e.name}" for e in entries)
 
     @tool(server, annotations=READ_ONLY)
     def list_directory_with_sizes(path: str, sortBy: Literal["name", "size"] = "name") -> str:  # noqa: N803
         """List a directory with file sizes, sorted by name or by size (largest first)."""
         entries = _entries(roots.locate(path))
         if sortBy == "size":
-            entries.sort(key=_size, reverse=True)
-        lines = [
-            f"[DIR]  {e.name}" if e.is_dir(follow_symlinks=False) else f"[FILE] {e.name:<30} {_size(e):>10} bytes"
-            for e in entries
-        ]
-        files = [e for e in entries if not e.is_dir(follow_symlinks=False)]
+            entries.sort(key=lambda e: e.size, reverse=True)
+        lines = [f"[DIR]  {e.name}" if e.is_dir else f"[FILE] {e.name:<30} {e.size:>10} bytes" for e in entries]
+        files = [e for e in entries if not e.is_dir]
         lines.append(
-            f"\nTotal: {len(files)} files, {len(entries) - len(files)} directories, "
-            f"{sum(_size(e) for e in files)} bytes"
+            f"\nTotal: {len(files)} files, {len(entries) - len(files)} directories, {sum(e.size for e in files)} bytes"
         )
         return "\n".join(lines)
 
@@ -268,12 +283,16 @@ def register_read_tools(server: Server, roots: Roots) -> None:
         """Find files and directories under a path whose path or name matches a glob
         (e.g. "*.py", "**/test_*"); one full path per line."""
         located = roots.locate(path)
+        too_deep: list[str] = []
         hits = [
             str(located.real / relative)
-            for relative, _ in _walk(located, excludePatterns or [], None)
+            for relative, _ in _walk(located, excludePatterns or [], None, too_deep)
             if fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(relative.rsplit("/", 1)[-1], pattern)
         ]
-        return "\n".join(hits) if hits else "No matches found"
+        text = "\n".join(hits) if hits else "No matches found"
+        if too_deep:
+            text += f"\n(not searched, more than {MAX_DEPTH} levels below the root: {', '.join(too_deep[:10])})"
+        return text
 
     @tool(server, annotations=READ_ONLY)
     def search_file_contents(
@@ -290,10 +309,10 @@ def register_read_tools(server: Server, roots: Roots) -> None:
         located = roots.locate(path)
         pattern = _compile(query, regex, caseSensitive)
         found: list[Match] = []
-        skipped: list[str] = []
+        skipped: list[str] = []  # directories too deep to enter first, then files not read
         files = [
             Located(relative, located.root, located.real / relative)
-            for relative, is_dir in _walk(located, [], None)
+            for relative, is_dir in _walk(located, [], None, skipped)
             if not is_dir and fnmatch.fnmatch(relative.rsplit("/", 1)[-1], include)
         ]
         if not regex:
@@ -307,12 +326,12 @@ def register_read_tools(server: Server, roots: Roots) -> None:
     def get_file_info(path: str) -> FileInfo:
         """Size, times, type and permissions of a file or directory (a symlink is described, not followed)."""
         located = roots.locate(path)
-        try:
-            info = os.stat(located.real)
-        except OSError as exc:
-            raise describe_os_error(located.given, exc) from None
+        info = stat_located(located)
         kind: Literal["file", "directory", "symlink", "other"] = (
-            "file" if stat.S_ISREG(info.st_mode) else "directory" if stat.S_ISDIR(info.st_mode) else "other"
+            "file" if stat.S_ISREG(info.st_mode)
+            else "directory" if stat.S_ISDIR(info.st_mode)
+            else "symlink" if stat.S_ISLNK(info.st_mode)
+            else "other"
         )
         return {
             "path": str(located.real),

@@ -1,6 +1,7 @@
 """Files under the roots as ``file://`` resources, kept current by a watcher.
 
-The first ``MAX_LISTED`` regular files (walked in name order, symlinks not followed)
+The first ``MAX_LISTED`` regular files (walked in name order from each root's
+descriptor, as the tools walk, symlinks not followed)
 are registered as resources, so ``resources/list`` shows them, page by page; the
 template ``file:///{+path}`` reads any other file under a root. Both read through
 ``Roots.locate``, so a resource URI cannot reach outside a root either.
@@ -23,9 +24,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from ...errors import ToolError
 from ...server import EmbeddedResource, Server
 from ._files import read_bytes
-from ._paths import Located, Roots
+from ._paths import MAX_DEPTH, Located, Roots, walk
 
 __all__ = ["FileResources"]
 
@@ -56,7 +58,7 @@ class FileResources:
         self.server = server
         self.roots = roots
         self.max_listed = max_listed
-        self.listed: set[str] = set()
+        self.listed: dict[str, int] = {}  # real path: size
         server.resource("file:///{+path}", name="file", description="Any file under the allowed directories")(
             self._read_template
         )
@@ -72,38 +74,41 @@ class FileResources:
         # A refused or missing path is a ToolError: the client reads its text (-32603).
         return _contents(self.roots.locate(path))
 
-    def files(self) -> Iterator[str]:
-        """Real paths of regular files under the roots, in order, at most ``max_listed``."""
+    def files(self) -> Iterator[tuple[str, int]]:
+        """(real path, size) of regular files under the roots, in order, at most
+        ``max_listed``; a tree deeper than a root may go is listed down to that depth."""
         count = 0
         for root in self.roots.roots:
-            for top, dirs, names in os.walk(root.path, followlinks=False):
-                dirs.sort()
-                for name in sorted(names):
-                    full = os.path.join(top, name)
-                    if os.path.isfile(full) and not os.path.islink(full):
-                        yield full
-                        count += 1
-                        if count >= self.max_listed:
-                            return
+            top = Located(str(root.path), root, root.path)
+            try:
+                for relative, entry in walk(top, lambda _relative, depth: depth <= MAX_DEPTH, self.max_listed + 1):
+                    if not entry.is_file(follow_symlinks=False):
+                        continue
+                    try:
+                        size = entry.stat(follow_symlinks=False).st_size
+                    except OSError:  # gone since it was listed
+                        continue
+                    yield os.path.join(root.path, relative), size
+                    count += 1
+                    if count >= self.max_listed:
+                        return
+            except ToolError as exc:  # the root itself is gone or moved: nothing of it is listed
+                log.warning("not listing the files of %s: %s", root.path, exc)
 
     async def sync(self) -> None:
         """Register the files now present and remove the ones gone. The walk runs on a
         thread; the registry changes on the loop, where requests read it."""
-        present = set(await asyncio.to_thread(lambda: list(self.files())))
-        for gone in self.listed - present:
+        present = dict(await asyncio.to_thread(lambda: list(self.files())))
+        for gone in self.listed.keys() - present.keys():
             self.server.remove_resource(_uri(gone))
-        for new in sorted(present - self.listed):
-            self._register(new)
+        for new in sorted(present.keys() - self.listed.keys()):
+            self._register(new, present[new])
         self.listed = present
 
-    def _register(self, path: str) -> None:
+    def _register(self, path: str, size: int) -> None:
         def read() -> str | bytes:
             return self._read(path)
 
-        try:
-            size: int | None = os.path.getsize(path)
-        except OSError:
-            size = None
         self.server.resource(_uri(path), name=os.path.basename(path), title=path, mime_type=_mime(path), size=size)(
             read
         )

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import difflib
 import os
+import stat
 from typing import TypedDict
 
 from ...errors import ToolError
 from ...server import Server
 from ._files import move, read_text, write_text
-from ._paths import Located, Roots, describe_os_error
+from ._paths import Located, Roots, open_directory, stat_located
 from ._read_tools import tool
 
 __all__ = ["register_write_tools"]
@@ -54,9 +55,19 @@ def _diff(located: Located, before: str, after: str) -> str:
     return "".join(lines) or "(no change)"
 
 
-def _require_parent(located: Located) -> None:
-    if not located.real.parent.is_dir():
-        raise ToolError(f"cannot write {located.given!r}: its directory does not exist (create_directory first)")
+def _make_directories(located: Located) -> None:
+    """``located`` and its missing parents, each made by ``mkdir`` under its parent's
+    descriptor as the walk from the root reaches it (no link followed)."""
+    try:
+        os.close(open_directory(located, create=True))
+    except ToolError:
+        try:
+            exists = not stat.S_ISDIR(stat_located(located).st_mode)
+        except ToolError:
+            exists = False
+        if exists:
+            raise ToolError(f"cannot create {located.given!r}: it exists and is not a directory") from None
+        raise
 
 
 def register_write_tools(server: Server, roots: Roots) -> None:
@@ -66,7 +77,6 @@ def register_write_tools(server: Server, roots: Roots) -> None:
     def write_file(path: str, content: str) -> str:
         """Create a file, or replace a file's whole content, with UTF-8 text."""
         located = roots.locate(path)
-        _require_parent(located)
         write_text(located, content)
         return f"Successfully wrote to {located.real}"
 
@@ -87,18 +97,12 @@ def register_write_tools(server: Server, roots: Roots) -> None:
     def create_directory(path: str) -> str:
         """Create a directory and any missing parents; fine if it already exists."""
         located = roots.locate(path)
-        try:
-            os.makedirs(located.real, exist_ok=True)
-        except OSError as exc:
-            raise describe_os_error(located.given, exc) from None
+        _make_directories(located)
         return f"Successfully created directory {located.real}"
 
     @tool(server, annotations={**DESTRUCTIVE, "idempotentHint": False})
     def move_file(source: str, destination: str) -> str:
         """Move or rename a file or directory; fails if the destination exists."""
         origin, target = roots.locate(source), roots.locate(destination)
-        if os.path.lexists(target.real):
-            raise ToolError(f"cannot move to {destination!r}: it already exists")
-        _require_parent(target)
         move(origin, target)
         return f"Successfully moved {origin.real} to {target.real}"
