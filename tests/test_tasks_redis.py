@@ -228,6 +228,24 @@ async def test_a_task_cancelled_on_another_replica_is_reported_to_its_runner(red
         assert await asyncio.wait_for(told, 10) == ("c", None)
 
 
+@async_test()
+async def test_an_owners_tasks_count_across_replicas_until_they_end_or_vanish(redis_url: str) -> None:
+    async with opened("redis", redis_url) as first, opened("redis", redis_url) as second:
+        owner = '{"client_id":null,"iss":"https://issuer","sub":"a"}'
+        assert await first.create_within(new_record("a1", owner=owner), 2)
+        assert await second.create_within(new_record("a2", owner=owner), 2)
+        assert not await second.create_within(new_record("a3", owner=owner), 2)  # at the limit: nothing stored
+        assert await second.get("a3") is None
+        assert await first.create_within(new_record("b1", owner=owner.replace('"a"', '"b"')), 2)  # another owner
+        await first.set_status("a1", "completed", result={})  # an ended task leaves the count
+        assert await second.create_within(new_record("a3", owner=owner), 2)
+        # A task gone without ending (its runner died and it expired before a sweep read it)
+        # is dropped from the count when the owner is at its limit.
+        raw(redis_url).delete("test:task:{a2}")
+        assert await first.create_within(new_record("a4", owner=owner), 2)
+        assert not await first.create_within(new_record("a5", owner=owner), 2)
+
+
 def test_a_store_connects_only_when_used(redis_url: str) -> None:
     before = int(raw(redis_url).info("clients")["connected_clients"])
     RedisTaskStore("redis://127.0.0.1:1/0")  # nothing listens there: construction must not care
@@ -469,3 +487,4 @@ async def test_thousands_of_tasks_leave_neither_redis_nor_the_process_bigger(rep
     assert used - baseline < 2 * 1024 * 1024, f"Redis kept {used - baseline} bytes after every task expired"
     left = [key for key in redis_keys(redis_url, f"{PREFIX}*") if ":lease:" not in key and not key.endswith("replicas")]
     assert left == [] or all(not memory.scard(key) for key in left), left
+
