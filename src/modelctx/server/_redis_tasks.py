@@ -20,8 +20,10 @@ replica's keys (its lease and its running set) besides the task's, so this store
 single Redis (or a primary with replicas, Sentinel), not Redis Cluster.
 
 Ownership. ``fail_unfinished`` cannot mean "every unfinished task" when other replicas
-are still running theirs. Each store (one per server process) has a random
-``replica_id`` and keeps a lease key ``<prefix>lease:<replica_id>`` alive (``PX``
+are still running theirs. Each process using a store has a random ``replica_id`` of its
+own (made again in a forked worker: ``--workers`` copies the store made before the fork
+into every worker, and one id shared by all would let a live worker renew a dead one's
+lease, so the dead one's tasks stayed "working" for their TTL) and keeps a lease key ``<prefix>lease:<replica_id>`` alive (``PX``
 ``lease_seconds``, renewed every ``lease_seconds / 5`` on a connection of its own) from
 its first use on. A task records the replica that runs it (``runner``), and the
 replica's running set
@@ -55,6 +57,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import os
 import secrets
 import time
 from collections.abc import Callable
@@ -303,7 +306,8 @@ class RedisTaskStore:
         self.url = url
         self.where = redacted(url)  # for logs: never the password
         self.prefix = prefix
-        self.replica_id = secrets.token_hex(8)
+        self._pid = os.getpid()
+        self._replica_id = secrets.token_hex(8)
         self.lease_seconds = lease_seconds
         self.check_interval = check_interval
         self.timeout = timeout
@@ -315,6 +319,28 @@ class RedisTaskStore:
         self._upkeep: list[asyncio.Task[None]] = []
         self._mine: set[str] = set()  # unfinished tasks whose handler runs in this process
         self._watchers: list[Callable[[str, TaskRecord | None], None]] = []
+
+    # -- this process ---------------------------------------------------------------------
+    @property
+    def replica_id(self) -> str:
+        """This process's id as a runner of tasks (its lease, its running set). A store
+        made before ``--workers`` forks is copied into every worker: each gets an id of
+        its own here, so no worker renews the lease of another that died (20 tasks on
+        two workers, one SIGKILLed: 8 stayed "working" for their whole TTL)."""
+        self._own_process()
+        return self._replica_id
+
+    def _own_process(self) -> None:
+        """In a forked child, forget what the parent's copy held: its id, its connections
+        (their sockets belong to the parent; never closed from here) and its tasks."""
+        if self._pid == os.getpid():
+            return
+        self._pid = os.getpid()
+        self._replica_id = secrets.token_hex(8)
+        self._redis = self._lease_client = self._start = None
+        self._scripts = {}
+        self._upkeep = []
+        self._mine = set()
 
     # -- keys ---------------------------------------------------------------------------
     def _task_keys(self, task_id: str) -> list[str]:
@@ -337,6 +363,7 @@ class RedisTaskStore:
     async def _client(self) -> Redis:
         """The connection pool, made on first use on this loop; the lease is taken before
         any task of this replica exists, and the upkeep task starts."""
+        self._own_process()
         loop = asyncio.get_running_loop()
         if self._start is None or self._start.get_loop() is not loop:
             self._start = loop.create_task(self._connect())
