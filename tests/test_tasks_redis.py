@@ -11,14 +11,19 @@ removes results, and thousands of tasks leave neither Redis nor the process bigg
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
+import os
+import signal
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import redis
 from conftest import async_test
@@ -226,6 +231,24 @@ async def test_a_task_cancelled_on_another_replica_is_reported_to_its_runner(red
         await runner.create(new_record("c"))
         assert await other.set_status("c", "cancelled", message="Cancelled") is not None
         assert await asyncio.wait_for(told, 10) == ("c", None)
+
+
+@async_test()
+async def test_an_owners_tasks_count_across_replicas_until_they_end_or_vanish(redis_url: str) -> None:
+    async with opened("redis", redis_url) as first, opened("redis", redis_url) as second:
+        owner = '{"client_id":null,"iss":"https://issuer","sub":"a"}'
+        assert await first.create_within(new_record("a1", owner=owner), 2)
+        assert await second.create_within(new_record("a2", owner=owner), 2)
+        assert not await second.create_within(new_record("a3", owner=owner), 2)  # at the limit: nothing stored
+        assert await second.get("a3") is None
+        assert await first.create_within(new_record("b1", owner=owner.replace('"a"', '"b"')), 2)  # another owner
+        await first.set_status("a1", "completed", result={})  # an ended task leaves the count
+        assert await second.create_within(new_record("a3", owner=owner), 2)
+        # A task gone without ending (its runner died and it expired before a sweep read it)
+        # is dropped from the count when the owner is at its limit.
+        raw(redis_url).delete("test:task:{a2}")
+        assert await first.create_within(new_record("a4", owner=owner), 2)
+        assert not await first.create_within(new_record("a5", owner=owner), 2)
 
 
 def test_a_store_connects_only_when_used(redis_url: str) -> None:
@@ -469,3 +492,72 @@ async def test_thousands_of_tasks_leave_neither_redis_nor_the_process_bigger(rep
     assert used - baseline < 2 * 1024 * 1024, f"Redis kept {used - baseline} bytes after every task expired"
     left = [key for key in redis_keys(redis_url, f"{PREFIX}*") if ":lease:" not in key and not key.endswith("replicas")]
     assert left == [] or all(not memory.scard(key) for key in left), left
+
+
+# -- worker processes (--workers) sharing one Redis --------------------------------------------------
+def rpc(port: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """One 2026-07-28 request declaring the tasks extension, on a new connection (so that
+    requests sent together reach different workers); its JSON-RPC response."""
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}}}  # fmt: skip
+    message = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}}
+    headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2026-07-28",
+               "mcp-method": method, "mcp-name": str(params.get("name", params.get("taskId")))}  # fmt: skip
+    response = httpx.post(f"http://127.0.0.1:{port}/mcp", json=message, headers=headers, timeout=30)
+    answer: dict[str, Any] = response.json()
+    return answer
+
+
+@pytest.mark.timeout(240)
+@async_test(deadline=230)
+async def test_the_tasks_of_a_killed_worker_fail_within_the_lease_and_none_stays_working(
+    redis_url: str, tmp_path: Path
+) -> None:
+    # Forked workers shared one lease id: the survivor renewed the dead worker's lease, and
+    # 8 of 20 tasks were still "working" 50 s after the kill (until their 1 h TTL).
+    with Processes(tmp_path / "procs") as procs:
+        env: dict[str, str | None] = {"MARKER_DIR": str(tmp_path), "TASK_DB": None}
+        server = procs.start_replica(TASKS_SERVER, redis_url=redis_url, workers=2, env=env)
+        count = 20
+
+        def start(n: int) -> str:
+            answer = rpc(server.port, "tools/call", {"name": "pid_sleep", "arguments": {"tag": f"t{n}", "seconds": 600}})
+            assert answer.get("result", {}).get("resultType") == "task", answer
+            return str(answer["result"]["taskId"])
+
+        with ThreadPoolExecutor(count) as pool:
+            task_ids = list(pool.map(start, range(count)))
+        await until_file_count(tmp_path, count)
+        runner = {task_id: int((tmp_path / f"t{n}.pid").read_text()) for n, task_id in enumerate(task_ids)}
+        by_pid = collections.Counter(runner.values())
+        victim, _ = by_pid.most_common(1)[0]
+        os.kill(victim, signal.SIGKILL)
+        killed_at = time.monotonic()
+
+        def status(task_id: str) -> dict[str, Any]:
+            answer = rpc(server.port, "tasks/get", {"taskId": task_id})
+            assert "result" in answer, answer
+            result: dict[str, Any] = answer["result"]
+            return result
+
+        theirs = [task_id for task_id, pid in runner.items() if pid == victim]
+        end = killed_at + 90  # the lease is 10 s; generous for a loaded machine
+        while working := [task_id for task_id in theirs if status(task_id)["status"] == "working"]:
+            assert time.monotonic() < end, f"{len(working)} of {len(theirs)} tasks of the killed worker still working"
+            await asyncio.sleep(0.5)
+        sys.stdout.write(
+            f"\n{len(theirs)} of {count} tasks on the killed worker (by worker: {dict(by_pid)}); every one failed "
+            f"{time.monotonic() - killed_at:.1f} s after the kill; still working: 0\n"
+        )
+        for task_id in theirs:
+            lost = status(task_id)
+            assert lost["status"] == "failed" and "server process running this task stopped" in lost["statusMessage"]
+        for task_id in set(task_ids) - set(theirs):  # the other worker's tasks run on
+            assert status(task_id)["status"] == "working"
+
+
+async def until_file_count(directory: Path, count: int, deadline: float = 60.0) -> None:
+    end = time.monotonic() + deadline
+    while len(list(directory.glob("t*.pid"))) < count:
+        assert time.monotonic() < end, f"only {len(list(directory.glob('t*.pid')))} of {count} tasks started"
+        await asyncio.sleep(0.05)

@@ -53,3 +53,11 @@ async def ask_name(ctx: Context) -> str:
     """Asks for a name inside its task."""
     answer = await ctx.elicit("Your name?", {"type": "object", "properties": {"name": {"type": "string"}}})
     return f"Hello, {(answer.content or {}).get('name')}!"
+
+
+@server.tool(task="required")
+async def pid_sleep(tag: str, seconds: float) -> str:
+    """Writes this process's pid to MARKER_DIR/TAG.pid, then sleeps."""
+    (MARKERS / f"{tag}.pid").write_text(str(os.getpid()))
+    await asyncio.sleep(seconds)
+    return f"slept {seconds}s"

@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from ..errors import InternalError, InvalidParams, ProtocolError, RateLimited, ResourceNotFound, ToolError
+from ..errors import InternalError, InvalidParams, ProtocolError, ResourceNotFound, ToolError
 from ..protocol import _meta
 from ..protocol._versions import Feature
 from ..transports._session import HandshakeSession, principal_key
@@ -30,7 +30,7 @@ from ._content import (
 )
 from ._context import Call, Context, InputRequired
 from ._registry import call_handler
-from ._tasks import declared, owner_of, require_declared, task_methods
+from ._tasks import declared, owns, require_declared, task_methods
 
 __all__ = ["TABLE"]
 
@@ -218,17 +218,12 @@ async def tools_call(call: Call) -> dict[str, Any]:
     _load_answers(call)
     try:
         if tasks is not None and declared(call):
-            if not tasks.full():
-                return await tasks.call_as_task(call, tool.task_start, lambda: _call_tool(call, tool, kwargs))
-            if tool.task == "required":
-                limit = call.server.config.max_running_tasks
-                raise RateLimited(
-                    f"this server is at its limit of running tasks ({limit}, ServerConfig.max_running_tasks); "
-                    "call again once some have ended",
-                    {"retryAfterMs": call.server.config.task_poll_interval_ms},
-                )
-            # "optional" at the cap: answered in place, a plain call (the server decides
-            # per request whether to answer with a task; tasks.md, Capability Negotiation).
+            # At a limit an "optional" tool is answered in place, a plain call (the server
+            # decides per request whether to answer with a task; tasks.md, Capability
+            # Negotiation), and a "required" one is refused (TaskManager.call_as_task).
+            return await tasks.call_as_task(
+                call, tool.task, tool.task_start, lambda: _call_tool(call, tool, kwargs)
+            )
         return await _call_tool(call, tool, kwargs)
     except InputRequired as asked:
         return _input_required(call, asked)
@@ -545,7 +540,7 @@ async def subscriptions_listen(call: Call) -> dict[str, Any]:
             }
         )
         watched = set(agreed.get("resourceSubscriptions", ()))
-        tasks = (set(agreed.get("taskIds", ())), owner_of(call.principal))
+        tasks = (set(agreed.get("taskIds", ())), call.principal)
         async for event in subscription:
             message = _listen_notification(event, agreed, watched, sub_meta, tasks)
             if message is not None:
@@ -571,12 +566,12 @@ def _listen_notification(
     agreed: dict[str, Any],
     watched: set[str],
     sub_meta: dict[str, Any],
-    tasks: tuple[set[str], str | None] = (set(), None),
+    tasks: tuple[set[str], Any] = (set(), None),
 ) -> dict[str, Any] | None:
     if event.kind == "task":
-        task_ids, owner = tasks
+        task_ids, principal = tasks
         # Only the task's own principal hears of it (tasks.md, Auth binding).
-        if event.uri in task_ids and event.data["owner"] == owner:
+        if event.uri in task_ids and owns(event.data["owner"], principal):
             return {
                 "jsonrpc": "2.0",
                 "method": "notifications/tasks",

@@ -20,8 +20,10 @@ replica's keys (its lease and its running set) besides the task's, so this store
 single Redis (or a primary with replicas, Sentinel), not Redis Cluster.
 
 Ownership. ``fail_unfinished`` cannot mean "every unfinished task" when other replicas
-are still running theirs. Each store (one per server process) has a random
-``replica_id`` and keeps a lease key ``<prefix>lease:<replica_id>`` alive (``PX``
+are still running theirs. Each process using a store has a random ``replica_id`` of its
+own (made again in a forked worker: ``--workers`` copies the store made before the fork
+into every worker, and one id shared by all would let a live worker renew a dead one's
+lease, so the dead one's tasks stayed "working" for their TTL) and keeps a lease key ``<prefix>lease:<replica_id>`` alive (``PX``
 ``lease_seconds``, renewed every ``lease_seconds / 5`` on a connection of its own) from
 its first use on. A task records the replica that runs it (``runner``), and the
 replica's running set
@@ -31,6 +33,11 @@ tasks are failed with ``RUNNER_LOST_MESSAGE`` (-32603): by any replica that read
 (``get``), and by every replica's periodic sweep of the replicas it knows
 (``<prefix>replicas``), which announces the failure to listeners. A replica stopped
 gracefully (``close``) gives its lease back at once and fails its own unfinished tasks.
+
+Tasks per owner. ``create_within`` counts an owner's unfinished tasks across every
+replica: a set ``<prefix>owner:<hash of the owner>`` of their ids, which the creating
+script checks and adds to in one step, and which a task leaves when it ends (the same
+``finish`` that takes it out of its runner's running set).
 
 Cancel across replicas. ``tasks/cancel`` on replica B writes ``cancelled`` (the script
 guards it). Replica A checks the status of the tasks it runs every ``check_interval``
@@ -48,11 +55,13 @@ of concurrent tasks queue for a connection rather than open thousands.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
+import os
 import secrets
 import time
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -87,10 +96,49 @@ local function finish(main, asks, answers, running, status, now, message, result
   redis.call('HSET', main, 'status', status, 'updated_at', now, 'message', message,
              'result', result, 'error', err)
   redis.call('DEL', asks, answers)
+  local id = redis.call('HGET', main, 'task_id')
   local runner = redis.call('HGET', main, 'runner')
-  if runner then redis.call('SREM', running .. runner, redis.call('HGET', main, 'task_id')) end
+  if runner then redis.call('SREM', running .. runner, id) end
+  local owned = redis.call('HGET', main, 'owner_key')
+  if owned and owned ~= '' then redis.call('SREM', owned, id) end
 end
 """
+
+# KEYS: task, the runner's running set, the owner's set. ARGV: limit ('-1': not counted,
+# no owner), task key prefix, expiry ms ('' none), task id, now ms, then field pairs.
+# At the limit, members of the owner's set whose task is gone or terminal (their runner
+# died and the task expired before a sweep read it) are dropped first. Returns 1 when
+# created, 0 when the owner has ``limit`` unfinished tasks already.
+_CREATE = (
+    _PRELUDE
+    + """
+local limit = tonumber(ARGV[1])
+if limit >= 0 and redis.call('SCARD', KEYS[3]) >= limit then
+  for _, id in ipairs(redis.call('SMEMBERS', KEYS[3])) do
+    local status = redis.call('HGET', ARGV[2] .. 'task:{' .. id .. '}', 'status')
+    if not status or TERMINAL[status] then redis.call('SREM', KEYS[3], id) end
+  end
+  if redis.call('SCARD', KEYS[3]) >= limit then return 0 end
+end
+for i = 6, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+if ARGV[3] ~= '' then redis.call('PEXPIREAT', KEYS[1], ARGV[3]) end
+if TERMINAL[redis.call('HGET', KEYS[1], 'status')] then return 1 end
+redis.call('SADD', KEYS[2], ARGV[4])
+if limit >= 0 then
+  local fresh = redis.call('EXISTS', KEYS[3]) == 0
+  redis.call('SADD', KEYS[3], ARGV[4])
+  if ARGV[3] == '' then
+    redis.call('PERSIST', KEYS[3])
+  else
+    -- The set lives as long as its longest-lived task could.
+    local want = tonumber(ARGV[3]) - tonumber(ARGV[5])
+    local left = redis.call('PTTL', KEYS[3])
+    if want > 0 and (fresh or (left >= 0 and left < want)) then redis.call('PEXPIRE', KEYS[3], want) end
+  end
+end
+return 1
+"""
+)
 
 # KEYS: task, asks, answers. ARGV: status, now, message, result, error, running prefix, terminal?
 _SET_STATUS = (
@@ -177,7 +225,14 @@ return {lost, load(KEYS[1], KEYS[2], KEYS[3])}
 """
 )
 
-_SCRIPTS = {"set_status": _SET_STATUS, "ask": _ASK, "answer": _ANSWER, "take": _TAKE, "get": _GET}
+_SCRIPTS = {
+    "create": _CREATE,
+    "set_status": _SET_STATUS,
+    "ask": _ASK,
+    "answer": _ANSWER,
+    "take": _TAKE,
+    "get": _GET,
+}
 
 
 def _json(value: Any) -> str:
@@ -251,7 +306,8 @@ class RedisTaskStore:
         self.url = url
         self.where = redacted(url)  # for logs: never the password
         self.prefix = prefix
-        self.replica_id = secrets.token_hex(8)
+        self._pid = os.getpid()
+        self._replica_id = secrets.token_hex(8)
         self.lease_seconds = lease_seconds
         self.check_interval = check_interval
         self.timeout = timeout
@@ -263,6 +319,28 @@ class RedisTaskStore:
         self._upkeep: list[asyncio.Task[None]] = []
         self._mine: set[str] = set()  # unfinished tasks whose handler runs in this process
         self._watchers: list[Callable[[str, TaskRecord | None], None]] = []
+
+    # -- this process ---------------------------------------------------------------------
+    @property
+    def replica_id(self) -> str:
+        """This process's id as a runner of tasks (its lease, its running set). A store
+        made before ``--workers`` forks is copied into every worker: each gets an id of
+        its own here, so no worker renews the lease of another that died (20 tasks on
+        two workers, one SIGKILLed: 8 stayed "working" for their whole TTL)."""
+        self._own_process()
+        return self._replica_id
+
+    def _own_process(self) -> None:
+        """In a forked child, forget what the parent's copy held: its id, its connections
+        (their sockets belong to the parent; never closed from here) and its tasks."""
+        if self._pid == os.getpid():
+            return
+        self._pid = os.getpid()
+        self._replica_id = secrets.token_hex(8)
+        self._redis = self._lease_client = self._start = None
+        self._scripts = {}
+        self._upkeep = []
+        self._mine = set()
 
     # -- keys ---------------------------------------------------------------------------
     def _task_keys(self, task_id: str) -> list[str]:
@@ -285,6 +363,7 @@ class RedisTaskStore:
     async def _client(self) -> Redis:
         """The connection pool, made on first use on this loop; the lease is taken before
         any task of this replica exists, and the upkeep task starts."""
+        self._own_process()
         loop = asyncio.get_running_loop()
         if self._start is None or self._start.get_loop() is not loop:
             self._start = loop.create_task(self._connect())
@@ -425,10 +504,22 @@ class RedisTaskStore:
         self._watchers.append(ended)
 
     async def create(self, record: TaskRecord) -> None:
-        client = await self._client()
-        record.runner = self.replica_id
-        main = self._task_keys(record.task_id)[0]
+        await self._create(record, None)
+
+    async def create_within(self, record: TaskRecord, limit: int) -> bool:
+        """Store a new task unless its owner has ``limit`` unfinished tasks already,
+        counted across every replica and worker sharing this Redis (a set per owner,
+        ``<prefix>owner:<hash of the owner>``, which a task leaves when it ends); False
+        then, and nothing is stored. A task without an owner is not counted."""
+        return await self._create(record, None if record.owner is None else limit)
+
+    async def _create(self, record: TaskRecord, limit: int | None) -> bool:
+        await self._client()
+        replica = self.replica_id
+        record.runner = replica
+        keys = self._task_keys(record.task_id)
         expires = record.expires_at
+        owned = "" if record.owner is None else self._owner_key(record.owner)
         fields = {
             "task_id": record.task_id,
             "status": record.status,
@@ -437,23 +528,35 @@ class RedisTaskStore:
             "ttl_ms": _json(record.ttl_ms),
             "poll_interval_ms": str(record.poll_interval_ms),
             "owner": _json(record.owner),
+            "owner_key": owned,
             "message": _json(record.status_message),
             "result": _json(record.result),
             "error": _json(record.error),
-            "runner": self.replica_id,
+            "runner": replica,
             "expires": "" if expires is None else str(int(expires * 1000)),
         }
-        async with client.pipeline(transaction=True) as pipe:
-            pipe.hset(main, mapping=cast("Mapping[Any, Any]", fields))
-            if expires is not None:
-                pipe.pexpireat(main, int(expires * 1000))
-            if record.status not in TERMINAL:
-                pipe.sadd(self._running_prefix + self.replica_id, record.task_id)
-            await pipe.execute()
+        args = [
+            "-1" if limit is None or not owned else str(limit),
+            self.prefix,
+            fields["expires"],
+            record.task_id,
+            str(int(time.time() * 1000)),
+        ]
+        for pair in fields.items():
+            args += pair
+        running = self._running_prefix + replica
+        created = await self._scripts["create"](keys=[keys[0], running, owned or running], args=args)
+        if not created:
+            return False
         if record.status not in TERMINAL:
             self._mine.add(record.task_id)
         if record.input_requests:
             await self.ask(record.task_id, record.input_requests)
+        return True
+
+    def _owner_key(self, owner: str) -> str:
+        # Hashed: an owner (a JSON identity) may be long; the key only has to be one per owner.
+        return f"{self.prefix}owner:{hashlib.sha256(owner.encode()).hexdigest()[:32]}"
 
     async def get(self, task_id: str) -> TaskRecord | None:
         lost, record = await self._read(task_id)

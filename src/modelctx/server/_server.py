@@ -138,6 +138,11 @@ class ServerConfig:
     its coroutine, about 6 KB); past it a ``task="optional"`` tool is answered in place,
     as a plain call, and a ``task="required"`` one is refused with ``RateLimited``
     (-31429), so a client cannot start handlers faster than they end without bound.
+    ``max_running_tasks_per_principal``: unfinished tasks of one authenticated principal
+    (100, as many handshake sessions as one principal may hold: one token cannot take
+    the whole process's ``max_running_tasks``); past it the same answer, for that
+    principal only. Counted across every process with a ``RedisTaskStore``, else per
+    process; an unauthenticated caller has no principal and only the process cap holds.
     ``redis_url``: the Redis that the server's processes and replicas share (``redis://``
     or ``rediss://``; default: the ``MODELCTX_REDIS_URL`` environment variable, else
     none). With one, the subscription bus, handshake-era sessions, tasks and the
@@ -161,6 +166,7 @@ class ServerConfig:
     task_ttl_ms: int | None = 3_600_000
     task_poll_interval_ms: int = 500
     max_running_tasks: int = 10_000
+    max_running_tasks_per_principal: int = 100
     redis_url: str | None = None
     redis_prefix: str | None = None
 
@@ -174,6 +180,8 @@ class ServerConfig:
             raise ValueError("task_poll_interval_ms must be at least 1 ms")
         if self.max_running_tasks < 1:
             raise ValueError("max_running_tasks must be at least 1")
+        if self.max_running_tasks_per_principal < 1:
+            raise ValueError("max_running_tasks_per_principal must be at least 1")
         if self.redis_url is None:
             self.redis_url = os.environ.get(REDIS_URL_ENV) or None
         if self.request_state_secret is None:

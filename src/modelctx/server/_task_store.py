@@ -121,6 +121,12 @@ class TaskStore(Protocol):
 
     async def close(self) -> None: ...
 
+    # Optional, for a store shared by processes (``RedisTaskStore``):
+    #     async def create_within(self, record: TaskRecord, limit: int) -> bool
+    # creates the task unless its owner has ``limit`` unfinished tasks in the store (False
+    # then, nothing stored), so the per-principal cap holds across processes. Without it
+    # the ``TaskManager`` counts each owner's tasks in its own process.
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS tasks (

@@ -36,11 +36,18 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InternalError, InvalidParams, MissingRequiredClientCapability, ProtocolError
+from ..errors import (
+    InternalError,
+    InvalidParams,
+    InvalidRequest,
+    MissingRequiredClientCapability,
+    ProtocolError,
+    RateLimited,
+)
 from ._context import Call, InputRequired
 from ._task_store import TaskRecord, TaskStore
 
@@ -64,6 +71,25 @@ PURGE_EVERY_SECONDS = 1.0
 LOST_MESSAGE = "The server stopped while this task was running; its work was lost. Call the tool again."
 LOST_ERROR: dict[str, Any] = {"code": InternalError.code, "message": LOST_MESSAGE}
 
+# A principal that names neither a subject nor a client could not be told apart from the
+# next such caller, so it owns no task (it would read and cancel every other's). The
+# extension names no code for this; -32600 (Invalid Request: this request, as
+# authenticated, cannot be served as a task) is the closest JSON-RPC has. An "optional"
+# tool answers such a caller in place instead, as a plain call.
+NO_OWNER_MESSAGE = (
+    "a task needs an owner, and this request's principal names neither a subject (sub) nor a "
+    "client (client_id), so no later request could be told to be the same caller; "
+    "authenticate with a token that carries sub or client_id"
+)
+
+
+class _Refused(Exception):
+    """A call that cannot be a task now; ``error`` says why (a ``"required"`` tool's answer)."""
+
+    def __init__(self, error: ProtocolError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
 
 def declared(call: Call) -> bool:
     """Did the request's client declare the tasks extension (per request, or in the
@@ -81,13 +107,75 @@ def require_declared(call: Call, what: str) -> None:
         )
 
 
+# The stored owner of a task: a JSON object of the principal's issuer, subject and client
+# id, each a string or null (never a stringified None: a token without ``sub`` and one
+# with ``sub: "None"`` are different principals), keys sorted, so that two different
+# principals never share one. Records written before (``[iss, sub]`` or the bare
+# subject) are still read: see ``owns``.
+def _part(value: Any) -> str | int | None:
+    """A part of an identity as typed: a non-empty string or an int; anything else is absent."""
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return None
+
+
+def _identity(principal: Any) -> dict[str, Any] | None:
+    """``{"iss", "sub", "client_id"}`` of an authenticated principal (an ``AccessToken``,
+    any object with a ``subject``, a claims mapping, or a plain string or int naming it);
+    None when it names neither a subject nor a client, so it has no stable identity."""
+    if isinstance(principal, Mapping):
+        get: Callable[[str], Any] = principal.get
+        parts = {"iss": get("iss"), "sub": get("sub"), "client_id": get("client_id")}
+    elif isinstance(principal, (str, int)) and not isinstance(principal, bool):
+        parts = {"iss": None, "sub": principal, "client_id": None}
+    else:
+        parts = {
+            "iss": getattr(principal, "issuer", None),
+            "sub": getattr(principal, "subject", None),
+            "client_id": getattr(principal, "client_id", None),
+        }
+    identity = {key: _part(value) for key, value in parts.items()}
+    if identity["sub"] is None and identity["client_id"] is None:
+        return None
+    return identity
+
+
 def owner_of(principal: Any) -> str | None:
-    """The principal a task belongs to, as stored: its issuer and subject (or None)."""
+    """The owner a task of ``principal`` is stored with: None without authentication
+    (the unguessable task id is then the only handle), else its identity as a JSON
+    object. Raises ``InvalidRequest`` for a principal with no stable identity."""
     if principal is None:
         return None
-    subject = str(getattr(principal, "subject", principal))
-    issuer = getattr(principal, "issuer", None)
-    return subject if issuer is None else json.dumps([str(issuer), subject])
+    identity = _identity(principal)
+    if identity is None:
+        raise InvalidRequest(f"Invalid request: {NO_OWNER_MESSAGE}")
+    return json.dumps(identity, sort_keys=True, separators=(",", ":"))
+
+
+def can_own(principal: Any) -> bool:
+    """Whether ``principal`` may own tasks (it is None, or has a stable identity)."""
+    return principal is None or _identity(principal) is not None
+
+
+def owns(stored: str | None, principal: Any) -> bool:
+    """Is ``stored`` (a record's owner) the owner ``principal`` would be stored with? A
+    principal with no stable identity owns nothing. An owner written before identities
+    were JSON objects (``[iss, sub]``, or the bare subject) is still its subject's, unless
+    it is the ambiguous ``"None"`` every token without ``sub`` was stored with."""
+    if principal is None:
+        return stored is None
+    identity = _identity(principal)
+    if identity is None or stored is None:
+        return False
+    if stored.startswith("{"):
+        return stored == json.dumps(identity, sort_keys=True, separators=(",", ":"))
+    subject = identity["sub"]
+    if subject is None or subject == "None":
+        return False
+    issuer = identity["iss"]
+    return stored == (str(subject) if issuer is None else json.dumps([str(issuer), str(subject)]))
 
 
 def _iso(moment: float) -> str:
@@ -136,7 +224,16 @@ def _error_object(exc: ProtocolError) -> dict[str, Any]:
 
 
 class TaskManager:
-    """The tasks of one server: their store, and the handlers running in this process."""
+    """The tasks of one server: their store, and the handlers running in this process.
+
+    Bounds (each past it: an ``"optional"`` tool answers in place, a ``"required"`` one
+    is refused with ``RateLimited``, -31429, with ``data.retryAfterMs``):
+    ``ServerConfig.max_running_tasks`` handlers in this process, and
+    ``max_running_tasks_per_principal`` unfinished tasks of one authenticated principal:
+    counted in the store when it is shared by processes and offers ``create_within``
+    (``RedisTaskStore``: every replica and worker together), else in this process.
+    Unauthenticated callers have no principal to count by: only the process's cap holds.
+    """
 
     def __init__(self, server: Server, store: TaskStore) -> None:
         self.server = server
@@ -144,6 +241,11 @@ class TaskManager:
         self._running: dict[str, asyncio.Future[Any]] = {}
         self._wake: dict[str, asyncio.Event] = {}
         self._writes: set[asyncio.Task[None]] = set()
+        # Slots taken by tasks being created or running here, in all and per owner
+        # (authenticated principals only); given back when the handler ends.
+        self._starting = 0
+        self._by_owner: dict[str, int] = {}
+        self._owner_of: dict[str, str] = {}  # task id -> owner, for tasks counted per owner
         self._recovered = False
         self._recovering: asyncio.Lock | None = None
         self._last_purge = 0.0
@@ -151,6 +253,10 @@ class TaskManager:
         watch = getattr(store, "watch", None)
         if watch is not None:
             watch(self._ended_elsewhere)
+        # A store shared by processes may count each owner's tasks across all of them.
+        self._create_within: Callable[[TaskRecord, int], Awaitable[bool]] | None = getattr(
+            store, "create_within", None
+        )
 
     @property
     def running(self) -> int:
@@ -159,12 +265,38 @@ class TaskManager:
 
     @property
     def held(self) -> int:
-        """Every per-task object this process holds (runners, wake-ups, pending writes)."""
-        return len(self._running) + len(self._wake) + len(self._writes)
+        """Every per-task object this process holds (runners, wake-ups, pending writes, counts)."""
+        return len(self._running) + len(self._wake) + len(self._writes) + len(self._by_owner) + self._starting
 
     def full(self) -> bool:
         """Whether this process runs ``max_running_tasks`` task handlers already."""
-        return len(self._running) >= self.server.config.max_running_tasks
+        return len(self._running) + self._starting >= self.server.config.max_running_tasks
+
+    def _refusal(self, call: Call) -> ProtocolError | None:
+        """Why ``call`` cannot be a task now (checked in this process), or None."""
+        config = self.server.config
+        if not can_own(call.principal):
+            return InvalidRequest(f"Invalid request: {NO_OWNER_MESSAGE}")
+        retry = {"retryAfterMs": config.task_poll_interval_ms}
+        if self.full():
+            return RateLimited(
+                f"this server is at its limit of running tasks ({config.max_running_tasks}, "
+                "ServerConfig.max_running_tasks); call again once some have ended",
+                retry,
+            )
+        owner = owner_of(call.principal)
+        if owner is not None and self._create_within is None:
+            if self._by_owner.get(owner, 0) >= config.max_running_tasks_per_principal:
+                return self._principal_full()
+        return None
+
+    def _principal_full(self) -> RateLimited:
+        config = self.server.config
+        return RateLimited(
+            f"this principal is at its limit of running tasks ({config.max_running_tasks_per_principal}, "
+            "ServerConfig.max_running_tasks_per_principal); call again once some of its tasks have ended",
+            {"retryAfterMs": config.task_poll_interval_ms},
+        )
 
     async def ready(self) -> None:
         """Before every use of the store: once per process, fail the tasks a previous
@@ -200,20 +332,39 @@ class TaskManager:
 
     # -- creating and running -------------------------------------------------------
     async def call_as_task(
-        self, call: Call, start: str, work: Callable[[], Awaitable[dict[str, Any]]]
+        self, call: Call, support: str, start: str, work: Callable[[], Awaitable[dict[str, Any]]]
     ) -> dict[str, Any]:
         """Answer ``call`` with a task running ``work`` (or, for ``start="handler"``,
-        with whatever ``work`` answers before its handler calls ``ctx.start_task()``)."""
+        with whatever ``work`` answers before its handler calls ``ctx.start_task()``).
+        When it cannot be a task (``_refusal``; its owner at its limit in a shared store)
+        a ``support="optional"`` tool answers in place with ``work()``, and a
+        ``"required"`` one raises why (``RateLimited``, ``InvalidRequest``)."""
+        refused = self._refusal(call)
+        if refused is not None:
+            if support == "required":
+                raise refused
+            return await work()
         await self.ready()
         if start == "call":
-            created = await self._begin(call)
+            try:
+                created = await self._begin(call)
+            except _Refused as refusal:
+                if support == "required":
+                    raise refusal.error from None
+                return await work()
             self._adopt(call, asyncio.ensure_future(work()))
             return created
         begun: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
 
         async def begin() -> None:
-            if not begun.done():
+            if begun.done():
+                return
+            try:
                 begun.set_result(await self._begin(call))
+            except _Refused as refusal:
+                if support == "required":
+                    raise refusal.error from None
+                call.begin_task = None  # no task: the handler goes on in the request
 
         call.begin_task = begin
         runner = asyncio.ensure_future(work())
@@ -221,6 +372,8 @@ class TaskManager:
             await asyncio.wait({runner, begun}, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
             runner.cancel()
+            if begun.done() and not begun.cancelled() and begun.exception() is None and call.task is not None:
+                self._give_back(call.task.task_id)  # created, never adopted: its slot is free again
             begun.cancel()
             raise
         if begun.done() and not begun.cancelled() and begun.exception() is None:
@@ -231,7 +384,13 @@ class TaskManager:
         return runner.result()  # the plain answer, or its exception (InputRequired…)
 
     async def _begin(self, call: Call) -> dict[str, Any]:
-        """Create the task durably; from now on the handler's questions go to it."""
+        """Create the task durably; from now on the handler's questions go to it. Its
+        slot is taken before the store is asked (so concurrent calls cannot overshoot a
+        cap) and given back when its handler ends (``_settle``) or the store refuses.
+        Raises ``_Refused`` at a limit."""
+        refused = self._refusal(call)  # again: the store may have been slow to be ready
+        if refused is not None:
+            raise _Refused(refused)
         config = self.server.config
         now = time.time()
         record = TaskRecord(
@@ -243,22 +402,52 @@ class TaskManager:
             poll_interval_ms=config.task_poll_interval_ms,
             owner=owner_of(call.principal),
         )
-        await self.store.create(record)
+        self._take(record.task_id, record.owner)
+        try:
+            if record.owner is not None and self._create_within is not None:
+                if not await self._create_within(record, config.max_running_tasks_per_principal):
+                    raise _Refused(self._principal_full())
+            else:
+                await self.store.create(record)
+        except BaseException:
+            self._give_back(record.task_id)
+            raise
         call.task = TaskHandle(self, record.task_id)
         # Progress and logs are not sent for tasks (tasks.md, Task Status Notifications).
         call.progress_token = None
         call.log_rank = None
         return {"resultType": "task", **_task_fields(record)}
 
+    def _take(self, task_id: str, owner: str | None) -> None:
+        self._starting += 1
+        if owner is not None:
+            self._owner_of[task_id] = owner
+            self._by_owner[owner] = self._by_owner.get(owner, 0) + 1
+
+    def _give_back(self, task_id: str, *, started: bool = False) -> None:
+        """Give back the slot of a task that never ran (or, ``started``, whose handler
+        ran, when it ends)."""
+        if not started:
+            self._starting -= 1
+        owner = self._owner_of.pop(task_id, None)
+        if owner is not None:
+            left = self._by_owner[owner] - 1
+            if left:
+                self._by_owner[owner] = left
+            else:
+                del self._by_owner[owner]
+
     def _adopt(self, call: Call, runner: asyncio.Future[dict[str, Any]]) -> None:
         assert call.task is not None
         task_id = call.task.task_id
+        self._starting -= 1  # from a slot being created to a running one
         self._running[task_id] = runner
         runner.add_done_callback(lambda done: self._settle(task_id, done))
 
     def _settle(self, task_id: str, runner: asyncio.Future[dict[str, Any]]) -> None:
         """Write the outcome of a handler that ended (a loop callback: the write is a task)."""
         self._running.pop(task_id, None)
+        self._give_back(task_id, started=True)
         self._wake.pop(task_id, None)
         if runner.cancelled():
             # tasks/cancel wrote "cancelled" already; any other cancellation is the process
@@ -328,7 +517,7 @@ class TaskManager:
             raise InvalidParams(f"Invalid params: {call.method} needs taskId (a string)")
         await self.ready()
         record = await self.store.get(task_id)
-        if record is None or record.owner != owner_of(call.principal):
+        if record is None or not owns(record.owner, call.principal):
             raise InvalidParams(
                 f"Invalid params: no task {task_id!r} (it may have expired: tasks are kept "
                 "for their ttlMs after creation)"
