@@ -18,7 +18,9 @@ them per tool, prompt or resource with the ``RequiredScopes`` middleware.
 
 DPoP (RFC 9449, sender-constrained tokens): ``dpop=True`` on either client provider,
 ``dpop="allowed"`` or ``"required"`` on ``ProtectedResource``; ``DPoPKey`` (a client's
-key and its proofs) and ``DPoPVerifier`` (the checks) for those who need them.
+key and its proofs) and ``DPoPVerifier`` (the checks) for those who need them;
+``RedisReplays``: spent proofs shared by every worker and replica (wired by the HTTP
+app when the server has a ``redis_url``).
 
 ``DevAuthorizationServer`` is a development authorization server (``modelctx
 auth-server``).
@@ -44,6 +46,7 @@ if TYPE_CHECKING:  # the names as the type checker sees them; at run time, __get
     from ._jwt import JwtVerifier
     from ._redirect import AuthorizationResponse, LoopbackReceiver, open_in_browser
     from ._registration import ClientMetadata
+    from ._replays import RedisReplays
     from ._resource import AccessToken, ProtectedResource, TokenVerifier
     from ._scopes import RequiredScopes
     from ._tokens import FileTokenStore, MemoryTokenStore, StoredCredentials, TokenStore
@@ -73,6 +76,7 @@ _WHERE = {
     "DPoPKey": "._dpop",
     "DPoPVerifier": "._dpop",
     "InvalidDPoPProof": "._dpop",
+    "RedisReplays": "._replays",
     "WorkloadIdentityProvider": "._workload",
     "EnterpriseAuthorizationProvider": "._enterprise",
 }
@@ -97,6 +101,7 @@ __all__ = [
     "DPoPVerifier",
     "InvalidDPoPProof",
     "IntrospectionVerifier",
+    "RedisReplays",
     "JwtVerifier",
     "ProtectedResource",
     "RequiredScopes",

@@ -1,0 +1,89 @@
+"""``RedisReplays``: spent DPoP proofs in the Redis every worker and replica shares.
+
+One atomic ``SET <prefix><key> 1 NX PX <ttl>`` per proof (RFC 9449 11.1): the first
+process to spend a proof creates the key, any later one (another worker, another
+replica, the same process again) finds it and refuses the proof. The key expires when
+the proof's ``iat`` refuses it anyway, so Redis holds only the proofs of the last
+minute or so.
+
+Every call has a deadline (``timeout``). When Redis does not answer in time, or at
+all, the proof is refused with ``InvalidDPoPProof(unavailable=True)``, which the
+resource answers 503 with ``Retry-After``: a proof that cannot be shown fresh is never
+accepted (fail closed), and no request waits longer than the deadline.
+
+The client is made on first use, on the event loop that uses it (a worker forked
+after the app was built makes its own), through the same helper as the subscription
+bus (``server._redis_bus``): no retries of its own, bounded connects and commands.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from ..server._redis_bus import _client, redacted
+from ._dpop import InvalidDPoPProof
+
+__all__ = ["RedisReplays"]
+
+log = logging.getLogger("modelctx.auth")
+
+
+class RedisReplays:
+    """A DPoP replay cache (``ReplayCache``) in the Redis at ``url``, under ``prefix``
+    (the server wires ``<redis_prefix>dpop:``). ``timeout``: seconds a spend may take."""
+
+    shared = True
+
+    def __init__(self, url: str, *, prefix: str = "modelctx:dpop:", timeout: float = 2.0) -> None:
+        try:
+            import redis.asyncio  # noqa: F401 - refused here, not at the first request
+        except ImportError:
+            raise ValueError(
+                f"DPoP proofs shared through Redis ({redacted(url)}) need the redis package: "
+                "pip install 'modelctx[redis]'"
+            ) from None
+        self.url = url
+        self.prefix = prefix
+        self.timeout = timeout
+        self._redis: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._down = False  # logged once per outage
+
+    def __repr__(self) -> str:
+        return f"RedisReplays({redacted(self.url)!r}, prefix={self.prefix!r})"
+
+    async def spend(self, key: str, seconds: float) -> bool:
+        from redis.exceptions import RedisError
+
+        try:
+            async with asyncio.timeout(self.timeout):
+                created = await self._client().set(self.prefix + key, b"1", nx=True, px=max(1, int(seconds * 1000)))
+        except (TimeoutError, RedisError, OSError) as exc:
+            if not self._down:
+                self._down = True
+                reason = "no answer in time" if isinstance(exc, TimeoutError) else str(exc) or type(exc).__name__
+                log.warning("DPoP replay cache at %s unreachable (%s): proofs are refused until it answers",
+                            redacted(self.url), reason)
+            raise InvalidDPoPProof(
+                "The DPoP proof cannot be checked for replay now (the shared replay cache is unreachable); "
+                "retry shortly with a fresh proof",
+                unavailable=True,
+            ) from None
+        if self._down:
+            self._down = False
+            log.warning("DPoP replay cache at %s answers again", redacted(self.url))
+        return created is True
+
+    def _client(self) -> Any:
+        loop = asyncio.get_running_loop()
+        if self._redis is None or self._loop is not loop:
+            self._redis, self._loop = _client(self.url, self.timeout), loop
+        return self._redis
+
+    async def close(self) -> None:
+        """Close the connections (the cache reconnects if used again)."""
+        if self._redis is not None:
+            redis, self._redis = self._redis, None
+            await redis.aclose()
