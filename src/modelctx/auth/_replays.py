@@ -11,18 +11,18 @@ all, the proof is refused with ``InvalidDPoPProof(unavailable=True)``, which the
 resource answers 503 with ``Retry-After``: a proof that cannot be shown fresh is never
 accepted (fail closed), and no request waits longer than the deadline.
 
-The client is made on first use, on the event loop that uses it (a worker forked
-after the app was built makes its own), through the same helper as the subscription
-bus (``server._redis_bus``): no retries of its own, bounded connects and commands.
+The client (``LoopRedis``, shared with ``RateLimit``'s buckets) is made on first use,
+on the event loop that uses it (a worker forked after the app was built makes its own):
+no retries of its own, bounded connects and commands.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
 
-from ..server._redis_bus import _client, redacted
+from ..server._redis_bus import redacted
+from ..server._redis_limits import LoopRedis
 from ._dpop import InvalidDPoPProof
 
 __all__ = ["RedisReplays"]
@@ -37,18 +37,10 @@ class RedisReplays:
     shared = True
 
     def __init__(self, url: str, *, prefix: str = "modelctx:dpop:", timeout: float = 2.0) -> None:
-        try:
-            import redis.asyncio  # noqa: F401 - refused here, not at the first request
-        except ImportError:
-            raise ValueError(
-                f"DPoP proofs shared through Redis ({redacted(url)}) need the redis package: "
-                "pip install 'modelctx[redis]'"
-            ) from None
+        self.redis = LoopRedis(url, timeout)  # ValueError without the redis package
         self.url = url
         self.prefix = prefix
         self.timeout = timeout
-        self._redis: Any = None
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._down = False  # logged once per outage
 
     def __repr__(self) -> str:
@@ -59,7 +51,7 @@ class RedisReplays:
 
         try:
             async with asyncio.timeout(self.timeout):
-                created = await self._client().set(self.prefix + key, b"1", nx=True, px=max(1, int(seconds * 1000)))
+                created = await self.redis.get().set(self.prefix + key, b"1", nx=True, px=max(1, int(seconds * 1000)))
         except (TimeoutError, RedisError, OSError) as exc:
             if not self._down:
                 self._down = True
@@ -76,14 +68,6 @@ class RedisReplays:
             log.warning("DPoP replay cache at %s answers again", redacted(self.url))
         return created is True
 
-    def _client(self) -> Any:
-        loop = asyncio.get_running_loop()
-        if self._redis is None or self._loop is not loop:
-            self._redis, self._loop = _client(self.url, self.timeout), loop
-        return self._redis
-
     async def close(self) -> None:
         """Close the connections (the cache reconnects if used again)."""
-        if self._redis is not None:
-            redis, self._redis = self._redis, None
-            await redis.aclose()
+        await self.redis.close()
