@@ -380,6 +380,19 @@ async def test_with_require_at_jwt_only_rfc_9068_access_tokens_are_served():
 
 
 @run
+async def test_rate_limits_count_tokens_without_a_subject_by_their_client():
+    from modelctx.server.middleware import RATE_LIMITED, RateLimit
+
+    async with protected(RateLimit(rate=0.01, burst=1, methods={"tools/call"})) as setup:
+        first = await setup.call("echo", setup.token(sub=None, client_id="client-a"), text="a")
+        again = await setup.call("echo", setup.token(sub=None, client_id="client-a"), text="a")
+        other = await setup.call("echo", setup.token(sub=None, client_id="client-b"), text="b")
+
+    assert "result" in first.json() and "result" in other.json()  # one bucket each
+    assert again.json()["error"]["code"] == RATE_LIMITED
+
+
+@run
 async def test_the_401_for_another_audience_says_so_exactly():
     async with protected() as setup:
         response = await setup.call("echo", setup.token(aud="http://127.0.0.1:1/other"), text="hi")

@@ -178,12 +178,18 @@ class RequestLog(_Observer):
 
 
 def _default_key(call: Any) -> Any:
-    """Who a request counts against: the authenticated principal; else the handshake
-    session; else the client's declared name (anyone can claim one: rate limit
+    """Who a request counts against: the authenticated principal (its client, for a
+    token without a subject); else the handshake session; else the client's declared name (anyone can claim one: rate limit
     unauthenticated HTTP traffic by address in front of the server, e.g. nginx's
     ``limit_req``)."""
-    if call.principal is not None:
-        return ("principal", principal_key(call.principal))
+    principal = call.principal
+    if principal is not None:
+        client_id = getattr(principal, "client_id", None)
+        if getattr(principal, "subject", None) is None and isinstance(client_id, str):
+            # No subject (a client credentials token, RFC 7662 without sub): the client is
+            # who it is, or every such client of one issuer would share one bucket.
+            return ("client_id", getattr(principal, "issuer", None), client_id)
+        return ("principal", principal_key(principal))
     if call.session is not None:
         return ("session", call.session.id)
     info = call.client_info
