@@ -422,3 +422,46 @@ async def test_when_the_shared_replay_cache_does_not_answer_a_proof_gets_503_and
     for answer in answers:
         assert answer.status_code == 503 and answer.headers["retry-after"] == "1", answer.text
         assert "replay cache is unreachable" in answer.text
+
+
+NONCE_SERVER = PID_SERVER + """
+
+if __name__ == "__main__":
+    import sys
+
+    from modelctx.auth import DPoPNonces, DPoPVerifier, JwtVerifier, ProtectedResource
+
+    port, issuer = sys.argv[2], sys.argv[3]
+    url = f"http://127.0.0.1:{port}/mcp"
+    nonces = DPoPNonces(lifetime=3.0)  # each worker's nonce has changed by the time the test asks
+    resource = ProtectedResource(
+        url, authorization_servers=[issuer], verifier=JwtVerifier(issuer, url), dpop="required",
+        dpop_verifier=DPoPVerifier(nonces=nonces),
+    )
+    server.run("http", port=int(port), workers=2, auth=resource, ready_message="modelctx: serving")
+"""
+
+
+def test_with_two_workers_and_redis_a_server_nonce_from_one_worker_is_accepted_by_the_other(
+    issuer: str, redis_url: str, tmp_path
+):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from scale_processes import Processes
+
+    app = tmp_path / "nonce_server.py"
+    app.write_text(NONCE_SERVER)
+    with Processes(tmp_path / "procs") as procs:
+        replica = procs.start_script(app, issuer, redis_url=redis_url)
+        url = f"http://127.0.0.1:{replica.port}/mcp"
+        key = ECKey.generate_key("P-256", private=True)
+        token = bound_token(issuer, key, url)
+        time.sleep(3.5)  # past the nonces' first turn (before it, every worker holds the nonce it was forked with)
+        asked = dpop_post(url, token, proof(key, "POST", url, token))
+        nonce = asked.headers["dpop-nonce"]
+        with ThreadPoolExecutor(6) as pool:
+            answers = list(pool.map(lambda _: dpop_post(url, token, proof(key, "POST", url, token, nonce=nonce), 0.3),
+                                    range(12)))
+    assert asked.status_code == 401 and "use_dpop_nonce" in asked.headers["www-authenticate"]
+    assert [answer.status_code for answer in answers] == [200] * 12, [a.headers for a in answers if a.status_code != 200]
+    assert len({answer.json()["result"]["content"][0]["text"] for answer in answers}) == 2  # both workers served

@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # the names as the type checker sees them; at run time, __get
     from ._client import CallbackHandler, OAuthClientProvider, RedirectHandler
     from ._client_credentials import ClientCredentialsProvider
     from ._dev_server import DevAuthorizationServer
-    from ._dpop import DPoPKey, DPoPVerifier, InvalidDPoPProof
+    from ._dpop import DPoPKey, DPoPNonces, DPoPVerifier, InvalidDPoPProof
     from ._enterprise import EnterpriseAuthorizationProvider
     from ._introspection import IntrospectionVerifier
     from ._jwt import JwtVerifier
@@ -74,6 +74,7 @@ _WHERE = {
     "RequiredScopes": "._scopes",
     "DevAuthorizationServer": "._dev_server",
     "DPoPKey": "._dpop",
+    "DPoPNonces": "._dpop",
     "DPoPVerifier": "._dpop",
     "InvalidDPoPProof": "._dpop",
     "RedisReplays": "._replays",
@@ -98,6 +99,7 @@ __all__ = [
     "open_in_browser",
     "DevAuthorizationServer",
     "DPoPKey",
+    "DPoPNonces",
     "DPoPVerifier",
     "InvalidDPoPProof",
     "IntrospectionVerifier",

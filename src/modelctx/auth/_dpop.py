@@ -169,30 +169,37 @@ class VerifiedProof:
 
 
 class DPoPNonces:
-    """Server nonces (RFC 9449 8, 9): a random value that changes every ``lifetime``
-    seconds; the current one and the one before it are accepted, so a client that just
-    got a nonce is not refused at the turn."""
+    """Server nonces (RFC 9449 8, 9): a value that changes every ``lifetime`` seconds; the
+    current one and the one before it are accepted, so a client that just got a nonce is
+    not refused at the turn.
 
-    def __init__(self, lifetime: float = 300.0) -> None:
+    A nonce is the HMAC of the current time window under ``key`` (default: random, for
+    this process): processes holding one key hand out and accept the same nonces, so a
+    client that got one from a worker is not refused by the next. A ``DPoPVerifier``
+    whose replay cache is shared (``RedisReplays``) fetches that key from it."""
+
+    def __init__(self, lifetime: float = 300.0, *, key: bytes | None = None) -> None:
         self.lifetime = lifetime
-        self._current = secrets.token_urlsafe(24)
-        self._previous: str | None = None
-        self._since = time.monotonic()
+        self.key = key if key is not None else secrets.token_bytes(32)
+        #: True once ``key`` is the one every process shares.
+        self.shared = key is not None
+
+    def use_key(self, key: bytes) -> None:
+        """Derive nonces from ``key`` from now on (the key the processes share)."""
+        self.key, self.shared = key, True
+
+    def _nonce(self, window: int) -> str:
+        return _b64(hmac.new(self.key, window.to_bytes(8, "big", signed=True), hashlib.sha256).digest()[:18])
 
     def current(self) -> str:
         """The nonce to hand out now (``DPoP-Nonce``)."""
-        now = time.monotonic()
-        if now - self._since >= self.lifetime:
-            self._previous, self._current, self._since = self._current, secrets.token_urlsafe(24), now
-        return self._current
+        return self._nonce(int(time.time() // self.lifetime))
 
     def accepts(self, nonce: Any) -> bool:
-        current = self.current()
         if not isinstance(nonce, str):
             return False
-        return hmac.compare_digest(nonce, current) or (
-            self._previous is not None and hmac.compare_digest(nonce, self._previous)
-        )
+        window = int(time.time() // self.lifetime)
+        return any(hmac.compare_digest(nonce, self._nonce(w)) for w in (window, window - 1))
 
 
 class DPoPVerifier:
@@ -264,6 +271,8 @@ class DPoPVerifier:
         thumbprint = jwk_thumbprint(header["jwk"])
         if jkt is not None and not hmac.compare_digest(thumbprint, jkt):
             raise InvalidDPoPProof("The DPoP proof is signed by another key than the one the token is bound to")
+        if self.nonces is not None and self.replays.shared and not self.nonces.shared:
+            self.nonces.use_key(await self.replays.shared_key("nonce-key"))
         if self.nonces is not None and not self.nonces.accepts(claims.get("nonce")):
             raise InvalidDPoPProof(
                 "The server requires a DPoP nonce: retry with the one in DPoP-Nonce",
@@ -327,6 +336,11 @@ class ReplayCache(Protocol):
         Raises ``InvalidDPoPProof`` with ``unavailable`` when the cache cannot answer."""
         ...
 
+    async def shared_key(self, name: str) -> bytes:
+        """A random key called ``name``, the same for every process sharing the cache (the
+        server nonces' key). Raises like ``spend``."""
+        ...
+
 
 class MemoryReplays:
     """Spent proofs in this process only, at most ``size`` of them: when full the oldest
@@ -338,6 +352,7 @@ class MemoryReplays:
     def __init__(self, size: int = 100_000) -> None:
         self.size = size
         self._seen: OrderedDict[str, float] = OrderedDict()  # key -> when it stops mattering
+        self._keys: dict[str, bytes] = {}
 
     async def spend(self, key: str, seconds: float) -> bool:
         now = time.monotonic()
@@ -350,3 +365,6 @@ class MemoryReplays:
             return False
         self._seen[key] = now + seconds
         return True
+
+    async def shared_key(self, name: str) -> bytes:
+        return self._keys.setdefault(name, secrets.token_bytes(32))

@@ -4,7 +4,8 @@ One atomic ``SET <prefix><key> 1 NX PX <ttl>`` per proof (RFC 9449 11.1): the fi
 process to spend a proof creates the key, any later one (another worker, another
 replica, the same process again) finds it and refuses the proof. The key expires when
 the proof's ``iat`` refuses it anyway, so Redis holds only the proofs of the last
-minute or so.
+minute or so. The server nonces' key lives beside them (``<prefix>nonce-key``, made by
+the first process to need it), so every process hands out and accepts the same nonces.
 
 Every call has a deadline (``timeout``). When Redis does not answer in time, or at
 all, the proof is refused with ``InvalidDPoPProof(unavailable=True)``, which the
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 
 from ..server._redis_bus import redacted
 from ..server._redis_limits import LoopRedis
@@ -53,20 +55,45 @@ class RedisReplays:
             async with asyncio.timeout(self.timeout):
                 created = await self.redis.get().set(self.prefix + key, b"1", nx=True, px=max(1, int(seconds * 1000)))
         except (TimeoutError, RedisError, OSError) as exc:
-            if not self._down:
-                self._down = True
-                reason = "no answer in time" if isinstance(exc, TimeoutError) else str(exc) or type(exc).__name__
-                log.warning("DPoP replay cache at %s unreachable (%s): proofs are refused until it answers",
-                            redacted(self.url), reason)
-            raise InvalidDPoPProof(
-                "The DPoP proof cannot be checked for replay now (the shared replay cache is unreachable); "
-                "retry shortly with a fresh proof",
-                unavailable=True,
-            ) from None
+            raise self._unreachable(exc) from None
+        self._answered()
+        return created is True
+
+    async def shared_key(self, name: str) -> bytes:
+        """The key at ``<prefix><name>``: the first process to ask makes it (32 random
+        bytes, ``SET NX``: one wins however many ask at once), every one reads it."""
+        from redis.exceptions import RedisError
+
+        try:
+            async with asyncio.timeout(self.timeout):
+                client = self.redis.get()
+                await client.set(self.prefix + name, secrets.token_bytes(32), nx=True)
+                value = await client.get(self.prefix + name)
+        except (TimeoutError, RedisError, OSError) as exc:
+            raise self._unreachable(exc) from None
+        if not isinstance(value, bytes) or len(value) < 16:
+            log.warning("DPoP: the key %s%s in Redis %s is not 16 bytes or more; delete it to make a new one",
+                        self.prefix, name, redacted(self.url))
+            raise self._unreachable(ValueError("unusable key"))
+        self._answered()
+        return value
+
+    def _unreachable(self, exc: BaseException) -> InvalidDPoPProof:
+        if not self._down:
+            self._down = True
+            reason = "no answer in time" if isinstance(exc, TimeoutError) else str(exc) or type(exc).__name__
+            log.warning("DPoP replay cache at %s unreachable (%s): proofs are refused until it answers",
+                        redacted(self.url), reason)
+        return InvalidDPoPProof(
+            "The DPoP proof cannot be checked for replay now (the shared replay cache is unreachable); "
+            "retry shortly with a fresh proof",
+            unavailable=True,
+        )
+
+    def _answered(self) -> None:
         if self._down:
             self._down = False
             log.warning("DPoP replay cache at %s answers again", redacted(self.url))
-        return created is True
 
     async def close(self) -> None:
         """Close the connections (the cache reconnects if used again)."""
