@@ -124,6 +124,11 @@ _LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
 class ResourceAuth(Protocol):
     """What the app asks of an OAuth protected resource (``modelctx.auth.ProtectedResource``
     is one): transports never import ``auth``, they call this seam.
+
+    Two methods are optional: ``share_through_redis(url, prefix)``, called when the server
+    has a ``redis_url`` (what must be shared, such as DPoP's spent proofs, goes there), and
+    ``check_processes(n)``, called by ``serve_http`` before forking ``n`` workers (raises
+    ``ValueError`` saying what to do when something could not be shared).
     """
 
     def metadata_document(self, path: str) -> dict[str, Any] | None:
