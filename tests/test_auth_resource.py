@@ -628,6 +628,8 @@ async def test_an_active_introspected_token_is_served_and_the_answer_is_cached()
         ("no audience", {"aud": None}),
         ("another issuer", {"iss": "http://127.0.0.1:1"}),
         ("expired", {"exp": int(time.time()) - 5}),
+        ("a refresh token", {"token_type": "refresh_token"}),
+        ("an ID token, as Keycloak marks it", {"typ": "ID"}),
     ],
 )
 @run
