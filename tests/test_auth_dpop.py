@@ -433,7 +433,7 @@ if __name__ == "__main__":
 
     port, issuer = sys.argv[2], sys.argv[3]
     url = f"http://127.0.0.1:{port}/mcp"
-    nonces = DPoPNonces(lifetime=3.0)  # each worker's nonce has changed by the time the test asks
+    nonces = DPoPNonces(lifetime=6.0)  # each worker's nonce has changed by the time the test asks
     resource = ProtectedResource(
         url, authorization_servers=[issuer], verifier=JwtVerifier(issuer, url), dpop="required",
         dpop_verifier=DPoPVerifier(nonces=nonces),
@@ -456,12 +456,13 @@ def test_with_two_workers_and_redis_a_server_nonce_from_one_worker_is_accepted_b
         url = f"http://127.0.0.1:{replica.port}/mcp"
         key = ECKey.generate_key("P-256", private=True)
         token = bound_token(issuer, key, url)
-        time.sleep(3.5)  # past the nonces' first turn (before it, every worker holds the nonce it was forked with)
+        time.sleep(6.5)  # past the nonces' first turn (before it, every worker holds the nonce it was forked with)
         asked = dpop_post(url, token, proof(key, "POST", url, token))
         nonce = asked.headers["dpop-nonce"]
         with ThreadPoolExecutor(6) as pool:
-            answers = list(pool.map(lambda _: dpop_post(url, token, proof(key, "POST", url, token, nonce=nonce), 0.3),
-                                    range(12)))
+            # Well within the nonce's life (at least 6 s): calls holding one worker's loop reach the other.
+            answers = list(pool.map(lambda _: dpop_post(url, token, proof(key, "POST", url, token, nonce=nonce), 0.5),
+                                    range(6)))
     assert asked.status_code == 401 and "use_dpop_nonce" in asked.headers["www-authenticate"]
-    assert [answer.status_code for answer in answers] == [200] * 12, [a.headers for a in answers if a.status_code != 200]
+    assert [answer.status_code for answer in answers] == [200] * 6, [a.headers for a in answers if a.status_code != 200]
     assert len({answer.json()["result"]["content"][0]["text"] for answer in answers}) == 2  # both workers served
