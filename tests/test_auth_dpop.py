@@ -295,3 +295,174 @@ def test_a_dpop_client_refuses_a_bearer_token_from_a_server_that_ignored_its_pro
 
     with pytest.raises(AuthorizationError, match="not the DPoP-bound one"):
         asyncio.run(asyncio.wait_for(main(), DEADLINE * 2))
+
+
+# -- several worker processes: a proof is spent for all of them (issue 20) ---------------------------------------------
+PID_SERVER = '''
+import os
+import time
+
+from modelctx import Server
+
+server = Server("dpop-workers")
+
+
+@server.tool
+def pid(hold: float = 0.0) -> str:
+    """This worker's pid, after holding its event loop for `hold` seconds."""
+    time.sleep(hold)
+    return str(os.getpid())
+'''
+
+
+def dpop_post(url: str, token: str, dpop_proof: str, hold: float = 0.0) -> httpx.Response:
+    """One modern tools/call of ``pid`` on a new connection, with a DPoP-bound token and a proof."""
+    message = request(1, "tools/call", {"name": "pid", "arguments": {"hold": hold}})
+    headers = {
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/call",
+        "mcp-name": "pid",
+        "authorization": f"DPoP {token}",
+        "dpop": dpop_proof,
+    }
+    return httpx.post(url, json=message, headers=headers, timeout=DEADLINE)
+
+
+def test_with_two_workers_and_redis_each_proof_is_accepted_exactly_once(issuer: str, redis_url: str, tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from scale_processes import Processes
+
+    app = tmp_path / "pid_server.py"
+    app.write_text(PID_SERVER)
+    with Processes(tmp_path / "procs") as procs:
+        replica = procs.start_replica(
+            app, workers=2, env={"MODELCTX_REDIS_URL": None},
+            options=("--redis", redis_url, "--auth-issuer", issuer, "--auth-dpop", "required"),
+        )
+        url = f"http://127.0.0.1:{replica.port}/mcp"
+        key = ECKey.generate_key("P-256", private=True)
+        token = bound_token(issuer, key, url)
+        with ThreadPoolExecutor(6) as pool:
+            # Both workers serve: calls that hold one worker's loop reach the other.
+            held = list(pool.map(lambda _: dpop_post(url, token, proof(key, "POST", url, token), 0.5), range(6)))
+            assert all(answer.status_code == 200 for answer in held), [a.text for a in held]
+            pids = {answer.json()["result"]["content"][0]["text"] for answer in held}
+            assert len(pids) == 2, pids
+            accepted: dict[int, list[int]] = {}
+            for number in range(12):
+                once = proof(key, "POST", url, token)
+                # The same proof six times at once, each on a new connection: both workers get it.
+                answers = list(pool.map(dpop_post, [url] * 6, [token] * 6, [once] * 6))
+                accepted[number] = [a.status_code for a in answers if a.status_code != 401]
+                refused = [a for a in answers if a.status_code == 401]
+                assert all('DPoP error="invalid_dpop_proof"' in a.headers["www-authenticate"] for a in refused)
+                assert all("used before" in a.headers["www-authenticate"] for a in refused)
+    assert all(codes == [200] for codes in accepted.values()), accepted  # replays accepted: 1 per proof
+
+
+def test_dpop_with_two_workers_and_no_redis_is_refused_before_any_fork(issuer: str, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    app = tmp_path / "pid_server.py"
+    app.write_text(PID_SERVER + '''
+if __name__ == "__main__":
+    import sys
+
+    from modelctx.auth import JwtVerifier, ProtectedResource
+
+    url = "http://127.0.0.1:" + sys.argv[2] + "/mcp"
+    resource = ProtectedResource(
+        url, authorization_servers=[sys.argv[1]], verifier=JwtVerifier(sys.argv[1], url), dpop="allowed"
+    )
+    server.run("http", port=int(sys.argv[2]), workers=2, auth=resource, ready_message="modelctx: serving")
+''')
+    env = {k: v for k, v in os.environ.items() if k != "MODELCTX_REDIS_URL"}
+    port = str(free_port())
+    cli = subprocess.run(
+        [sys.executable, "-m", "modelctx", "serve", str(app), "--http", "--port", port, "--workers", "2",
+         "--auth-issuer", issuer, "--auth-dpop", "allowed"],
+        capture_output=True, text=True, timeout=DEADLINE, env=env,
+    )
+    script = subprocess.run(
+        [sys.executable, str(app), issuer, port], capture_output=True, text=True, timeout=DEADLINE, env=env
+    )
+    for ran in (cli, script):
+        assert ran.returncode != 0, ran.stderr
+        lines = ran.stderr.strip().splitlines()
+        assert len(lines) == 1, ran.stderr
+        assert "DPoP" in lines[0] and "2 workers" in lines[0] and "--redis URL" in lines[0], lines[0]
+        assert "serving" not in ran.stderr
+
+
+@run
+async def test_when_the_shared_replay_cache_does_not_answer_a_proof_gets_503_and_nothing_is_served(issuer: str):
+    import asyncio
+
+    from modelctx.auth import DPoPVerifier, RedisReplays
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()  # a "Redis" that accepts and never answers
+
+    mute = await asyncio.start_server(silent, "127.0.0.1", 0)
+    closed = free_port()  # and one where nothing listens
+    key = ECKey.generate_key("P-256", private=True)
+    answers = []
+    async with mute:
+        for port in (mute.sockets[0].getsockname()[1], closed):
+            verifier = DPoPVerifier(replays=RedisReplays(f"redis://127.0.0.1:{port}/0", timeout=0.5))
+            async with protected(issuer, dpop="required", dpop_verifier=verifier) as server:
+                token = bound_token(issuer, key, server.url)
+                headers = {"authorization": f"DPoP {token}", "dpop": proof(key, "POST", server.url, token)}
+                answers.append(await asyncio.wait_for(server.echo(headers), DEADLINE))
+                assert server.ran == []
+    for answer in answers:
+        assert answer.status_code == 503 and answer.headers["retry-after"] == "1", answer.text
+        assert "replay cache is unreachable" in answer.text
+
+
+NONCE_SERVER = PID_SERVER + """
+
+if __name__ == "__main__":
+    import sys
+
+    from modelctx.auth import DPoPNonces, DPoPVerifier, JwtVerifier, ProtectedResource
+
+    port, issuer = sys.argv[2], sys.argv[3]
+    url = f"http://127.0.0.1:{port}/mcp"
+    nonces = DPoPNonces(lifetime=6.0)  # each worker's nonce has changed by the time the test asks
+    resource = ProtectedResource(
+        url, authorization_servers=[issuer], verifier=JwtVerifier(issuer, url), dpop="required",
+        dpop_verifier=DPoPVerifier(nonces=nonces),
+    )
+    server.run("http", port=int(port), workers=2, auth=resource, ready_message="modelctx: serving")
+"""
+
+
+def test_with_two_workers_and_redis_a_server_nonce_from_one_worker_is_accepted_by_the_other(
+    issuer: str, redis_url: str, tmp_path
+):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from scale_processes import Processes
+
+    app = tmp_path / "nonce_server.py"
+    app.write_text(NONCE_SERVER)
+    with Processes(tmp_path / "procs") as procs:
+        replica = procs.start_script(app, issuer, redis_url=redis_url)
+        url = f"http://127.0.0.1:{replica.port}/mcp"
+        key = ECKey.generate_key("P-256", private=True)
+        token = bound_token(issuer, key, url)
+        time.sleep(6.5)  # past the nonces' first turn (before it, every worker holds the nonce it was forked with)
+        asked = dpop_post(url, token, proof(key, "POST", url, token))
+        nonce = asked.headers["dpop-nonce"]
+        with ThreadPoolExecutor(6) as pool:
+            # Well within the nonce's life (at least 6 s): calls holding one worker's loop reach the other.
+            answers = list(pool.map(lambda _: dpop_post(url, token, proof(key, "POST", url, token, nonce=nonce), 0.5),
+                                    range(6)))
+    assert asked.status_code == 401 and "use_dpop_nonce" in asked.headers["www-authenticate"]
+    assert [answer.status_code for answer in answers] == [200] * 6, [a.headers for a in answers if a.status_code != 200]
+    assert len({answer.json()["result"]["content"][0]["text"] for answer in answers}) == 2  # both workers served

@@ -311,6 +311,87 @@ async def test_a_bad_token_gets_401_invalid_token_and_nothing_is_served(case, ca
     assert all(token not in record.getMessage() for record in caplog.records)
 
 
+# -- JWTs that are not access tokens (RFC 8725 3.11, RFC 9068; issue 20) -----------------------------------------
+def _without_typ(setup: Setup, **claims: Any) -> str:
+    """A token whose JOSE header has no typ at all (joserfc's jwt.encode writes JWT)."""
+    from joserfc import jws
+
+    token = setup.token(**claims)
+    payload = json.loads(base64.urlsafe_b64decode(token.split(".")[1] + "=="))
+    return jws.serialize_compact({"alg": "RS256", "kid": KEY.kid}, json.dumps(payload).encode(), KEY)
+
+
+NOT_ACCESS_TOKENS = {
+    "a DPoP proof": ({"typ": "dpop+jwt"}, {}, "The token is a DPoP proof (dpop+jwt), not an access token"),
+    "a DPoP proof, with application/ and in capitals": (
+        {"typ": "application/DPoP+JWT"}, {}, "The token is a DPoP proof (dpop+jwt), not an access token",
+    ),
+    "a logout token": ({"typ": "logout+jwt"}, {}, "The token is a logout token (logout+jwt), not an access token"),
+    "a JWT of another type": (
+        {"typ": "example+jwt"}, {}, "The token's typ header says it is not an access token (at+jwt or JWT)",
+    ),
+    "an ID token carrying a nonce": (
+        {}, {"nonce": "n-0S6_WzA2Mj"}, "The token is an OpenID Connect ID token (it carries nonce), not an access token",
+    ),
+    "an ID token carrying at_hash": (
+        {"typ": "JWT"}, {"at_hash": "77QmUPtjPfzWtF2AnpK9RQ"},
+        "The token is an OpenID Connect ID token (it carries at_hash), not an access token",
+    ),
+    "an ID token marked typ ID": (
+        {}, {"typ": "ID"}, "The token is an OpenID Connect ID token (its typ claim is ID), not an access token",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", NOT_ACCESS_TOKENS)
+@run
+async def test_a_jwt_that_is_not_an_access_token_gets_401_saying_what_it_is(case):
+    header, claims, message = NOT_ACCESS_TOKENS[case]
+    async with protected() as setup:
+        response = await setup.call("echo", setup.token(header=header, **claims), text="hi")
+
+    assert response.status_code == 401
+    assert challenge(response).startswith(f'Bearer error="invalid_token", error_description="{message}"')
+    assert setup.ran == []
+
+
+@run
+async def test_access_tokens_typed_at_jwt_or_jwt_or_untyped_are_served():
+    async with protected() as setup:
+        typed = [setup.token(header={"typ": typ}) for typ in ("at+jwt", "application/at+jwt", "AT+JWT", "JWT", "jwt")]
+        answers = [await setup.call("echo", token, text="hi") for token in [*typed, _without_typ(setup)]]
+
+    assert [answer.status_code for answer in answers] == [200] * 6
+    assert setup.ran == ["echo"] * 6
+
+
+@run
+async def test_with_require_at_jwt_only_rfc_9068_access_tokens_are_served():
+    async with protected(require_at_jwt=True) as setup:
+        served_ok = [await setup.call("echo", setup.token(header={"typ": t}), text="hi") for t in ("at+jwt", "application/AT+JWT")]
+        refused = [await setup.call("echo", token, text="hi") for token in (setup.token(), _without_typ(setup))]
+        proof = await setup.call("echo", setup.token(header={"typ": "dpop+jwt"}), text="hi")
+
+    assert [answer.status_code for answer in served_ok] == [200, 200] and setup.ran == ["echo", "echo"]
+    strict = "This resource accepts RFC 9068 access tokens only: their typ header must be at+jwt"
+    for answer in refused:
+        assert answer.status_code == 401 and f'error_description="{strict}"' in challenge(answer)
+    assert "a DPoP proof" in challenge(proof)
+
+
+@run
+async def test_rate_limits_count_tokens_without_a_subject_by_their_client():
+    from modelctx.server.middleware import RATE_LIMITED, RateLimit
+
+    async with protected(RateLimit(rate=0.01, burst=1, methods={"tools/call"})) as setup:
+        first = await setup.call("echo", setup.token(sub=None, client_id="client-a"), text="a")
+        again = await setup.call("echo", setup.token(sub=None, client_id="client-a"), text="a")
+        other = await setup.call("echo", setup.token(sub=None, client_id="client-b"), text="b")
+
+    assert "result" in first.json() and "result" in other.json()  # one bucket each
+    assert again.json()["error"]["code"] == RATE_LIMITED
+
+
 @run
 async def test_the_401_for_another_audience_says_so_exactly():
     async with protected() as setup:
@@ -547,6 +628,8 @@ async def test_an_active_introspected_token_is_served_and_the_answer_is_cached()
         ("no audience", {"aud": None}),
         ("another issuer", {"iss": "http://127.0.0.1:1"}),
         ("expired", {"exp": int(time.time()) - 5}),
+        ("a refresh token", {"token_type": "refresh_token"}),
+        ("an ID token, as Keycloak marks it", {"typ": "ID"}),
     ],
 )
 @run

@@ -83,6 +83,13 @@ def test_auth_dpop_required_advertises_dpop_and_refuses_bearer_tokens(issuer: st
     assert bearer.status_code == 401 and "DPoP" in bearer.headers["www-authenticate"]
 
 
+def test_auth_strict_jwt_serves_rfc_9068_access_tokens(issuer: str) -> None:
+    # The development server's tokens are typed at+jwt (RFC 9068 2.1); others: test_auth_resource.py.
+    with protected_notes("--auth-issuer", issuer, "--auth-strict-jwt") as url:
+        good = mcp_post(url, whoami(), client_credentials_token(issuer, url, "", BACKEND))
+    assert good.status_code == 200, good.text
+
+
 @contextlib.contextmanager
 def introspection_endpoint(answers: dict[str, dict[str, Any]], client: tuple[str, str]) -> Iterator[str]:
     """An RFC 7662 endpoint on loopback: ``answers`` by token; the caller must
@@ -167,6 +174,12 @@ def test_auth_introspect_checks_tokens_with_the_credentials_from_the_environment
         ),
         (["--http", "--auth-issuer", "https://a.example", "--auth-scopes", ","], "not a comma-separated list"),
         (["--http", "--auth-dpop", "required"], "--auth-dpop needs --auth-issuer URL"),
+        (["--http", "--auth-strict-jwt"], "--auth-strict-jwt needs --auth-issuer URL"),
+        (
+            ["--http", "--auth-issuer", "https://a.example", "--auth-strict-jwt",
+             "--auth-introspect", "https://a.example/introspect"],
+            "--auth-strict-jwt checks JWT access tokens",
+        ),
     ],
 )
 def test_auth_options_that_cannot_work_are_one_line_usage_errors(options: list[str], says: str) -> None:

@@ -192,6 +192,79 @@ def test_rate_limit_refuses_nonsense_settings_at_once():
         RateLimit(rate=1, burst=0)
 
 
+LIMITED_SERVER = """
+import os
+import time
+
+from modelctx import Server, ServerConfig
+from modelctx.server.middleware import RateLimit
+
+# Five calls per bucket, then (almost) none: one more every 100 s.
+limit = RateLimit(rate=0.01, burst=5, key=lambda call: call.params["arguments"]["bucket"])
+server = Server("limited", config=ServerConfig(middleware=[limit]))
+
+
+@server.tool
+def pid(bucket: str, hold: float = 0.0) -> str:
+    \"\"\"This worker's pid, after holding its event loop for `hold` seconds.\"\"\"
+    time.sleep(hold)
+    return str(os.getpid())
+"""
+
+
+def test_rate_limit_with_redis_allows_the_rate_across_all_workers_not_per_worker(tmp_path, redis_url):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from scale_processes import Processes, post_json, tools_call
+
+    app = tmp_path / "limited_server.py"
+    app.write_text(LIMITED_SERVER)
+    with Processes(tmp_path / "procs") as procs, ThreadPoolExecutor(16) as pool:
+        replica = procs.start_replica(app, workers=2, options=("--redis", redis_url), env={"MODELCTX_REDIS_URL": None})
+
+        def call(bucket: str, hold: float) -> dict[str, Any]:
+            return post_json(replica.port, tools_call("pid", {"bucket": bucket, "hold": hold}))
+
+        # Both workers serve: calls holding one worker's loop reach the other.
+        spread = list(pool.map(call, [f"spread-{n}" for n in range(6)], [0.5] * 6))
+        assert len({answer["result"]["content"][0]["text"] for answer in spread}) == 2, spread
+        answers = list(pool.map(call, ["one"] * 16, [0.2] * 16))
+    admitted = [answer for answer in answers if "result" in answer]
+    refused = [answer for answer in answers if "error" in answer]
+    assert len(admitted) == 5, answers  # the burst, once for every worker together
+    assert all(answer["error"]["code"] == RATE_LIMITED for answer in refused)
+
+
+@async_test(deadline=60)
+async def test_rate_limit_with_redis_unreachable_counts_in_each_process_and_waits_no_longer_than_its_timeout():
+    from modelctx.server import LocalBus
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()  # a "Redis" that accepts and never answers
+
+    mute = await asyncio.start_server(silent, "127.0.0.1", 0)
+    url = f"redis://127.0.0.1:{mute.sockets[0].getsockname()[1]}/0"
+    limit = RateLimit(rate=0.01, burst=2, methods={"tools/call"}, timeout=0.2)
+    config = ServerConfig(middleware=[limit], redis_url=url, request_state_secret="s" * 32)
+    server = Server("notes", config=config, bus=LocalBus())
+
+    @server.tool
+    def ping() -> str:
+        """Answer ok."""
+        return "ok"
+
+    async with mute, connected(server, mode="2026-07-28") as client:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        for _ in range(2):
+            await client.call_tool("ping", {})
+        with pytest.raises(ProtocolError) as refused:
+            await client.call_tool("ping", {})
+        took = loop.time() - started
+    assert refused.value.code == RATE_LIMITED  # the limit held, in this process
+    assert took < 20  # bounded by the timeout (and not asked again for a second), never hanging
+
+
 # -- the gateway: its own routing is the innermost middleware -------------------------------------
 @async_test(deadline=60)
 async def test_a_gateways_routing_runs_inside_the_middleware_it_was_given():

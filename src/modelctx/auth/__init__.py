@@ -18,7 +18,9 @@ them per tool, prompt or resource with the ``RequiredScopes`` middleware.
 
 DPoP (RFC 9449, sender-constrained tokens): ``dpop=True`` on either client provider,
 ``dpop="allowed"`` or ``"required"`` on ``ProtectedResource``; ``DPoPKey`` (a client's
-key and its proofs) and ``DPoPVerifier`` (the checks) for those who need them.
+key and its proofs) and ``DPoPVerifier`` (the checks) for those who need them;
+``RedisReplays``: spent proofs shared by every worker and replica (wired by the HTTP
+app when the server has a ``redis_url``).
 
 ``DevAuthorizationServer`` is a development authorization server (``modelctx
 auth-server``).
@@ -38,12 +40,13 @@ if TYPE_CHECKING:  # the names as the type checker sees them; at run time, __get
     from ._client import CallbackHandler, OAuthClientProvider, RedirectHandler
     from ._client_credentials import ClientCredentialsProvider
     from ._dev_server import DevAuthorizationServer
-    from ._dpop import DPoPKey, DPoPVerifier, InvalidDPoPProof
+    from ._dpop import DPoPKey, DPoPNonces, DPoPVerifier, InvalidDPoPProof
     from ._enterprise import EnterpriseAuthorizationProvider
     from ._introspection import IntrospectionVerifier
     from ._jwt import JwtVerifier
     from ._redirect import AuthorizationResponse, LoopbackReceiver, open_in_browser
     from ._registration import ClientMetadata
+    from ._replays import RedisReplays
     from ._resource import AccessToken, ProtectedResource, TokenVerifier
     from ._scopes import RequiredScopes
     from ._tokens import FileTokenStore, MemoryTokenStore, StoredCredentials, TokenStore
@@ -71,8 +74,10 @@ _WHERE = {
     "RequiredScopes": "._scopes",
     "DevAuthorizationServer": "._dev_server",
     "DPoPKey": "._dpop",
+    "DPoPNonces": "._dpop",
     "DPoPVerifier": "._dpop",
     "InvalidDPoPProof": "._dpop",
+    "RedisReplays": "._replays",
     "WorkloadIdentityProvider": "._workload",
     "EnterpriseAuthorizationProvider": "._enterprise",
 }
@@ -94,9 +99,11 @@ __all__ = [
     "open_in_browser",
     "DevAuthorizationServer",
     "DPoPKey",
+    "DPoPNonces",
     "DPoPVerifier",
     "InvalidDPoPProof",
     "IntrospectionVerifier",
+    "RedisReplays",
     "JwtVerifier",
     "ProtectedResource",
     "RequiredScopes",

@@ -262,7 +262,7 @@ class DevAuthorizationServer:
             try:
                 if len(proofs) > 1:
                     raise InvalidDPoPProof("Send one DPoP header, not several")
-                oauth_request.dpop_jkt = self._oauth.dpop.verify(proofs[0], "POST", self._oauth.endpoint("token")).jkt
+                oauth_request.dpop_jkt = (await self._oauth.dpop.verify(proofs[0], "POST", self._oauth.endpoint("token"))).jkt
             except InvalidDPoPProof as exc:
                 return JSONResponse({"error": "invalid_dpop_proof", "error_description": exc.message}, 400, NO_STORE)
         return to_response(self._oauth.create_token_response(oauth_request))

@@ -11,6 +11,12 @@ The server side (``DPoPVerifier``) checks a proof against the request it came wi
 and against the token's ``cnf.jkt`` (the RFC 7638 thumbprint of the key the token was
 issued to); ``DPoPNonces`` are the optional server nonces (RFC 9449 8 and 9). All
 signing and verification goes through joserfc's public API.
+
+A valid proof is spent: its ``jti`` (with its key's thumbprint) goes into a replay cache
+until the proof is too old anyway, and a proof already there is refused (RFC 9449 11.1).
+That cache must be shared by every process a request can reach: ``MemoryReplays`` (the
+default) holds for one process; ``RedisReplays`` (``_replays.py``) for every worker and
+replica sharing one Redis, which the HTTP app wires when the server has a ``redis_url``.
 """
 
 from __future__ import annotations
@@ -25,7 +31,8 @@ import urllib.parse
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Protocol
 
 from joserfc import jws
 from joserfc.errors import JoseError
@@ -39,6 +46,8 @@ __all__ = [
     "DPoPNonces",
     "DPoPVerifier",
     "InvalidDPoPProof",
+    "MemoryReplays",
+    "ReplayCache",
     "VerifiedProof",
     "access_token_hash",
     "htu_of",
@@ -57,15 +66,23 @@ class InvalidDPoPProof(InvalidToken):
 
     ``use_nonce``: the proof lacked the server's current nonce (``error=use_dpop_nonce``,
     the client retries with the nonce of the ``DPoP-Nonce`` header, RFC 9449 8, 9).
-    The message says what failed; it never quotes the proof or the token.
+    ``unavailable``: the proof could not be checked for replay (the shared replay cache
+    did not answer): the resource answers 503 with ``Retry-After`` instead of accepting a
+    proof it cannot prove fresh. The message says what failed; it never quotes the proof
+    or the token.
     """
 
-    def __init__(self, message: str, *, use_nonce: bool = False, nonce: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, use_nonce: bool = False, nonce: str | None = None, unavailable: bool = False
+    ) -> None:
         super().__init__(message)
         self.use_nonce = use_nonce
         self.nonce = nonce
+        self.unavailable = unavailable
         if nonce is not None:
-            self.challenge_headers = {"dpop-nonce": nonce}
+            self.challenge_headers = MappingProxyType({"dpop-nonce": nonce})
+        elif unavailable:
+            self.challenge_headers = MappingProxyType({"retry-after": "1"})
 
 
 def _b64(data: bytes) -> str:
@@ -152,30 +169,37 @@ class VerifiedProof:
 
 
 class DPoPNonces:
-    """Server nonces (RFC 9449 8, 9): a random value that changes every ``lifetime``
-    seconds; the current one and the one before it are accepted, so a client that just
-    got a nonce is not refused at the turn."""
+    """Server nonces (RFC 9449 8, 9): a value that changes every ``lifetime`` seconds; the
+    current one and the one before it are accepted, so a client that just got a nonce is
+    not refused at the turn.
 
-    def __init__(self, lifetime: float = 300.0) -> None:
+    A nonce is the HMAC of the current time window under ``key`` (default: random, for
+    this process): processes holding one key hand out and accept the same nonces, so a
+    client that got one from a worker is not refused by the next. A ``DPoPVerifier``
+    whose replay cache is shared (``RedisReplays``) fetches that key from it."""
+
+    def __init__(self, lifetime: float = 300.0, *, key: bytes | None = None) -> None:
         self.lifetime = lifetime
-        self._current = secrets.token_urlsafe(24)
-        self._previous: str | None = None
-        self._since = time.monotonic()
+        self.key = key if key is not None else secrets.token_bytes(32)
+        #: True once ``key`` is the one every process shares.
+        self.shared = key is not None
+
+    def use_key(self, key: bytes) -> None:
+        """Derive nonces from ``key`` from now on (the key the processes share)."""
+        self.key, self.shared = key, True
+
+    def _nonce(self, window: int) -> str:
+        return _b64(hmac.new(self.key, window.to_bytes(8, "big", signed=True), hashlib.sha256).digest()[:18])
 
     def current(self) -> str:
         """The nonce to hand out now (``DPoP-Nonce``)."""
-        now = time.monotonic()
-        if now - self._since >= self.lifetime:
-            self._previous, self._current, self._since = self._current, secrets.token_urlsafe(24), now
-        return self._current
+        return self._nonce(int(time.time() // self.lifetime))
 
     def accepts(self, nonce: Any) -> bool:
-        current = self.current()
         if not isinstance(nonce, str):
             return False
-        return hmac.compare_digest(nonce, current) or (
-            self._previous is not None and hmac.compare_digest(nonce, self._previous)
-        )
+        window = int(time.time() // self.lifetime)
+        return any(hmac.compare_digest(nonce, self._nonce(w)) for w in (window, window - 1))
 
 
 class DPoPVerifier:
@@ -184,9 +208,10 @@ class DPoPVerifier:
     ``algorithms``: the allow-list (asymmetric only; ``ValueError`` otherwise).
     ``max_age``: how old (``iat``) a proof may be, in seconds, and ``leeway`` how far in
     the future (clock skew). A proof's ``jti`` is remembered for ``max_age + leeway``
-    seconds (after that its ``iat`` refuses it anyway), at most ``replay_cache`` of them:
-    when full the oldest are dropped first. ``nonces``: when given, a proof must carry
-    the current server nonce.
+    seconds (after that its ``iat`` refuses it anyway) in ``replays`` (default: a
+    ``MemoryReplays`` of at most ``replay_cache`` entries, for one process; a
+    ``RedisReplays`` for several). ``nonces``: when given, a proof must carry the
+    current server nonce.
     """
 
     def __init__(
@@ -197,6 +222,7 @@ class DPoPVerifier:
         leeway: float = 5.0,
         replay_cache: int = 100_000,
         nonces: DPoPNonces | None = None,
+        replays: ReplayCache | None = None,
     ) -> None:
         self.algorithms = tuple(algorithms)
         unsafe = [a for a in self.algorithms if a not in DPOP_ALGORITHMS]
@@ -205,10 +231,10 @@ class DPoPVerifier:
         self.max_age = max_age
         self.leeway = leeway
         self.nonces = nonces
-        self._replay_cache = replay_cache
-        self._seen: OrderedDict[str, float] = OrderedDict()  # jti -> when it stops mattering
+        #: Where spent proofs are remembered (``shared`` says whether other processes see them).
+        self.replays: ReplayCache = replays if replays is not None else MemoryReplays(replay_cache)
 
-    def verify(
+    async def verify(
         self,
         proof: str | None,
         method: str,
@@ -220,7 +246,9 @@ class DPoPVerifier:
         """The proof's key thumbprint when ``proof`` is a valid proof for a ``method``
         request to ``url`` (with ``access_token``: its ``ath`` must match it; with
         ``jkt``: its key must be that one). ``InvalidDPoPProof`` saying why otherwise.
-        A valid proof's ``jti`` is then spent: the same proof is refused next time."""
+        A valid proof's ``jti`` is then spent: the same proof is refused next time, by
+        every process sharing ``replays``; when they cannot be asked the proof is refused
+        with ``unavailable`` set (fail closed)."""
         if not proof:
             raise InvalidDPoPProof("No DPoP proof: send one DPoP header with each request")
         if len(proof) > _MAX_PROOF or "," in proof:
@@ -243,13 +271,15 @@ class DPoPVerifier:
         thumbprint = jwk_thumbprint(header["jwk"])
         if jkt is not None and not hmac.compare_digest(thumbprint, jkt):
             raise InvalidDPoPProof("The DPoP proof is signed by another key than the one the token is bound to")
+        if self.nonces is not None and self.replays.shared and not self.nonces.shared:
+            self.nonces.use_key(await self.replays.shared_key("nonce-key"))
         if self.nonces is not None and not self.nonces.accepts(claims.get("nonce")):
             raise InvalidDPoPProof(
                 "The server requires a DPoP nonce: retry with the one in DPoP-Nonce",
                 use_nonce=True,
                 nonce=self.nonces.current(),
             )
-        self._spend(jti, now)
+        await self._spend(thumbprint, jti)
         return VerifiedProof(thumbprint, jti, iat)
 
     def _signed_parts(self, proof: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -284,13 +314,57 @@ class DPoPVerifier:
         if not isinstance(htu, str) or "?" in htu or "#" in htu or htu_of(htu) != htu_of(url):
             raise InvalidDPoPProof("The DPoP proof is for another URL (htu)")
 
-    def _spend(self, jti: str, now: float) -> None:
-        """Remember ``jti`` until its proof would be too old anyway; refuse a replay."""
+    async def _spend(self, thumbprint: str, jti: str) -> None:
+        """Remember the proof until it would be too old anyway; refuse a replay. The key
+        is the digest of key and ``jti``: bounded in size, and one client's ``jti`` values
+        never spend another's."""
+        key = hashlib.sha256(f"{thumbprint}.{jti}".encode()).hexdigest()
+        if not await self.replays.spend(key, self.max_age + self.leeway):
+            raise InvalidDPoPProof("The DPoP proof was used before (jti); make a fresh proof for each request")
+
+
+class ReplayCache(Protocol):
+    """Where a ``DPoPVerifier`` remembers spent proofs.
+
+    ``shared``: True when every process serving the resource sees the same cache (a
+    server refuses to fork workers around one that is not)."""
+
+    shared: bool
+
+    async def spend(self, key: str, seconds: float) -> bool:
+        """True the first time ``key`` is spent within ``seconds``, False for a replay.
+        Raises ``InvalidDPoPProof`` with ``unavailable`` when the cache cannot answer."""
+        ...
+
+    async def shared_key(self, name: str) -> bytes:
+        """A random key called ``name``, the same for every process sharing the cache (the
+        server nonces' key). Raises like ``spend``."""
+        ...
+
+
+class MemoryReplays:
+    """Spent proofs in this process only, at most ``size`` of them: when full the oldest
+    are dropped first (a proof that old is refused by its ``iat`` anyway, unless
+    ``size`` proofs arrived within its ``max_age``)."""
+
+    shared = False
+
+    def __init__(self, size: int = 100_000) -> None:
+        self.size = size
+        self._seen: OrderedDict[str, float] = OrderedDict()  # key -> when it stops mattering
+        self._keys: dict[str, bytes] = {}
+
+    async def spend(self, key: str, seconds: float) -> bool:
+        now = time.monotonic()
         while self._seen:
             oldest, until = next(iter(self._seen.items()))
-            if until > now and len(self._seen) < self._replay_cache:
+            if until > now and len(self._seen) < self.size:
                 break
             del self._seen[oldest]
-        if jti in self._seen:
-            raise InvalidDPoPProof("The DPoP proof was used before (jti); make a fresh proof for each request")
-        self._seen[jti] = now + self.max_age + self.leeway
+        if key in self._seen:
+            return False
+        self._seen[key] = now + seconds
+        return True
+
+    async def shared_key(self, name: str) -> bytes:
+        return self._keys.setdefault(name, secrets.token_bytes(32))

@@ -5,7 +5,9 @@ authenticating as a client (``client_secret_basic`` or ``client_secret_post``), 
 accepts the token only when the answer says ``active: true``, names this resource in
 ``aud`` (RFC 8707; an answer without ``aud`` is refused unless
 ``require_audience=False``), comes from the expected ``iss`` when one is given, and
-has an ``exp`` not past.
+has an ``exp`` not past, and does not say the token is another kind (a ``token_type``
+of ``refresh_token`` or ``id_token``, or a Keycloak-style ``typ`` of ``Refresh``, ``Offline``
+or ``ID``: the hint ``access_token`` is only a hint, RFC 7662 2.1).
 
 Answers are cached for ``cache_seconds`` (never past the token's ``exp``) by a
 SHA-256 digest of the token, so the cache holds no token text; it keeps at most
@@ -120,6 +122,8 @@ class IntrospectionVerifier:
     def _judge(self, answer: Any) -> AccessToken | InvalidToken:
         if not isinstance(answer, dict) or answer.get("active") is not True:
             return InvalidToken("The access token is not active (revoked, expired or unknown)")
+        if _not_an_access_token(answer):
+            return InvalidToken("The token is not an access token (the introspection answer says it is a refresh or ID token)")
         if self.issuer is not None and answer.get("iss") != self.issuer:
             return InvalidToken("The access token was issued by another authorization server")
         audience = answer.get("aud")
@@ -170,3 +174,12 @@ class IntrospectionVerifier:
             raise ValueError("the answer is not JSON") from None
         finally:
             http.close()
+
+
+#: What an answer's ``token_type`` or ``typ`` says of a token that is not an access token.
+_OTHER_KINDS = frozenset({"refresh_token", "refresh", "offline", "id_token", "id", "logout"})
+
+
+def _not_an_access_token(answer: dict[str, Any]) -> bool:
+    kinds = (answer.get("token_type"), answer.get("typ"))
+    return any(isinstance(kind, str) and kind.lower() in _OTHER_KINDS for kind in kinds)

@@ -8,7 +8,15 @@ authorization/index.mdx Token Handling):
 - its signature verifies with the issuer's key named by ``kid``;
 - ``iss`` is the issuer, exactly; ``aud`` (a string or a list) names this resource;
 - ``exp`` is present and not past, ``nbf`` and ``iat`` not in the future, each
-  within ``leeway`` seconds.
+  within ``leeway`` seconds;
+- it is an access token, not another JWT the same issuer signs (RFC 8725 3.11, RFC
+  9068 4): its JOSE header ``typ`` is absent, ``JWT`` or ``at+jwt`` (compared without
+  case, ``application/`` optional, RFC 7515 4.1.9), so a DPoP proof (``dpop+jwt``), a
+  logout or security event token is refused; with ``require_at_jwt`` only ``at+jwt``
+  (strict RFC 9068 2.1). An OpenID Connect ID token is refused by its claims: it
+  carries ``nonce``, ``at_hash``, ``c_hash`` or ``s_hash`` (OpenID Connect Core 2, 3.3.2.11,
+  FAPI), which no access token needs, or a Keycloak-style ``typ`` claim ``ID``; its
+  ``aud``, the client's id, never names this resource anyway.
 
 The issuer's JWKS comes from ``jwks_uri`` (default: the ``jwks_uri`` of the issuer's
 RFC 8414 / OpenID metadata) through ``fetch_json`` behind the SSRF guard, with a
@@ -47,6 +55,22 @@ ASYMMETRIC_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "
 _MAX_TOKEN = 16 * 1024  # bytes; real access tokens are a few hundred
 _OTHER_ISSUER = "The access token was issued by another authorization server"
 _NO_KEYS = "The access token cannot be checked now: this resource could not fetch its issuer's keys"
+#: The JOSE ``typ`` media types of access tokens (RFC 9068 2.1, and plain JWT), lower case.
+_AT_JWT = "application/at+jwt"
+_ACCESS_TOKEN_TYPES = frozenset({"application/jwt", _AT_JWT})
+#: Types another JWT of an issuer says it is, named in the refusal.
+_OTHER_TYPES = {
+    "application/dpop+jwt": "a DPoP proof",
+    "application/id+jwt": "an ID token",
+    "application/id_token+jwt": "an ID token",
+    "application/logout+jwt": "a logout token",
+    "application/secevent+jwt": "a security event token",
+    "application/oauth-authz-req+jwt": "an authorization request",
+    "application/token-introspection+jwt": "an introspection response",
+}
+_STRICT = "This resource accepts RFC 9068 access tokens only: their typ header must be at+jwt"
+#: Claims only OpenID Connect ID tokens carry (OIDC Core 2, 3.1.3.6, 3.3.2.11; FAPI s_hash).
+_ID_TOKEN_CLAIMS = ("nonce", "at_hash", "c_hash", "s_hash")
 
 
 class JwtVerifier:
@@ -61,6 +85,8 @@ class JwtVerifier:
     seconds of clock skew tolerated. ``url_policy``: the SSRF guard for the fetches
     (default: https to public addresses, and loopback as well for a loopback issuer).
     ``fetch_timeout``, ``max_age``, ``refetch_interval``: seconds (see the module doc).
+    ``require_at_jwt``: accept only RFC 9068 access tokens (header ``typ`` ``at+jwt``);
+    by default ``JWT`` or no ``typ`` is accepted too, as many issuers write them.
     """
 
     def __init__(
@@ -76,7 +102,9 @@ class JwtVerifier:
         fetch_timeout: float = 10.0,
         max_age: float = 3600.0,
         refetch_interval: float = 60.0,
+        require_at_jwt: bool = False,
     ) -> None:
+        self.require_at_jwt = require_at_jwt
         self.algorithms = tuple(algorithms)
         unsafe = [a for a in self.algorithms if a not in ASYMMETRIC_ALGORITHMS]
         if unsafe or not self.algorithms:
@@ -104,6 +132,7 @@ class JwtVerifier:
         if len(token) > _MAX_TOKEN:
             raise InvalidToken("The access token is too large")
         header = _header(token)
+        _check_type(header.get("typ"), self.require_at_jwt)
         alg = header.get("alg")
         if alg not in self.algorithms:
             raise InvalidToken(f"The access token's algorithm {alg!r} is not accepted; use one of {', '.join(self.algorithms)}")
@@ -122,6 +151,7 @@ class JwtVerifier:
         return _access_token(claims)
 
     def _check_claims(self, claims: dict[str, Any]) -> None:
+        _not_an_id_token(claims)
         issuer = claims.get("iss")
         if not isinstance(issuer, str) or issuer not in self._keys:
             raise InvalidToken(_OTHER_ISSUER)
@@ -164,6 +194,37 @@ def _header(token: str) -> dict[str, Any]:
         return dict(jws.extract_compact(token.encode("ascii")).protected)
     except (JoseError, ValueError, UnicodeError):
         raise InvalidToken("The access token is not a signed JWT") from None
+
+
+def _check_type(typ: Any, require_at_jwt: bool) -> None:
+    """Refuse a token whose JOSE ``typ`` says it is not an access token (module doc)."""
+    if typ is None:
+        if require_at_jwt:
+            raise InvalidToken(_STRICT)
+        return
+    if not isinstance(typ, str):
+        raise InvalidToken("The access token's typ header is not a string")
+    media = typ.strip().lower()
+    if "/" not in media:  # RFC 7515 4.1.9: "application/" may be left out
+        media = "application/" + media
+    if media == _AT_JWT or (media in _ACCESS_TOKEN_TYPES and not require_at_jwt):
+        return
+    kind = _OTHER_TYPES.get(media)
+    if kind is not None:
+        # Its type is one of a known list: safe to name (never arbitrary header text).
+        raise InvalidToken(f"The token is {kind} ({media.removeprefix('application/')}), not an access token")
+    if require_at_jwt:
+        raise InvalidToken(_STRICT)
+    raise InvalidToken("The token's typ header says it is not an access token (at+jwt or JWT)")
+
+
+def _not_an_id_token(claims: Mapping[str, Any]) -> None:
+    """Refuse an OpenID Connect ID token by the claims only ID tokens carry (module doc)."""
+    found = [name for name in _ID_TOKEN_CLAIMS if name in claims]
+    marked = isinstance(claims.get("typ"), str) and claims["typ"].lower() == "id"
+    if found or marked:
+        why = f"it carries {', '.join(found)}" if found else "its typ claim is ID"
+        raise InvalidToken(f"The token is an OpenID Connect ID token ({why}), not an access token")
 
 
 def _claim_problem(exc: JoseError) -> str:

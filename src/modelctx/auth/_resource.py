@@ -150,6 +150,29 @@ class ProtectedResource:
             document["dpop_bound_access_tokens_required"] = dpop == "required"
         self._document = document
 
+    # -- how the processes serving it share state --------------------------------------
+    def share_through_redis(self, url: str, prefix: str) -> None:
+        """Keep spent DPoP proofs in the Redis at ``url`` under ``<prefix>dpop:``, so every
+        worker and replica sharing it refuses a replay (the HTTP app calls this when the
+        server has a ``redis_url``). Does nothing without DPoP or with a ``dpop_verifier``
+        whose replay cache is already shared."""
+        if self.dpop_verifier is None or self.dpop_verifier.replays.shared:
+            return
+        from ._replays import RedisReplays
+
+        self.dpop_verifier.replays = RedisReplays(url, prefix=f"{prefix}dpop:")
+
+    def check_processes(self, processes: int) -> None:
+        """Raise ``ValueError`` saying what to do when ``processes`` processes serving
+        this resource would not share what must be shared: DPoP's record of spent proofs
+        (each worker would accept every proof once). Called before workers are forked."""
+        if processes > 1 and self.dpop_verifier is not None and not self.dpop_verifier.replays.shared:
+            raise ValueError(
+                f"DPoP (--auth-dpop) with {processes} workers needs Redis: each worker would keep its own "
+                "record of spent proofs and accept every proof once; add --redis URL (or set "
+                "ServerConfig.redis_url), or serve one worker"
+            )
+
     # -- what the HTTP app asks --------------------------------------------------------
     def metadata_document(self, path: str) -> dict[str, Any] | None:
         """The Protected Resource Metadata document if ``path`` is one of its
@@ -209,7 +232,7 @@ class ProtectedResource:
         principal = await self.verifier.verify(token)
         if principal.jkt is None:
             raise InvalidDPoPProof("The access token is not DPoP-bound (no cnf.jkt); send it as Bearer")
-        dpop.verify(proof, method, self.resource, access_token=token, jkt=principal.jkt)
+        await dpop.verify(proof, method, self.resource, access_token=token, jkt=principal.jkt)
         return principal
 
     def check_scopes(self, principal: AccessToken, needed: Iterable[str]) -> None:
@@ -232,6 +255,10 @@ class ProtectedResource:
             ]
             return 403, self._challenges(params, [])
         params = []
+        if getattr(refusal, "unavailable", False):
+            # The proof could not be checked (its replay cache is down): not the client's
+            # fault, so no error code; 503 and Retry-After (challenge_headers) instead.
+            return 503, self._challenges([("resource_metadata", self.metadata_url)], [])
         dpop_params = self._dpop_error(refusal)  # a refused proof is said in the DPoP challenge
         if not dpop_params and (not isinstance(refusal, InvalidToken) or refusal.token_sent):
             description = refusal.message if isinstance(refusal, InvalidToken) else "The access token is invalid"

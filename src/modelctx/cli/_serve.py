@@ -69,6 +69,9 @@ INTROSPECTION_CLIENT_SECRET = "MODELCTX_INTROSPECTION_CLIENT_SECRET"
               "required (DPoP only)")
 @click.option("--auth-jwks-uri", metavar="URL",
               help="where the issuer's signing keys are (default: the jwks_uri of its metadata)")
+@click.option("--auth-strict-jwt", is_flag=True,
+              help="accept only RFC 9068 JWT access tokens (header typ at+jwt); by default typ JWT or none "
+              "is accepted too (never a DPoP proof, an ID token or another JWT type)")
 @click.option("--auth-introspect", metavar="URL",
               help="check tokens at this RFC 7662 introspection endpoint instead of as JWTs; the resource "
               f"authenticates there with the client id and secret in ${INTROSPECTION_CLIENT_ID} and "
@@ -137,12 +140,15 @@ def _protected_resource(args: Any, url: str) -> Any:
             ("--auth-jwks-uri", args.auth_jwks_uri),
             ("--auth-introspect", args.auth_introspect),
             ("--auth-dpop", args.auth_dpop != "off"),
+            ("--auth-strict-jwt", args.auth_strict_jwt),
         )
         if value
     ]
     issuers: list[str] = args.auth_issuer
     if args.auth_jwks_uri and args.auth_introspect:
         fail("--auth-jwks-uri and --auth-introspect are two ways to check tokens; give one of them")
+    if args.auth_strict_jwt and args.auth_introspect:
+        fail("--auth-strict-jwt checks JWT access tokens; with --auth-introspect the issuer checks them instead")
     if not issuers:
         if given:
             fail(f"{given[0]} needs --auth-issuer URL (the authorization server whose tokens are accepted)")
@@ -180,7 +186,7 @@ def _protected_resource(args: Any, url: str) -> Any:
             if args.auth_jwks_uri and len(issuers) > 1:
                 fail("--auth-jwks-uri names one issuer's keys; with several --auth-issuer leave it out "
                       "(each issuer's keys come from its metadata)")
-            verifier = JwtVerifier(issuers, resource, jwks_uri=args.auth_jwks_uri)
+            verifier = JwtVerifier(issuers, resource, jwks_uri=args.auth_jwks_uri, require_at_jwt=args.auth_strict_jwt)
         return ProtectedResource(
             resource,
             authorization_servers=issuers,

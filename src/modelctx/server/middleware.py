@@ -35,11 +35,14 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import RATE_LIMITED, ProtocolError, RateLimited
 from ..transports._session import principal_key
 from ._telemetry import Tracing, target_of
+
+if TYPE_CHECKING:
+    from ._redis_limits import SharedBuckets
 
 __all__ = ["RATE_LIMITED", "Outcome", "RateLimit", "RateLimited", "RequestLog", "Timing", "Tracing"]
 
@@ -175,12 +178,18 @@ class RequestLog(_Observer):
 
 
 def _default_key(call: Any) -> Any:
-    """Who a request counts against: the authenticated principal; else the handshake
-    session; else the client's declared name (anyone can claim one: rate limit
+    """Who a request counts against: the authenticated principal (its client, for a
+    token without a subject); else the handshake session; else the client's declared name (anyone can claim one: rate limit
     unauthenticated HTTP traffic by address in front of the server, e.g. nginx's
     ``limit_req``)."""
-    if call.principal is not None:
-        return ("principal", principal_key(call.principal))
+    principal = call.principal
+    if principal is not None:
+        client_id = getattr(principal, "client_id", None)
+        if getattr(principal, "subject", None) is None and isinstance(client_id, str):
+            # No subject (a client credentials token, RFC 7662 without sub): the client is
+            # who it is, or every such client of one issuer would share one bucket.
+            return ("client_id", getattr(principal, "issuer", None), client_id)
+        return ("principal", principal_key(principal))
     if call.session is not None:
         return ("session", call.session.id)
     info = call.client_info
@@ -201,6 +210,17 @@ class RateLimit:
 
     Memory is bounded: at most ``max_keys`` buckets, the least recently used dropped
     first (a dropped key starts again with a full bucket, as an idle one would have).
+
+    Scope: when the server has a ``redis_url`` (``--redis``), the buckets live in that
+    Redis (``_redis_limits``: one atomic script, one round trip, at most ``timeout``
+    seconds), so every worker and replica together allow ``rate``, not each of them;
+    ``shared=False`` keeps them per process. ``name`` tells limits apart that share one
+    Redis (default: from ``rate``, ``burst`` and ``methods``, the same in every replica);
+    a ``key`` function must then return values whose ``repr`` is the same in every
+    process (strings, numbers, tuples of them). When Redis does not answer, each process
+    counts in its own buckets until it does (fail open to the per-process limit: a rate
+    limit guards capacity, and an outage of Redis should not refuse every request), and
+    logs it once; without Redis the buckets are per process.
     """
 
     def __init__(
@@ -211,6 +231,9 @@ class RateLimit:
         key: Callable[[Any], Any] | None = None,
         methods: Collection[str] | None = None,
         max_keys: int = 10_000,
+        shared: bool = True,
+        name: str | None = None,
+        timeout: float = 0.25,
     ) -> None:
         if not rate > 0:
             raise ValueError(f"rate must be a positive number of requests per second, not {rate!r}")
@@ -225,10 +248,14 @@ class RateLimit:
         self._max_keys = max_keys
         # key -> (tokens left, when they were counted); oldest use first.
         self._buckets: OrderedDict[Any, tuple[float, float]] = OrderedDict()
+        self.shared = shared
+        self.name = name or f"{self.rate:g}/{self.burst}/{','.join(sorted(self._methods or ()))}"
+        self.timeout = timeout
+        self._shared: dict[tuple[str, str], SharedBuckets] = {}  # by (redis_url, prefix)
 
     async def __call__(self, call: Any, call_next: Next) -> dict[str, Any] | None:
         if self._methods is None or call.method in self._methods:
-            wait = self.take(self._key(call))
+            wait = await self._take(call)
             if wait is not None:
                 retry_ms = max(1, math.ceil(wait * 1000))
                 raise RateLimited(
@@ -238,9 +265,34 @@ class RateLimit:
                 )
         return await call_next(call)
 
+    async def _take(self, call: Any) -> float | None:
+        key = self._key(call)
+        buckets = self._shared_buckets(call.server) if self.shared else None
+        if buckets is not None:
+            from ._redis_limits import BucketsUnavailable
+
+            try:
+                return await buckets.take(key)
+            except BucketsUnavailable:
+                pass  # counted here instead (class docstring)
+        return self.take(key)
+
+    def _shared_buckets(self, server: Any) -> SharedBuckets | None:
+        """The Redis buckets of ``server``'s ``redis_url``, None without one."""
+        url = getattr(getattr(server, "config", None), "redis_url", None)
+        if url is None:
+            return None
+        prefix = f"{getattr(server, 'redis_prefix', 'modelctx:')}ratelimit:{self.name}:"
+        buckets = self._shared.get((url, prefix))
+        if buckets is None:
+            from ._redis_limits import SharedBuckets
+
+            buckets = self._shared[(url, prefix)] = SharedBuckets(url, prefix, self.rate, self.burst, timeout=self.timeout)
+        return buckets
+
     def take(self, key: Any, now: float | None = None) -> float | None:
-        """Take one token from ``key``'s bucket: None when admitted, else the seconds
-        until a token is there."""
+        """Take one token from ``key``'s bucket in this process: None when admitted,
+        else the seconds until a token is there."""
         now = time.monotonic() if now is None else now
         buckets = self._buckets
         tokens, then = buckets.pop(key, (float(self.burst), now))

@@ -124,6 +124,11 @@ _LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
 class ResourceAuth(Protocol):
     """What the app asks of an OAuth protected resource (``modelctx.auth.ProtectedResource``
     is one): transports never import ``auth``, they call this seam.
+
+    Two methods are optional: ``share_through_redis(url, prefix)``, called when the server
+    has a ``redis_url`` (what must be shared, such as DPoP's spent proofs, goes there), and
+    ``check_processes(n)``, called by ``serve_http`` before forking ``n`` workers (raises
+    ``ValueError`` saying what to do when something could not be shared).
     """
 
     def metadata_document(self, path: str) -> dict[str, Any] | None:
@@ -218,6 +223,10 @@ class HttpApp:
         self.max_requests_per_session = max_requests_per_session
         self.authenticate = authenticate
         self.auth = auth
+        redis_url = getattr(getattr(server, "config", None), "redis_url", None)
+        share = getattr(auth, "share_through_redis", None)
+        if share is not None and redis_url is not None:  # e.g. DPoP's spent proofs, for every replica
+            share(redis_url, getattr(server, "redis_prefix", "modelctx:"))
         # Without authentication every caller is the same anonymous principal:
         # no quota, the table's cap alone.
         quota = max_sessions_per_principal if authenticate is not None or auth is not None else None
@@ -1316,6 +1325,13 @@ def serve_http(
     if workers == 1:
         serve(None if ready_message is None else lambda: print(ready_message, file=sys.stderr, flush=True))
         return
+    check = getattr(app.auth, "check_processes", None)
+    if check is not None:  # what the auth keeps must be shared by the workers (DPoP replays)
+        try:
+            check(workers)
+        except ValueError as exc:
+            listening.close()
+            raise SystemExit(f"modelctx: {exc}") from None
     if getattr(getattr(server, "config", None), "redis_url", None) is None:
         print(
             f"modelctx: warning: {workers} workers without Redis: handshake-era sessions and "
