@@ -30,7 +30,7 @@ from joserfc.jwk import ECKey
 from test_auth_dev_server import REDIRECT, RESOURCE, auth_server, authorize, pkce, redirected, register, token
 
 from modelctx.auth import DevAuthorizationServer
-from modelctx.auth.dev import _models
+from modelctx.auth.dev import _cimd, _models
 
 # The limits of modelctx.auth.dev._metadata, as a client reads them in the errors.
 MAX_NAME, MAX_URI, MAX_REDIRECT_URIS = 200, 2000, 20
@@ -221,6 +221,34 @@ def test_past_the_cap_the_least_recently_used_metadata_document_is_dropped_and_f
         assert requested.count("/client-1.json") == 1  # used recently: still held
         assert authorized(issuer, first).status_code == 302
         assert requested.count("/client-0.json") == 2  # dropped, so fetched again
+
+
+def test_past_the_cap_of_documents_being_fetched_another_is_refused_not_queued(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_cimd, "MAX_FETCHES", 2)
+
+    def answer(origin: str, path: str) -> tuple[int, str, bytes] | None:
+        return None if path.startswith("/silent") else metadata_documents(origin, path)
+
+    with serving(answer) as (origin, requested), app_server(auto_approve=True) as issuer:
+        def hold(client_id: str) -> None:
+            with httpx.Client(timeout=DEADLINE) as client:
+                assert authorized(issuer, client_id, client).status_code == 400
+
+        held = [threading.Thread(target=hold, args=(f"{origin}/silent-{n}.json",), daemon=True) for n in range(2)]
+        for thread in held:
+            thread.start()
+        deadline = time.monotonic() + DEADLINE
+        while len(requested) < 2:
+            assert time.monotonic() < deadline, "the server did not fetch the held documents"
+            time.sleep(0.05)
+        refused = authorized(issuer, f"{origin}/client.json")
+        assert refused.status_code == 400 and UNUSABLE in refused.text
+        assert "/client.json" not in requested
+        for thread in held:
+            thread.join(DEADLINE)  # each fetch gives up after its timeout
+        assert authorized(issuer, f"{origin}/client.json").status_code == 302
 
 
 def test_past_the_cap_the_oldest_unexchanged_code_is_dropped(monkeypatch: pytest.MonkeyPatch) -> None:

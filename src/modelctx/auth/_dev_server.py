@@ -23,7 +23,8 @@ Everything it keeps is bounded, so no stream of requests grows it without end: e
 metadata field (``dev/_metadata.py``), the authorization request (8 KB), and the number
 of registered clients, cached documents, codes, refresh tokens, spent credentials and
 assertion ids (``dev/_models.py``: the least recently used goes past a cap, but for
-assertion ids, where the new one is refused).
+assertion ids, where the new one is refused), and of documents fetched at once
+(``dev/_cimd.py``: past it the request is refused, not queued).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from starlette.routing import Route
 
 from ..client import UrlPolicy
 from ._dpop import InvalidDPoPProof
+from .dev import _cimd
 from .dev._cimd import UNUSABLE, CimdError, is_metadata_url, load_client
 from .dev._consent import COOKIE, PAGE_HEADERS, Consents, render_page
 from .dev._http import NO_STORE, bounded_body, bounded_form, error_page, listen, named_client, to_response
@@ -117,6 +119,7 @@ class DevAuthorizationServer:
         )
         self._consents = Consents()
         self._cimd_policy = cimd_policy if cimd_policy is not None else UrlPolicy(allow_loopback=True)
+        self._fetching = 0  # metadata documents being fetched now
         # A web page that rebinds its own name to this loopback address reaches the
         # server with its name in Host: only the issuer's host is served.
         hosts = [urlsplit(issuer).hostname or ""]
@@ -312,6 +315,10 @@ class DevAuthorizationServer:
         be used, or None."""
         if not client_id or not is_metadata_url(client_id) or self._oauth.store.client(client_id) is not None:
             return None
+        if self._fetching >= _cimd.MAX_FETCHES:
+            log.warning("client metadata document refused: %d are being fetched already", self._fetching)
+            return UNUSABLE
+        self._fetching += 1
         try:
             client = await load_client(client_id, self._cimd_policy)
         except CimdError as exc:
@@ -319,6 +326,8 @@ class DevAuthorizationServer:
             # loopback document, or tell a closed port from an open one).
             log.warning("client metadata document refused: %r", str(exc))
             return UNUSABLE
+        finally:
+            self._fetching -= 1
         self._oauth.store.add_document(client)
         return None
 

@@ -21,7 +21,7 @@ from ...errors import MCPError
 from ._metadata import MAX_URI, MetadataError, check_metadata
 from ._models import DevClient, is_loopback_http
 
-__all__ = ["UNUSABLE", "CimdError", "is_metadata_url", "load_client"]
+__all__ = ["MAX_FETCHES", "UNUSABLE", "CimdError", "is_metadata_url", "load_client"]
 
 #: The one answer to a client whose document could not be used (the reason is logged).
 UNUSABLE = (
@@ -31,6 +31,9 @@ UNUSABLE = (
 CACHE_SECONDS = 300.0
 FETCH_TIMEOUT = 5.0
 MAX_DOCUMENT = 64 * 1024
+# Documents fetched at once: each holds a connection and up to MAX_DOCUMENT bytes for
+# FETCH_TIMEOUT at most; past it a request naming another one is refused, not queued.
+MAX_FETCHES = 8
 _SHARED_SECRET_METHODS = {"client_secret_basic", "client_secret_post", "client_secret_jwt"}
 
 
