@@ -168,7 +168,7 @@ class RefreshToken(TokenMixin):  # type: ignore[misc]
 MAX_REGISTERED = 1000  # dynamically registered clients (pre-registered ones are never dropped)
 MAX_DOCUMENTS = 1000  # clients from Client ID Metadata Documents, each kept CACHE_SECONDS at most
 MAX_CODES = 1000  # unexchanged codes (each lives CODE_LIFETIME)
-MAX_REFRESH_TOKENS = 10_000
+MAX_REFRESH_TOKENS = 1000  # live ones; each holds at most an 8 KB request's scope and resource
 MAX_SPENT = 10_000  # used codes and rotated-out refresh tokens remembered for replay detection
 MAX_ASSERTIONS = 10_000  # private_key_jwt jti values until their exp
 MAX_ASSERTION_LIFETIME = 3600.0  # an assertion whose exp is further ahead is refused (RFC 7523 section 3)
