@@ -16,12 +16,21 @@ ASGI app (Starlette routing; uvicorn runs it). What it offers:
   whose ``aud`` is the resource, with ``iss``, ``sub``, ``scope``, ``exp``, ``iat``,
   ``jti``, ``client_id``; the public key at ``/jwks``;
 * ``/register``: dynamic client registration (RFC 7591), and Client ID Metadata
-  Documents (a ``client_id`` that is a URL), fetched behind the SSRF guard.
+  Documents (a ``client_id`` that is a URL), fetched behind the SSRF guard; both held to
+  one rule for metadata and redirect URIs (``dev/_metadata.py``).
+
+Everything it keeps is bounded, so no stream of requests grows it without end: each
+metadata field (``dev/_metadata.py``), the authorization request (8 KB), and the number
+of registered clients, cached documents, codes, refresh tokens, spent credentials and
+assertion ids (``dev/_models.py``: the least recently used goes past a cap, but for
+assertion ids, where the new one is refused), and of documents fetched at once
+(``dev/_cimd.py``: past it the request is refused, not queued).
 """
 
 from __future__ import annotations
 
-import json
+import base64
+import logging
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -39,17 +48,25 @@ from starlette.routing import Route
 
 from ..client import UrlPolicy
 from ._dpop import InvalidDPoPProof
-from .dev._cimd import CimdError, is_metadata_url, load_client
+from .dev import _cimd
+from .dev._cimd import UNUSABLE, CimdError, is_metadata_url, load_client
 from .dev._consent import COOKIE, PAGE_HEADERS, Consents, render_page
 from .dev._http import NO_STORE, bounded_body, bounded_form, error_page, listen, named_client, to_response
 from .dev._keys import SigningKey
+from .dev._metadata import MetadataError, check_metadata, read_json
 from .dev._models import DevClient, is_loopback_http
 from .dev._oauth import OAuthServer, Reply, form_request, json_request
 
 __all__ = ["DevAuthorizationServer"]
 
+log = logging.getLogger("modelctx.auth")
+
 _PUBLIC_GRANTS = ("authorization_code", "refresh_token")
 _CONFIDENTIAL_GRANTS = ("authorization_code", "refresh_token", "client_credentials")
+# An authorization request's query string: a metadata document URL and a redirect URI
+# (2,000 characters each at most), a state, a challenge, a scope and a resource fit in
+# a quarter of it. It bounds what a pending consent and an unexchanged code hold.
+MAX_AUTHORIZATION_REQUEST = 8 * 1024
 
 
 class DevAuthorizationServer:
@@ -102,6 +119,7 @@ class DevAuthorizationServer:
         )
         self._consents = Consents()
         self._cimd_policy = cimd_policy if cimd_policy is not None else UrlPolicy(allow_loopback=True)
+        self._fetching = 0  # metadata documents being fetched now
         # A web page that rebinds its own name to this loopback address reaches the
         # server with its name in Host: only the issuer's host is served.
         hosts = [urlsplit(issuer).hostname or ""]
@@ -183,6 +201,10 @@ class DevAuthorizationServer:
     async def _authorize(self, request: Request) -> Response:
         if request.method == "POST":
             return await self._decide(request)
+        if len(request.url.query) > MAX_AUTHORIZATION_REQUEST:
+            return error_page(
+                400, "invalid_request", f"The authorization request is longer than {MAX_AUTHORIZATION_REQUEST} bytes"
+            )
         pairs = parse_qsl(request.url.query, keep_blank_values=True)
         refusal = await self._load_metadata_document(dict(pairs).get("client_id"))
         if refusal is not None:
@@ -252,6 +274,13 @@ class DevAuthorizationServer:
         body = await bounded_form(request)
         if isinstance(body, Response):
             return body
+        basic_problem = _basic_credentials_problem(request.headers.get("authorization"))
+        if basic_problem is not None:
+            return JSONResponse(
+                {"error": "invalid_client", "error_description": basic_problem},
+                401,
+                {**NO_STORE, "WWW-Authenticate": 'Basic realm="token"'},
+            )
         refusal = await self._load_metadata_document(named_client(dict(body)))
         if refusal is not None:
             return JSONResponse({"error": "invalid_client", "error_description": refusal}, 400, NO_STORE)
@@ -272,14 +301,13 @@ class DevAuthorizationServer:
         if isinstance(raw, Response):
             return raw
         try:
-            data = json.loads(raw)
-        except ValueError:
-            data = None
-        if not isinstance(data, dict):
-            return JSONResponse(
-                {"error": "invalid_client_metadata", "error_description": "The body must be a JSON object"}, 400
-            )
-        oauth_request = json_request("POST", self._oauth.endpoint("register"), request.headers, data)
+            data = read_json(raw)
+            if not isinstance(data, dict) or not data:
+                raise MetadataError("The body must be a JSON object of client metadata (RFC 7591 section 2)")
+            metadata = check_metadata(data)
+        except MetadataError as exc:
+            return JSONResponse({"error": exc.error, "error_description": str(exc)}, 400, NO_STORE)
+        oauth_request = json_request("POST", self._oauth.endpoint("register"), request.headers, metadata)
         return to_response(self._oauth.create_endpoint_response("client_registration", oauth_request))
 
     async def _load_metadata_document(self, client_id: str | None) -> str | None:
@@ -287,12 +315,37 @@ class DevAuthorizationServer:
         be used, or None."""
         if not client_id or not is_metadata_url(client_id) or self._oauth.store.client(client_id) is not None:
             return None
+        if self._fetching >= _cimd.MAX_FETCHES:
+            log.warning("client metadata document refused: %d are being fetched already", self._fetching)
+            return UNUSABLE
+        self._fetching += 1
         try:
             client = await load_client(client_id, self._cimd_policy)
         except CimdError as exc:
-            return str(exc)
-        self._oauth.store.clients[client_id] = client
+            # The reason is the operator's to read, never the requester's (it may quote a
+            # loopback document, or tell a closed port from an open one).
+            log.warning("client metadata document refused: %r", str(exc))
+            return UNUSABLE
+        finally:
+            self._fetching -= 1
+        self._oauth.store.add_document(client)
         return None
+
+
+def _basic_credentials_problem(authorization: str | None) -> str | None:
+    """Why an ``Authorization: Basic`` header cannot be read (RFC 6749 section 2.3.1:
+    base64 of form-encoded UTF-8 ``id:secret``), or None (also for other schemes,
+    which the grants refuse in their own words)."""
+    scheme, _, credentials = (authorization or "").partition(" ")
+    if scheme.lower() != "basic":
+        return None
+    try:
+        decoded = base64.b64decode(credentials.strip(), validate=True).decode("utf-8")
+    except ValueError:  # binascii.Error, UnicodeDecodeError, a non-ASCII header
+        return "The Basic credentials are not base64 of UTF-8 text"
+    if ":" not in decoded:
+        return "The Basic credentials must be client_id:client_secret"
+    return None
 
 
 def _check_issuer(issuer: str) -> None:

@@ -103,6 +103,8 @@ async def _fetch(http: Http11Client, url: str, headers: dict[str, str], timeout:
             return msgspec.json.decode(body)
         except msgspec.DecodeError as exc:
             raise MalformedResponse(f"GET {url}: the reply is not JSON: {exc}") from None
+        except RecursionError:  # msgspec's nesting limit (about 1,000 levels)
+            raise MalformedResponse(f"GET {url}: the reply is JSON nested too deeply") from None
     finally:
         response.release()
 
@@ -175,7 +177,7 @@ async def _send(
             raise MalformedResponse(f"POST {url}: the reply is larger than {max_bytes} bytes")
         try:
             data = msgspec.json.decode(content) if content else None
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             data = None
         return PostReply(response.status_code, dict(response.headers), data)
     finally:

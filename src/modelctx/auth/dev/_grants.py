@@ -22,7 +22,7 @@ from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
-from ._models import AuthorizationCode, DevClient
+from ._models import MAX_ASSERTION_LIFETIME, AuthorizationCode, DevClient
 
 if TYPE_CHECKING:
     from ._oauth import OAuthServer
@@ -244,9 +244,30 @@ class PrivateKeyJwt(JWTBearerClientAssertion):  # type: ignore[misc]
     def get_audiences(self) -> list[str]:
         return [self._server.endpoint("token"), self._server.issuer]
 
-    def validate_jti(self, claims: Any, jti: str) -> bool:
-        expires_at = float(claims.get("exp", time.time() + 3600))
-        return self._server.store.first_use_of_assertion(f"{claims['sub']}:{jti}", expires_at)
+    def extract_assertion(self, assertion: str) -> Any:
+        try:
+            return super().extract_assertion(assertion)
+        except RecursionError:  # JSON nested deeper than the decoder goes
+            raise InvalidClientError(description="Invalid JWT assertion: its JSON is nested too deeply") from None
+
+    def validate_jti(self, claims: Any, jti: object) -> bool:
+        # exp is there and a number: Authlib checked it before. Each jti is remembered
+        # until its exp, so an exp far ahead would be remembered without end (RFC 7523
+        # section 3: "MAY reject JWTs with an exp claim value that is unreasonably far
+        # in the future").
+        expires_at = claims["exp"]
+        if expires_at > time.time() + MAX_ASSERTION_LIFETIME:
+            raise InvalidClientError(
+                description=f"The assertion's exp is more than {MAX_ASSERTION_LIFETIME:g}s ahead; make it shorter-lived"
+            )
+        if not isinstance(jti, str) or not jti or len(jti) > 256:
+            raise InvalidClientError(description="The assertion's jti must be a string of at most 256 characters")
+        first = self._server.store.first_use_of_assertion(f"{claims['sub']}:{jti}", float(expires_at))
+        if first is None:
+            raise InvalidClientError(
+                description="Too many client assertions are live at once here; try again when some have expired"
+            )
+        return first
 
     def resolve_client_public_key(self, client: DevClient) -> KeySet:
         if not client.jwks:

@@ -32,7 +32,7 @@ def named_client(form: dict[str, str]) -> str | None:
         return form["client_id"]
     try:
         claims = json.loads(jws.extract_compact(form.get("client_assertion", "").encode()).payload)
-    except (JoseError, ValueError):
+    except (JoseError, ValueError, RecursionError):
         return None
     sub = claims.get("sub") if isinstance(claims, dict) else None
     return sub if isinstance(sub, str) else None

@@ -10,8 +10,10 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import time
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from authlib.oauth2.rfc6749 import AuthorizationCodeMixin, ClientMixin, TokenMixin
@@ -21,6 +23,8 @@ __all__ = ["AuthorizationCode", "DevClient", "RefreshToken", "Store", "is_loopba
 CODE_LIFETIME = 600.0  # seconds; OAuth 2.1 section 4.1.2 recommends at most 10 minutes
 REFRESH_LIFETIME = 30 * 24 * 3600.0
 SPENT_MEMORY = 3600.0  # how long a used code or a rotated refresh token is remembered
+
+_V = TypeVar("_V")
 
 
 def is_loopback_http(uri: str) -> bool:
@@ -155,31 +159,78 @@ class RefreshToken(TokenMixin):  # type: ignore[misc]
         raise NotImplementedError("the development server looks clients up by client_id")
 
 
+# What the store holds at most. Each table is bounded by a count (and each record by
+# the field limits of ``_metadata`` and the 8 KB authorization request), so memory
+# stays bounded whatever is sent. Past a cap the least recently used record goes
+# (clients and documents: one used since is kept; codes, tokens: the oldest), except
+# client assertion ids, where forgetting one would accept its replay: there the new
+# assertion is refused until old ones expire.
+MAX_REGISTERED = 1000  # dynamically registered clients (pre-registered ones are never dropped)
+MAX_DOCUMENTS = 1000  # clients from Client ID Metadata Documents, each kept CACHE_SECONDS at most
+MAX_CODES = 1000  # unexchanged codes (each lives CODE_LIFETIME)
+MAX_REFRESH_TOKENS = 1000  # live ones; each holds at most an 8 KB request's scope and resource
+MAX_SPENT = 10_000  # used codes and rotated-out refresh tokens remembered for replay detection
+MAX_ASSERTIONS = 10_000  # private_key_jwt jti values until their exp
+MAX_ASSERTION_LIFETIME = 3600.0  # an assertion whose exp is further ahead is refused (RFC 7523 section 3)
+
+
+def _put(table: OrderedDict[str, _V], key: str, value: _V, limit: int) -> None:
+    """Store ``value`` as the newest entry of ``table``, dropping the oldest past ``limit``."""
+    table[key] = value
+    table.move_to_end(key)
+    while len(table) > limit:
+        table.popitem(last=False)
+
+
 @dataclass
 class Store:
     """Every record, in memory; a restart forgets clients, codes and refresh tokens
-    (access tokens are JWTs and outlive it when the signing key is kept in a file)."""
+    (access tokens are JWTs and outlive it when the signing key is kept in a file).
+
+    ``clients`` are the pre-registered ones (the operator's, unbounded); ``registered``
+    (RFC 7591) and ``documents`` (Client ID Metadata Documents) are kept in use order,
+    at most ``MAX_REGISTERED`` and ``MAX_DOCUMENTS``; codes, refresh tokens and spent
+    credentials in issue order (so also expiry order), at most their caps."""
 
     clients: dict[str, DevClient] = field(default_factory=dict)
-    codes: dict[str, AuthorizationCode] = field(default_factory=dict)
-    refresh_tokens: dict[str, RefreshToken] = field(default_factory=dict)
+    registered: OrderedDict[str, DevClient] = field(default_factory=OrderedDict)
+    documents: OrderedDict[str, DevClient] = field(default_factory=OrderedDict)
+    codes: OrderedDict[str, AuthorizationCode] = field(default_factory=OrderedDict)
+    refresh_tokens: OrderedDict[str, RefreshToken] = field(default_factory=OrderedDict)
     assertion_ids: dict[str, float] = field(default_factory=dict)  # private_key_jwt jti -> expiry
     # A used code or a rotated-out refresh token -> (its grant family, when to forget it).
-    spent: dict[str, tuple[str, float]] = field(default_factory=dict)
+    spent: OrderedDict[str, tuple[str, float]] = field(default_factory=OrderedDict)
 
     def client(self, client_id: str) -> DevClient | None:
+        """The client ``client_id`` (pre-registered, registered, or a metadata document
+        still fresh); a registered or document client becomes the most recently used."""
         client = self.clients.get(client_id)
-        if client is not None and client.expires_at is not None and client.expires_at <= time.time():
-            del self.clients[client_id]
-            return None
-        return client
+        if client is not None:
+            return client
+        for table in (self.registered, self.documents):
+            client = table.get(client_id)
+            if client is None:
+                continue
+            if client.expires_at is not None and client.expires_at <= time.time():
+                del table[client_id]
+                return None
+            table.move_to_end(client_id)
+            return client
+        return None
+
+    def add_registered(self, client: DevClient) -> None:
+        _put(self.registered, client.client_id, client, MAX_REGISTERED)
+
+    def add_document(self, client: DevClient) -> None:
+        _put(self.documents, client.client_id, client, MAX_DOCUMENTS)
 
     def save_code(self, record: AuthorizationCode) -> None:
-        now = time.time()
-        for code, old in list(self.codes.items()):
-            if old.expires_at <= now:
-                del self.codes[code]
-        self.codes[record.code] = record
+        _drop_expired(self.codes, lambda old: old.expires_at)
+        _put(self.codes, record.code, record, MAX_CODES)
+
+    def save_refresh_token(self, record: RefreshToken) -> None:
+        _drop_expired(self.refresh_tokens, lambda old: old.expires_at)
+        _put(self.refresh_tokens, record.token, record, MAX_REFRESH_TOKENS)
 
     def take_code(self, code: str, client_id: str) -> AuthorizationCode | None:
         """The unexpired code issued to ``client_id``; None for any other. A code used
@@ -195,12 +246,10 @@ class Store:
     def spend(self, credential: str, family: str) -> None:
         """Retire a used code or a rotated-out refresh token; a later use of it is a replay."""
         now = time.time()
-        for old, (_, forget_at) in list(self.spent.items()):
-            if forget_at <= now:
-                del self.spent[old]
+        _drop_expired(self.spent, lambda old: old[1])
         self.codes.pop(credential, None)
         self.refresh_tokens.pop(credential, None)
-        self.spent[credential] = (family, now + SPENT_MEMORY)
+        _put(self.spent, credential, (family, now + SPENT_MEMORY), MAX_SPENT)
 
     def _replayed(self, credential: str) -> bool:
         spent = self.spent.get(credential)
@@ -223,13 +272,26 @@ class Store:
             return None
         return record
 
-    def first_use_of_assertion(self, jti: str, expires_at: float) -> bool:
-        """Record a client assertion's ``jti``; False if it was seen before (a replay)."""
+    def first_use_of_assertion(self, jti: str, expires_at: float) -> bool | None:
+        """Record a client assertion's ``jti`` until ``expires_at``; False if it was seen
+        before (a replay), None if ``MAX_ASSERTIONS`` unexpired ones are held already."""
         now = time.time()
         for seen, expiry in list(self.assertion_ids.items()):
             if expiry < now:
                 del self.assertion_ids[seen]
         if jti in self.assertion_ids:
             return False
+        if len(self.assertion_ids) >= MAX_ASSERTIONS:
+            return None
         self.assertion_ids[jti] = expires_at
         return True
+
+
+def _drop_expired(table: OrderedDict[str, _V], expiry: Callable[[_V], float]) -> None:
+    """Drop the expired entries at the front of ``table`` (kept in expiry order)."""
+    now = time.time()
+    while table:
+        key, value = next(iter(table.items()))
+        if expiry(value) > now:
+            return
+        del table[key]

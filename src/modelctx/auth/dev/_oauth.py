@@ -35,7 +35,7 @@ from ._grants import (
     RequireS256,
 )
 from ._keys import SigningKey
-from ._models import DevClient, RefreshToken, Store, is_loopback_http
+from ._models import DevClient, RefreshToken, Store
 
 __all__ = ["OAuthServer", "Reply", "form_request", "json_request"]
 
@@ -125,17 +125,16 @@ class _Issuer(IssuerParameter):  # type: ignore[misc]
 
 class _McpClientMetadata(ClientMetadataClaims):  # type: ignore[misc]
     """RFC 7591 metadata plus ``application_type`` (OIDC registration), which MCP clients
-    send; redirect URIs must be https or http loopback (basic/authorization, Communication)."""
+    send. The request reaches it checked by ``check_metadata``, the rule a metadata
+    document is held to as well."""
 
     REGISTERED_CLAIMS = [*ClientMetadataClaims.REGISTERED_CLAIMS, "application_type"]
 
     def validate(self, now: Any = None, leeway: int = 0) -> None:
+        # The types, sizes and redirect URIs were checked before (_metadata.check_metadata).
         super().validate(now, leeway)
         if self.get("application_type", "web") not in ("web", "native"):
             raise InvalidClaimError("application_type")
-        for uri in self.get("redirect_uris") or []:
-            if not (uri.startswith("https://") or is_loopback_http(uri)):
-                raise InvalidClaimError("redirect_uris")
 
 
 class _Registration(ClientRegistrationEndpoint):  # type: ignore[misc]
@@ -176,7 +175,7 @@ class _Registration(ClientRegistrationEndpoint):  # type: ignore[misc]
             jwks=client_metadata.get("jwks"),
             metadata=dict(client_metadata),
         )
-        self.server.store.clients[client.client_id] = client
+        self.server.store.add_registered(client)
         return client
 
 
@@ -302,8 +301,8 @@ class OAuthServer(AuthorizationServer):  # type: ignore[misc]
             refresh = secrets.token_urlsafe(32)
             # A public client's refresh token is bound to its DPoP key too (RFC 9449 5).
             bound = jkt if client.auth_methods == frozenset({"none"}) else None
-            self.store.refresh_tokens[refresh] = RefreshToken(
-                refresh, client.client_id, subject, scope, resource, family, jkt=bound
+            self.store.save_refresh_token(
+                RefreshToken(refresh, client.client_id, subject, scope, resource, family, jkt=bound)
             )
             token["refresh_token"] = refresh
         return token
