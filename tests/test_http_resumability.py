@@ -19,12 +19,13 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import DEADLINE, HttpServer, McpHttp, request
+from conftest import DEADLINE, HttpServer, McpHttp, request, wait_until
 
 from modelctx import Context, Server
 from modelctx.client import Client
 from modelctx.transports._sse_resume import KEPT_EVENTS as _KEPT_EVENTS
 from modelctx.transports._sse_resume import KEPT_STREAMS as _KEPT_STREAMS
+from modelctx.transports._sse_resume import RESUME_GRACE as _RESUME_GRACE
 
 LEGACY = "2025-11-25"
 FIXTURE = Path(__file__).parent / "conformance" / "everything_server.py"
@@ -162,8 +163,9 @@ def test_events_sent_before_the_close_come_first_and_the_priming_event_last(http
 
     before, priming = events(reply.text)
     assert before["data"]["params"]["data"] == "before the close"
-    assert "id" not in before
-    assert priming["id"].endswith(":0") and priming["data"] == ""
+    stream_id = before["id"].rsplit(":", 1)[0]
+    assert before["id"] == f"{stream_id}:1"  # every event of a handshake-era SSE reply has an id
+    assert priming["id"] == before["id"] and priming["data"] == ""  # resume after the last one sent
 
 
 # -- resuming with GET and Last-Event-ID --------------------------------------------------------
@@ -366,3 +368,175 @@ def test_our_handshake_era_client_gets_the_result_of_test_reconnection(tmp_path)
         fixture.stop()
     assert result.content[0].text.startswith("Reconnection test completed")
     assert not result.is_error
+
+
+# -- a reply stream cut by the network (issue 20) -------------------------------------------------
+# A tool that reports progress, then works, then answers; the connection carrying its
+# SSE reply breaks in between. Handshake era: the events had ids, so a GET with
+# Last-Event-ID gets the rest, result included. 2026-07-28: no ids; our client re-issues
+# the call when the tool says repeating it is harmless, else fails it with RequestLost.
+SLOW_FILE = '''
+import asyncio
+
+from modelctx import Context, Server
+
+server = Server("broken-stream-tests", version="0")
+
+
+async def _work(ctx: Context, seconds: float, runs: str) -> str:
+    if runs:
+        with open(runs, "a") as file:
+            file.write("run\\n")
+    await ctx.info("working")
+    await ctx.report_progress(1, 2)
+    await asyncio.sleep(seconds)
+    return f"worked {seconds}"
+
+
+@server.tool
+async def work(ctx: Context, seconds: float = 1.0, runs: str = "") -> str:
+    """Log a line and report progress, work, answer; append a line to ``runs`` per run."""
+    return await _work(ctx, seconds, runs)
+
+
+@server.tool(annotations={"idempotentHint": True})
+async def work_idempotently(ctx: Context, seconds: float = 1.0, runs: str = "") -> str:
+    """``work``, marked safe to run twice."""
+    return await _work(ctx, seconds, runs)
+
+
+@server.tool
+async def work_until_cancelled(ctx: Context, marker: str) -> str:
+    """Log a line, then run until cancelled; then write 'cancelled' to ``marker``."""
+    await ctx.info("working")
+    try:
+        await asyncio.sleep(600)
+    except asyncio.CancelledError:
+        with open(marker, "w") as file:
+            file.write("cancelled")
+        raise
+    return "never"
+'''
+
+
+@pytest.fixture(scope="module")
+def slow_server(tmp_path_factory) -> Iterator[HttpServer]:
+    root = tmp_path_factory.mktemp("broken_streams")
+    path = root / "slow_server.py"
+    path.write_text(SLOW_FILE)
+    process = HttpServer(path, root / "server.log")
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def slow_http(slow_server) -> Iterator[McpHttp]:
+    client = McpHttp(slow_server)
+    yield client
+    client.close()
+
+
+def first_event_then_cut(http: McpHttp, message: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
+    """POST ``message`` on a connection of its own, read the reply's first SSE event,
+    then drop the connection (the client's side of a network cut). Returns that event."""
+    block = ""
+    with httpx.Client(timeout=DEADLINE) as once:
+        with once.stream("POST", http.url, json=message, headers={**http.headers_for(message), **headers}) as reply:
+            assert reply.headers["content-type"].startswith("text/event-stream")
+            for line in reply.iter_lines():
+                if not line and block:
+                    break
+                block += line + "\n"
+    [first] = events(block)
+    return first
+
+
+class CuttingProxy:
+    """A loopback TCP proxy in front of ``port`` that cuts the first connection whose
+    reply carries a notification, right after relaying it (the network failing mid-stream)."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.cuts = 0
+        self._armed = True
+        self._server: asyncio.Server | None = None
+        self.url = ""
+
+    async def __aenter__(self) -> CuttingProxy:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.url = f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}/mcp"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+
+    async def _serve(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+        upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", self.port)
+
+        async def pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, replies: bool) -> None:
+            try:
+                while chunk := await reader.read(65536):
+                    writer.write(chunk)
+                    await writer.drain()
+                    if replies and self._armed and b"notifications/" in chunk:
+                        self._armed = False
+                        self.cuts += 1
+                        break
+            except OSError:
+                pass
+            for each in (client_writer, upstream_writer):
+                each.close()
+
+        await asyncio.gather(pump(client_reader, upstream_writer, False), pump(upstream_reader, client_writer, True))
+
+
+def test_a_handshake_era_reply_cut_mid_stream_is_resumed_with_get_and_last_event_id(slow_http, tmp_path):
+    session = Session(slow_http)
+    runs = tmp_path / "runs"
+    message = {"jsonrpc": "2.0", "id": 11, "method": "tools/call",
+               "params": {"name": "work", "arguments": {"seconds": 1.0, "runs": str(runs)}}}  # fmt: skip
+
+    first = first_event_then_cut(slow_http, message, session.headers)
+
+    assert first["data"]["method"] == "notifications/message"
+    assert "id" in first, "every event of a handshake-era SSE reply carries an id"
+    resumed = session.get(first["id"])
+    assert resumed.status_code == 200
+    rest = events(resumed.text)
+    assert rest[-1]["data"] == {"jsonrpc": "2.0", "id": 11, "result": {"content": [{"type": "text", "text": "worked 1.0"}]}}
+    assert all("id" in event for event in rest)
+    assert runs.read_text() == "run\n"  # the cut did not cancel the call, and nothing ran it twice
+
+
+def test_our_handshake_era_client_gets_the_result_of_a_call_whose_stream_was_cut(slow_server, tmp_path):
+    runs = tmp_path / "runs"
+
+    async def main() -> Any:
+        async with CuttingProxy(slow_server.port) as proxy:
+            async with Client(proxy.url, mode="handshake", timeout=DEADLINE) as client:
+                result = await client.call_tool("work", {"seconds": 1.0, "runs": str(runs)})
+            return result, proxy.cuts
+
+    result, cuts = asyncio.run(main())
+
+    assert cuts == 1
+    assert result.content[0].text == "worked 1.0" and not result.is_error
+    assert runs.read_text() == "run\n"  # resumed, not sent again
+
+
+def test_a_handshake_era_request_whose_client_never_comes_back_is_cancelled_after_a_grace(slow_http, tmp_path):
+    """A disconnect is not a cancellation while the client may resume; one that never
+    resumes within RESUME_GRACE seconds is taken to have gone."""
+    session = Session(slow_http)
+    marker = tmp_path / "marker"
+    message = {"jsonrpc": "2.0", "id": 12, "method": "tools/call",
+               "params": {"name": "work_until_cancelled", "arguments": {"marker": str(marker)}}}  # fmt: skip
+
+    first = first_event_then_cut(slow_http, message, session.headers)
+
+    assert "id" in first
+    wait_until(marker.exists, "the abandoned request to be cancelled", timeout=_RESUME_GRACE + DEADLINE)
+    assert marker.read_text() == "cancelled"
+    resumed = session.get(first["id"])  # late: the kept stream ended without a result
+    assert resumed.status_code == 200 and events(resumed.text) == []
