@@ -24,7 +24,7 @@ import httpx
 import pytest
 import uvicorn
 
-from modelctx.errors import ConnectionClosed, HttpStatusError, SessionExpired
+from modelctx.errors import ConnectionClosed, HttpStatusError, RequestLost, SessionExpired
 from modelctx.protocol import _meta
 from modelctx.protocol._headers import header_paths, request_headers
 from modelctx.protocol._jsonrpc import Notification, Response
@@ -562,7 +562,7 @@ def test_a_modern_stream_that_ends_early_is_a_lost_request():
             await until(lambda: events.outcome(7), "the failure")
 
             error = events.failures[7]
-            assert type(error) is ConnectionClosed
+            assert type(error) is RequestLost and isinstance(error, ConnectionClosed)
             assert "closed before the response" in str(error) and url in str(error)
             assert app.requests("GET") == []
 

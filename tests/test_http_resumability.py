@@ -23,6 +23,7 @@ from conftest import DEADLINE, HttpServer, McpHttp, request, wait_until
 
 from modelctx import Context, Server
 from modelctx.client import Client
+from modelctx.errors import ConnectionClosed, RequestLost
 from modelctx.transports._sse_resume import KEPT_EVENTS as _KEPT_EVENTS
 from modelctx.transports._sse_resume import KEPT_STREAMS as _KEPT_STREAMS
 from modelctx.transports._sse_resume import RESUME_GRACE as _RESUME_GRACE
@@ -523,6 +524,49 @@ def test_our_handshake_era_client_gets_the_result_of_a_call_whose_stream_was_cut
     assert cuts == 1
     assert result.content[0].text == "worked 1.0" and not result.is_error
     assert runs.read_text() == "run\n"  # resumed, not sent again
+
+
+def test_a_modern_call_whose_stream_broke_is_reissued_when_the_tool_is_idempotent(slow_server, tmp_path):
+    runs = tmp_path / "runs"
+    progress: list[Any] = []
+
+    async def main() -> Any:
+        async with CuttingProxy(slow_server.port) as proxy:
+            async with Client(proxy.url, mode="2026-07-28", timeout=DEADLINE) as client:
+                await client.tools()  # the annotations say whether a call may be repeated
+                result = await client.call_tool(
+                    "work_idempotently", {"seconds": 0.5, "runs": str(runs)},
+                    progress=lambda *update: progress.append(update),
+                )
+            return result, proxy.cuts
+
+    result, cuts = asyncio.run(main())
+
+    assert cuts == 1
+    assert result.content[0].text == "worked 0.5"
+    assert runs.read_text() == "run\nrun\n"  # a new request: the tool ran again
+    assert len(progress) == 2  # the lost request's progress, then the new one's
+
+
+def test_a_modern_call_whose_stream_broke_fails_with_request_lost_when_repeating_may_harm(slow_server, tmp_path):
+    runs = tmp_path / "runs"
+
+    async def main() -> BaseException:
+        async with CuttingProxy(slow_server.port) as proxy:
+            async with Client(proxy.url, mode="2026-07-28", timeout=DEADLINE) as client:
+                await client.tools()
+                with pytest.raises(RequestLost) as lost:
+                    await client.call_tool("work", {"seconds": 0.5, "runs": str(runs)}, progress=lambda *_: None)
+            assert proxy.cuts == 1
+            return lost.value
+
+    error = asyncio.run(main())
+
+    assert isinstance(error, ConnectionClosed)
+    message = str(error)
+    assert "tools/call" in message and "closed before the response" in message
+    assert "neither readOnlyHint nor idempotentHint" in message and "send it again if that is safe" in message
+    assert runs.read_text() == "run\n"  # sent once; the server saw the cut as cancellation
 
 
 def test_a_handshake_era_request_whose_client_never_comes_back_is_cancelled_after_a_grace(slow_http, tmp_path):

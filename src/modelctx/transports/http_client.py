@@ -46,6 +46,7 @@ from ..errors import (
     MCPError,
     ParseError,
     ProtocolError,
+    RequestLost,
     SessionExpired,
 )
 from ..protocol._framing import EventTooLarge, SSEParser, response_id
@@ -340,7 +341,14 @@ class HttpClientTransport(ClientTransport):
         stream.end_of_stream()
         if exchange.handshake and stream.last_id is not None:
             return await self._resume(exchange, stream)
-        # 2026-07-28 has no resumption: a broken stream is a lost request (changelog).
+        if not exchange.handshake:
+            # 2026-07-28 has no resumption: a broken stream is a lost request, which the
+            # client re-issues as a new request when that is safe (changelog 9; Client).
+            return RequestLost(
+                f"{self.name}: the SSE stream of {exchange.what} closed before the response{outcome}; "
+                "2026-07-28 streams cannot be resumed, so the request is lost (the server may "
+                "or may not have acted on it)"
+            )
         return ConnectionClosed(
             f"{self.name}: the SSE stream of {exchange.what} closed before the response{outcome}"
         )
