@@ -24,6 +24,7 @@ from conftest import DEADLINE, HttpServer, McpHttp, request, wait_until
 from modelctx import Context, Server
 from modelctx.client import Client
 from modelctx.errors import ConnectionClosed, RequestLost
+from modelctx.transports._sse_resume import KEPT_BYTES as _KEPT_BYTES
 from modelctx.transports._sse_resume import KEPT_EVENTS as _KEPT_EVENTS
 from modelctx.transports._sse_resume import KEPT_STREAMS as _KEPT_STREAMS
 from modelctx.transports._sse_resume import RESUME_GRACE as _RESUME_GRACE
@@ -407,6 +408,15 @@ async def work_idempotently(ctx: Context, seconds: float = 1.0, runs: str = "") 
 
 
 @server.tool
+async def bulky(ctx: Context, count: int, size: int) -> str:
+    """Close the SSE stream, then log ``count`` lines of ``size`` characters, answer."""
+    await ctx.close_sse_stream(retry_ms=100)
+    for i in range(count):
+        await ctx.info(str(i) * size)
+    return f"logged {count}"
+
+
+@server.tool
 async def work_until_cancelled(ctx: Context, marker: str) -> str:
     """Log a line, then run until cancelled; then write 'cancelled' to ``marker``."""
     await ctx.info("working")
@@ -584,3 +594,32 @@ def test_a_handshake_era_request_whose_client_never_comes_back_is_cancelled_afte
     assert marker.read_text() == "cancelled"
     resumed = session.get(first["id"])  # late: the kept stream ended without a result
     assert resumed.status_code == 200 and events(resumed.text) == []
+
+
+def test_a_reply_delivered_whole_keeps_only_its_result_for_a_late_resume(slow_http):
+    session = Session(slow_http)
+    message = {"jsonrpc": "2.0", "id": 13, "method": "tools/call",
+               "params": {"name": "work", "arguments": {"seconds": 0}}}  # fmt: skip
+
+    whole = events(session.post(message).text)
+    resumed = session.get(whole[0]["id"])
+
+    assert [e["data"].get("method") for e in whole] == ["notifications/message", None]  # the log line, the result
+    assert [e["id"] for e in events(resumed.text)] == [whole[-1]["id"]]  # the result alone is kept
+    assert events(resumed.text)[-1]["data"]["id"] == 13
+
+
+def test_a_kept_stream_holds_at_most_kept_bytes_of_events_and_always_the_result(slow_http):
+    session = Session(slow_http)
+    size, count = 100_000, 30  # 3 MB of log lines
+    message = {"jsonrpc": "2.0", "id": 14, "method": "tools/call",
+               "params": {"name": "bulky", "arguments": {"count": count, "size": size}}}  # fmt: skip
+    priming = priming_of(session.post(message))
+
+    got = events(session.get(priming["id"]).text)
+
+    assert got[-1]["data"]["result"]["content"] == [{"type": "text", "text": f"logged {count}"}]
+    kept_lines = got[:-1]
+    assert 0 < len(kept_lines) < count
+    assert sum(len(json.dumps(e["data"])) for e in kept_lines) <= _KEPT_BYTES
+    assert kept_lines[-1]["data"]["params"]["data"] == str(count - 1) * size  # the newest are the ones kept

@@ -169,6 +169,23 @@ def test_a_reply_cut_on_one_replica_is_resumed_through_the_other(replicas, sessi
     assert rest[-1] == {"jsonrpc": "2.0", "id": 77, "result": {"content": [{"type": "text", "text": "worked on A"}]}}
 
 
+def test_a_reply_delivered_whole_leaves_only_its_result_in_redis(replicas, session):
+    """What Redis keeps of a stream whose result went out whole is that result alone."""
+    a, b = replicas
+    session.open(a)
+    reply = session.post(a, "tools/call", {"name": "work", "arguments": {"seconds": 0}})
+    first_id = next(line for line in reply.text.splitlines() if line.startswith("id:"))[3:].strip()
+    stream_id = first_id.rsplit(":", 1)[0]
+
+    def kept_on_b() -> list[dict[str, Any]]:
+        resumed = session.client.get(b.url, headers={**session.headers(), "accept": "text/event-stream",
+                                                     "last-event-id": f"{stream_id}:0"})  # fmt: skip
+        return sse_messages(resumed.text)
+
+    wait_until(lambda: len(kept_on_b()) == 1, "Redis to keep the result alone")
+    assert kept_on_b()[0]["result"]["content"] == [{"type": "text", "text": "worked on A"}]
+
+
 def test_with_redis_frozen_a_cut_reply_is_still_resumed_on_its_own_replica(procs, redis_server):
     """Keeping events in Redis is best effort: a Redis that accepts and never answers
     (SIGSTOP) neither holds the reply back nor stops the replica running it from

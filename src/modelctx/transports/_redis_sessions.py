@@ -331,14 +331,16 @@ class RedisSessionStore:
     async def append_stream(
         self, session_id: str, stream_id: str, entries: list[str], keep: int, *, replace: bool = False
     ) -> None:
-        """Append ``entries`` to a stream's list (``replace``: instead of what it holds)."""
+        """Append ``entries`` to a stream's list (``replace``: instead of what it holds),
+        then keep its newest ``keep`` entries."""
         key = self.stream_key(session_id, stream_id)
 
         async def write() -> None:
             async with self._redis.pipeline(transaction=True) as pipe:
                 if replace:
                     pipe.delete(key)
-                pipe.rpush(key, *entries)
+                if entries:
+                    pipe.rpush(key, *entries)
                 pipe.ltrim(key, -keep, -1)
                 pipe.pexpire(key, self._ttl_ms)
                 await pipe.execute()

@@ -33,6 +33,7 @@ from ..protocol._jsonrpc import encode
 from ._asgi import KEEPALIVE_SECONDS, SSE_HEADERS, ASGISend, Receive, wait_disconnect, wait_or_keepalive
 
 __all__ = [
+    "KEPT_BYTES",
     "KEPT_EVENTS",
     "KEPT_STREAMS",
     "RESUME_GRACE",
@@ -47,6 +48,7 @@ log = logging.getLogger("modelctx.http")
 
 KEPT_STREAMS = 8  # resumable streams per handshake session (4 while only closed replies were kept)
 KEPT_EVENTS = 256  # events kept per resumable stream
+KEPT_BYTES = 1 << 20  # bytes of events kept per stream; the newest event is kept whatever its size
 # Seconds a request whose reply connection broke runs on with no client following its
 # stream (a GET with Last-Event-ID, here or through another replica): past them the
 # client is taken to have gone, and the request is cancelled as a disconnect cancels a
@@ -61,11 +63,13 @@ class KeptStream:
     """A resumable stream: the events of one request's SSE reply, kept for a resume.
 
     Events are numbered from 1 and carry the SSE id ``<stream id>:<n>``; at most
-    ``KEPT_EVENTS`` are kept. ``end`` marks the request over (its response, if any, is
-    the last event). ``mirror`` (a ``StreamMirror``) gets each event too.
+    ``KEPT_EVENTS`` of at most ``KEPT_BYTES`` together are kept, the newest always.
+    ``end`` marks the request over (its response, if any, is the last event);
+    ``delivered`` keeps only that last event once it went out on a live connection.
+    ``mirror`` (a ``StreamMirror``) gets each event too.
     """
 
-    __slots__ = ("id", "events", "done", "changed", "mirror", "readers", "read_at", "_next")
+    __slots__ = ("id", "events", "done", "changed", "mirror", "readers", "read_at", "_next", "_bytes")
 
     def __init__(self, stream_id: str, mirror: Any = None) -> None:
         self.id = stream_id
@@ -76,6 +80,7 @@ class KeptStream:
         self.readers = 0  # GETs following it now
         self.read_at = 0.0  # when the last of them ended (monotonic)
         self._next = 1
+        self._bytes = 0
 
     def followed(self) -> bool:
         """Whether a client follows the stream here, or did within ``RESUME_GRACE``."""
@@ -111,7 +116,12 @@ class KeptStream:
         if self.done:
             return event
         self._next += 1
+        if len(self.events) == KEPT_EVENTS:
+            self._bytes -= len(self.events.popleft()[1])
         self.events.append((n, event))
+        self._bytes += len(event)
+        while self._bytes > KEPT_BYTES and len(self.events) > 1:
+            self._bytes -= len(self.events.popleft()[1])
         if self.mirror is not None:
             self.mirror.add(n, event)
         self._changed()
@@ -124,6 +134,14 @@ class KeptStream:
         if self.mirror is not None:
             self.mirror.end()
         self._changed()
+
+    def delivered(self) -> None:
+        """The request is over and its last event went out whole on the live connection:
+        keep that one alone (a client that lost it in the very last moment resumes to it)."""
+        while len(self.events) > 1:
+            self._bytes -= len(self.events.popleft()[1])
+        if self.mirror is not None:
+            self.mirror.delivered()
 
     def after(self, n: int) -> list[tuple[int, bytes]]:
         return [event for event in self.events if event[0] > n]

@@ -1161,6 +1161,9 @@ class _Reply:
         except OSError:
             if kept is None:
                 raise
+            return
+        if kept is not None and body:
+            kept.delivered()  # the client has it all: only the result stays, should it resume
 
     async def close(self, retry_ms: int) -> None:
         """End the SSE reply with a priming event and keep what follows (SEP-1699)."""
