@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 from conftest import DEADLINE, HttpServer, McpHttp, request, wait_until
+from cutting_proxy import CuttingProxy
 
 from modelctx import Context, Server
 from modelctx.client import Client
@@ -460,46 +461,6 @@ def first_event_then_cut(http: McpHttp, message: dict[str, Any], headers: dict[s
                 block += line + "\n"
     [first] = events(block)
     return first
-
-
-class CuttingProxy:
-    """A loopback TCP proxy in front of ``port`` that cuts the first connection whose
-    reply carries a notification, right after relaying it (the network failing mid-stream)."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.cuts = 0
-        self._armed = True
-        self._server: asyncio.Server | None = None
-        self.url = ""
-
-    async def __aenter__(self) -> CuttingProxy:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        self.url = f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}/mcp"
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.close()
-
-    async def _serve(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
-        upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", self.port)
-
-        async def pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, replies: bool) -> None:
-            try:
-                while chunk := await reader.read(65536):
-                    writer.write(chunk)
-                    await writer.drain()
-                    if replies and self._armed and b"notifications/" in chunk:
-                        self._armed = False
-                        self.cuts += 1
-                        break
-            except OSError:
-                pass
-            for each in (client_writer, upstream_writer):
-                each.close()
-
-        await asyncio.gather(pump(client_reader, upstream_writer, False), pump(upstream_reader, client_writer, True))
 
 
 def test_a_handshake_era_reply_cut_mid_stream_is_resumed_with_get_and_last_event_id(slow_http, tmp_path):

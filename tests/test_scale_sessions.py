@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 import pytest
 from conftest import DEADLINE, async_test, free_port, sse_messages, wait_until
+from cutting_proxy import CuttingProxy
 from scale_processes import Proc, Processes
 
 SERVER = Path(__file__).parent / "servers" / "session_replica.py"
@@ -549,6 +550,30 @@ async def test_the_official_client_keeps_its_session_across_replicas(replicas):
     # Both replicas served requests of the one session, and its DELETE went to one of them.
     assert {name for name, _ in balancer.log} == {"A", "B"}
     assert any(method == "DELETE" for _, method in balancer.log)
+
+
+@async_test(deadline=60)
+async def test_clients_resume_a_reply_cut_mid_stream_through_a_balancer_of_replicas(replicas):
+    """Ours and the official client, behind a balancer without stickiness: the call's
+    stream is cut after its first event, the client's GET with Last-Event-ID goes to
+    whichever replica is next, and the call returns its result (issue 20)."""
+    from mcp import Client as OfficialClient
+
+    from modelctx.client import Client
+
+    balancer = RoundRobin(list(replicas))
+    async with _served(balancer) as url:
+        port = int(url.rsplit(":", 1)[1].split("/", 1)[0])
+        async with CuttingProxy(port) as proxy:
+            async with Client(proxy.url, mode="handshake", timeout=DEADLINE) as ours:
+                result = await ours.call_tool("work", {"seconds": 1.0})
+            assert proxy.cuts == 1
+            assert result.content[0].text.startswith("worked on ")
+        async with CuttingProxy(port) as proxy:
+            async with OfficialClient(proxy.url, mode="legacy", read_timeout_seconds=DEADLINE) as official:
+                theirs = await official.call_tool("work", {"seconds": 1.0})
+            assert proxy.cuts == 1
+            assert theirs.content[0].text.startswith("worked on ")
 
 
 def test_without_a_redis_sessions_stay_in_the_process_and_redis_is_never_imported():
