@@ -349,18 +349,15 @@ class RedisSessionStore:
 
     async def stream_events(self, session_id: str, stream_id: str, follow_ms: int) -> list[tuple[int, bytes]]:
         """What Redis keeps of a stream: ``(n, event)`` in order, ``(-1, b"")`` for its
-        end; empty when there is no such stream (never was, dropped, expired). The same
-        round trip says for ``follow_ms`` that a client follows it (``stream_followed``)."""
+        end; empty when there is no such stream (never was, dropped, expired). A stream
+        found is marked followed for ``follow_ms`` (``stream_followed``); an id that names
+        none leaves nothing behind."""
         key = self.stream_key(session_id, stream_id)
-
-        async def read() -> Any:
-            async with self._redis.pipeline(transaction=False) as pipe:
-                pipe.lrange(key, 0, -1)
-                pipe.set(f"{key}:followed", "1", px=follow_ms)
-                found, _ = await pipe.execute()
-            return found
-
-        stored = await self._call("reading the SSE stream", read)
+        stored = await self._call("reading the SSE stream", lambda: self._redis.lrange(key, 0, -1))
+        if stored:
+            await self._call(
+                "reading the SSE stream", lambda: self._redis.set(f"{key}:followed", "1", px=follow_ms)
+            )
         entries: list[tuple[int, bytes]] = []
         for entry in stored or []:
             n, _, event = str(entry).partition("\n")
