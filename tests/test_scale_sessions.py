@@ -27,6 +27,8 @@ from conftest import DEADLINE, async_test, free_port, sse_messages, wait_until
 from cutting_proxy import CuttingProxy
 from scale_processes import Proc, Processes
 
+from modelctx.transports._sse_resume import RESUME_GRACE
+
 SERVER = Path(__file__).parent / "servers" / "session_replica.py"
 LEGACY = "2025-11-25"
 JSON_AND_SSE = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
@@ -156,10 +158,11 @@ def _first_event_then_cut(session: Session, replica: Proc, tool: str, arguments:
 
 def test_a_reply_cut_on_one_replica_is_resumed_through_the_other(replicas, session):
     """The events of a handshake-era SSE reply are kept in Redis as they are written, so
-    the client's GET with Last-Event-ID may reach any replica (issue 20)."""
+    the client's GET with Last-Event-ID may reach any replica (issue 20). The call runs
+    on past RESUME_GRACE on A, since B tells it through Redis that a client follows."""
     a, b = replicas
     session.open(a)
-    first = _first_event_then_cut(session, a, "work", {"seconds": 1.0})
+    first = _first_event_then_cut(session, a, "work", {"seconds": RESUME_GRACE + 2})
     assert "id" in first, f"the first event has no id: {first}"
 
     resumed = session.client.get(b.url, headers={**session.headers(), "accept": "text/event-stream",
