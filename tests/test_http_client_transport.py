@@ -24,7 +24,7 @@ import httpx
 import pytest
 import uvicorn
 
-from modelctx.errors import ConnectionClosed, HttpStatusError, SessionExpired
+from modelctx.errors import ConnectionClosed, HttpStatusError, RequestLost, SessionExpired
 from modelctx.protocol import _meta
 from modelctx.protocol._headers import header_paths, request_headers
 from modelctx.protocol._jsonrpc import Notification, Response
@@ -252,6 +252,7 @@ class Scripted:
 
     * ``primed``: SSE with only a priming event (``id: e1``, ``retry: 300``), then the
       stream ends without the result; a GET with ``Last-Event-ID`` delivers it.
+      ``primed_busy``: the same, but the first such GET gets 503.
     * ``fail_500``: 500 with a plain-text body.
     * ``hang``: an SSE stream that sends nothing until the client leaves.
     * anything else: a JSON result.
@@ -266,6 +267,7 @@ class Scripted:
         self.seen: list[dict[str, Any]] = []
         self.primed_closed_at: float | None = None
         self.pending: Any = None
+        self.busy_resumes = 0  # resumption GETs still to answer 503
 
     def requests(self, verb: str) -> list[dict[str, Any]]:
         return [r for r in self.seen if r["verb"] == verb]
@@ -284,7 +286,10 @@ class Scripted:
         self.seen.append(seen)
         if scope["method"] == "GET":
             last = headers.get("last-event-id")
-            if last == "e1":
+            if last == "e1" and self.busy_resumes > 0:
+                self.busy_resumes -= 1
+                await self._plain(send, 503, b"try again")
+            elif last == "e1":
                 content = [{"type": "text", "text": "resumed"}]
                 result = {"jsonrpc": "2.0", "id": self.pending, "result": {"content": content}}
                 await self._sse(send, b"id: e2\ndata: " + json.dumps(result).encode() + b"\n\n")
@@ -310,8 +315,9 @@ class Scripted:
             await self._json(send, reply, [(b"mcp-session-id", b"s1")])
             return
         tool = message["params"].get("name")
-        if tool == "primed":
+        if tool in ("primed", "primed_busy"):
             self.pending = message["id"]
+            self.busy_resumes = 1 if tool == "primed_busy" else 0
             await self._start(send, 200, b"text/event-stream")
             priming = b"id: e1\nretry: 300\ndata: \n\n"
             await send({"type": "http.response.body", "body": priming, "more_body": True})
@@ -529,6 +535,26 @@ def test_a_handshake_stream_that_ends_early_is_resumed_after_retry_with_last_eve
     run(main())
 
 
+def test_a_resumption_answered_503_is_tried_again_after_retry():
+    """A balancer whose replica is down, or a session store away for a moment, answers
+    503: the stream may still be there, so the client tries again (within its misses)."""
+
+    async def main() -> None:
+        async with scripted() as (url, app), connected(url) as (transport, events):
+            await transport.send(initialize())
+            await until(lambda: events.outcome(1), "initialize")
+            await transport.send(handshake_era(None, "notifications/initialized"))
+            await transport.send(handshake_era(2, "tools/call", {"name": "primed_busy", "arguments": {}}))
+            await until(lambda: events.outcome(2), "the resumed response")
+
+            assert text_of(events.response(2)) == "resumed" and events.failures == {}
+            resumed = [r for r in app.requests("GET") if "last-event-id" in r["headers"]]
+            assert len(resumed) == 2
+            assert resumed[1]["at"] - resumed[0]["at"] >= 0.3, "waited the server's retry again"
+
+    run(main())
+
+
 def test_the_standalone_get_stream_reconnects_with_last_event_id_when_it_drops():
     async def main() -> None:
         async with scripted(standalone=True) as (url, app), connected(url) as (transport, events):
@@ -562,7 +588,7 @@ def test_a_modern_stream_that_ends_early_is_a_lost_request():
             await until(lambda: events.outcome(7), "the failure")
 
             error = events.failures[7]
-            assert type(error) is ConnectionClosed
+            assert type(error) is RequestLost and isinstance(error, ConnectionClosed)
             assert "closed before the response" in str(error) and url in str(error)
             assert app.requests("GET") == []
 

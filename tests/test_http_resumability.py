@@ -19,12 +19,16 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import DEADLINE, HttpServer, McpHttp, request
+from conftest import DEADLINE, HttpServer, McpHttp, request, wait_until
+from cutting_proxy import CuttingProxy
 
 from modelctx import Context, Server
 from modelctx.client import Client
+from modelctx.errors import ConnectionClosed, RequestLost
+from modelctx.transports._sse_resume import KEPT_BYTES as _KEPT_BYTES
 from modelctx.transports._sse_resume import KEPT_EVENTS as _KEPT_EVENTS
 from modelctx.transports._sse_resume import KEPT_STREAMS as _KEPT_STREAMS
+from modelctx.transports._sse_resume import RESUME_GRACE as _RESUME_GRACE
 
 LEGACY = "2025-11-25"
 FIXTURE = Path(__file__).parent / "conformance" / "everything_server.py"
@@ -162,8 +166,9 @@ def test_events_sent_before_the_close_come_first_and_the_priming_event_last(http
 
     before, priming = events(reply.text)
     assert before["data"]["params"]["data"] == "before the close"
-    assert "id" not in before
-    assert priming["id"].endswith(":0") and priming["data"] == ""
+    stream_id = before["id"].rsplit(":", 1)[0]
+    assert before["id"] == f"{stream_id}:1"  # every event of a handshake-era SSE reply has an id
+    assert priming["id"] == before["id"] and priming["data"] == ""  # resume after the last one sent
 
 
 # -- resuming with GET and Last-Event-ID --------------------------------------------------------
@@ -366,3 +371,216 @@ def test_our_handshake_era_client_gets_the_result_of_test_reconnection(tmp_path)
         fixture.stop()
     assert result.content[0].text.startswith("Reconnection test completed")
     assert not result.is_error
+
+
+# -- a reply stream cut by the network (issue 20) -------------------------------------------------
+# A tool that reports progress, then works, then answers; the connection carrying its
+# SSE reply breaks in between. Handshake era: the events had ids, so a GET with
+# Last-Event-ID gets the rest, result included. 2026-07-28: no ids; our client re-issues
+# the call when the tool says repeating it is harmless, else fails it with RequestLost.
+SLOW_FILE = '''
+import asyncio
+
+from modelctx import Context, Server
+
+server = Server("broken-stream-tests", version="0")
+
+
+async def _work(ctx: Context, seconds: float, runs: str) -> str:
+    if runs:
+        with open(runs, "a") as file:
+            file.write("run\\n")
+    await ctx.info("working")
+    await ctx.report_progress(1, 2)
+    await asyncio.sleep(seconds)
+    return f"worked {seconds}"
+
+
+@server.tool
+async def work(ctx: Context, seconds: float = 1.0, runs: str = "") -> str:
+    """Log a line and report progress, work, answer; append a line to ``runs`` per run."""
+    return await _work(ctx, seconds, runs)
+
+
+@server.tool(annotations={"idempotentHint": True})
+async def work_idempotently(ctx: Context, seconds: float = 1.0, runs: str = "") -> str:
+    """``work``, marked safe to run twice."""
+    return await _work(ctx, seconds, runs)
+
+
+@server.tool
+async def bulky(ctx: Context, count: int, size: int) -> str:
+    """Close the SSE stream, then log ``count`` lines of ``size`` characters, answer."""
+    await ctx.close_sse_stream(retry_ms=100)
+    for i in range(count):
+        await ctx.info(str(i) * size)
+    return f"logged {count}"
+
+
+@server.tool
+async def work_until_cancelled(ctx: Context, marker: str) -> str:
+    """Log a line, then run until cancelled; then write 'cancelled' to ``marker``."""
+    await ctx.info("working")
+    try:
+        await asyncio.sleep(600)
+    except asyncio.CancelledError:
+        with open(marker, "w") as file:
+            file.write("cancelled")
+        raise
+    return "never"
+'''
+
+
+@pytest.fixture(scope="module")
+def slow_server(tmp_path_factory) -> Iterator[HttpServer]:
+    root = tmp_path_factory.mktemp("broken_streams")
+    path = root / "slow_server.py"
+    path.write_text(SLOW_FILE)
+    process = HttpServer(path, root / "server.log")
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def slow_http(slow_server) -> Iterator[McpHttp]:
+    client = McpHttp(slow_server)
+    yield client
+    client.close()
+
+
+def first_event_then_cut(http: McpHttp, message: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
+    """POST ``message`` on a connection of its own, read the reply's first SSE event,
+    then drop the connection (the client's side of a network cut). Returns that event."""
+    block = ""
+    with httpx.Client(timeout=DEADLINE) as once:
+        with once.stream("POST", http.url, json=message, headers={**http.headers_for(message), **headers}) as reply:
+            assert reply.headers["content-type"].startswith("text/event-stream")
+            for line in reply.iter_lines():
+                if not line and block:
+                    break
+                block += line + "\n"
+    [first] = events(block)
+    return first
+
+
+def test_a_handshake_era_reply_cut_mid_stream_is_resumed_with_get_and_last_event_id(slow_http, tmp_path):
+    session = Session(slow_http)
+    runs = tmp_path / "runs"
+    message = {"jsonrpc": "2.0", "id": 11, "method": "tools/call",
+               "params": {"name": "work", "arguments": {"seconds": 1.0, "runs": str(runs)}}}  # fmt: skip
+
+    first = first_event_then_cut(slow_http, message, session.headers)
+
+    assert first["data"]["method"] == "notifications/message"
+    assert "id" in first, "every event of a handshake-era SSE reply carries an id"
+    resumed = session.get(first["id"])
+    assert resumed.status_code == 200
+    rest = events(resumed.text)
+    assert rest[-1]["data"] == {"jsonrpc": "2.0", "id": 11, "result": {"content": [{"type": "text", "text": "worked 1.0"}]}}
+    assert all("id" in event for event in rest)
+    assert runs.read_text() == "run\n"  # the cut did not cancel the call, and nothing ran it twice
+
+
+def test_our_handshake_era_client_gets_the_result_of_a_call_whose_stream_was_cut(slow_server, tmp_path):
+    runs = tmp_path / "runs"
+
+    async def main() -> Any:
+        async with CuttingProxy(slow_server.port) as proxy:
+            async with Client(proxy.url, mode="handshake", timeout=DEADLINE) as client:
+                result = await client.call_tool("work", {"seconds": 1.0, "runs": str(runs)})
+            return result, proxy.cuts
+
+    result, cuts = asyncio.run(main())
+
+    assert cuts == 1
+    assert result.content[0].text == "worked 1.0" and not result.is_error
+    assert runs.read_text() == "run\n"  # resumed, not sent again
+
+
+def test_a_modern_call_whose_stream_broke_is_reissued_when_the_tool_is_idempotent(slow_server, tmp_path):
+    runs = tmp_path / "runs"
+    progress: list[Any] = []
+
+    async def main() -> Any:
+        async with CuttingProxy(slow_server.port) as proxy:
+            async with Client(proxy.url, mode="2026-07-28", timeout=DEADLINE) as client:
+                await client.tools()  # the annotations say whether a call may be repeated
+                result = await client.call_tool(
+                    "work_idempotently", {"seconds": 0.5, "runs": str(runs)},
+                    progress=lambda *update: progress.append(update),
+                )
+            return result, proxy.cuts
+
+    result, cuts = asyncio.run(main())
+
+    assert cuts == 1
+    assert result.content[0].text == "worked 0.5"
+    assert runs.read_text() == "run\nrun\n"  # a new request: the tool ran again
+    assert len(progress) == 2  # the lost request's progress, then the new one's
+
+
+def test_a_modern_call_whose_stream_broke_fails_with_request_lost_when_repeating_may_harm(slow_server, tmp_path):
+    runs = tmp_path / "runs"
+
+    async def main() -> BaseException:
+        async with CuttingProxy(slow_server.port) as proxy:
+            async with Client(proxy.url, mode="2026-07-28", timeout=DEADLINE) as client:
+                await client.tools()
+                with pytest.raises(RequestLost) as lost:
+                    await client.call_tool("work", {"seconds": 0.5, "runs": str(runs)}, progress=lambda *_: None)
+            assert proxy.cuts == 1
+            return lost.value
+
+    error = asyncio.run(main())
+
+    assert isinstance(error, ConnectionClosed)
+    message = str(error)
+    assert "tools/call" in message and "closed before the response" in message
+    assert "neither readOnlyHint nor idempotentHint" in message and "send it again if that is safe" in message
+    assert runs.read_text() == "run\n"  # sent once; the server saw the cut as cancellation
+
+
+def test_a_handshake_era_request_whose_client_never_comes_back_is_cancelled_after_a_grace(slow_http, tmp_path):
+    """A disconnect is not a cancellation while the client may resume; one that never
+    resumes within RESUME_GRACE seconds is taken to have gone."""
+    session = Session(slow_http)
+    marker = tmp_path / "marker"
+    message = {"jsonrpc": "2.0", "id": 12, "method": "tools/call",
+               "params": {"name": "work_until_cancelled", "arguments": {"marker": str(marker)}}}  # fmt: skip
+
+    first = first_event_then_cut(slow_http, message, session.headers)
+
+    assert "id" in first
+    wait_until(marker.exists, "the abandoned request to be cancelled", timeout=_RESUME_GRACE + DEADLINE)
+    assert marker.read_text() == "cancelled"
+    resumed = session.get(first["id"])  # late: the kept stream ended without a result
+    assert resumed.status_code == 200 and events(resumed.text) == []
+
+
+def test_a_reply_delivered_whole_keeps_only_its_result_for_a_late_resume(slow_http):
+    session = Session(slow_http)
+    message = {"jsonrpc": "2.0", "id": 13, "method": "tools/call",
+               "params": {"name": "work", "arguments": {"seconds": 0}}}  # fmt: skip
+
+    whole = events(session.post(message).text)
+    resumed = session.get(whole[0]["id"])
+
+    assert [e["data"].get("method") for e in whole] == ["notifications/message", None]  # the log line, the result
+    assert [e["id"] for e in events(resumed.text)] == [whole[-1]["id"]]  # the result alone is kept
+    assert events(resumed.text)[-1]["data"]["id"] == 13
+
+
+def test_a_kept_stream_holds_at_most_kept_bytes_of_events_and_always_the_result(slow_http):
+    session = Session(slow_http)
+    size, count = 100_000, 30  # 3 MB of log lines
+    message = {"jsonrpc": "2.0", "id": 14, "method": "tools/call",
+               "params": {"name": "bulky", "arguments": {"count": count, "size": size}}}  # fmt: skip
+    priming = priming_of(session.post(message))
+
+    got = events(session.get(priming["id"]).text)
+
+    assert got[-1]["data"]["result"]["content"] == [{"type": "text", "text": f"logged {count}"}]
+    kept_lines = got[:-1]
+    assert 0 < len(kept_lines) < count
+    assert sum(len(json.dumps(e["data"])) for e in kept_lines) <= _KEPT_BYTES
+    assert kept_lines[-1]["data"]["params"]["data"] == str(count - 1) * size  # the newest are the ones kept

@@ -24,7 +24,10 @@ from typing import Any
 import httpx
 import pytest
 from conftest import DEADLINE, async_test, free_port, sse_messages, wait_until
+from cutting_proxy import CuttingProxy
 from scale_processes import Proc, Processes
+
+from modelctx.transports._sse_resume import RESUME_GRACE
 
 SERVER = Path(__file__).parent / "servers" / "session_replica.py"
 LEGACY = "2025-11-25"
@@ -134,6 +137,81 @@ def test_a_session_opened_on_one_replica_is_served_by_the_other(replicas, sessio
               if m.get("method") == "notifications/message"]
     assert logged == ["warning"]
     assert session.call(a, "whereami") == "A"
+
+
+def _first_event_then_cut(session: Session, replica: Proc, tool: str, arguments: dict[str, Any]) -> dict[str, str]:
+    """POST a call of ``tool`` on a connection of its own, read the first SSE event of its
+    reply, then drop the connection (a network cut). Returns that event's fields."""
+    message = {"jsonrpc": "2.0", "id": 77, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
+    fields: dict[str, str] = {}
+    with httpx.Client(timeout=DEADLINE) as once, once.stream(
+        "POST", replica.url, json=message, headers=session.headers()
+    ) as reply:
+        assert reply.headers["content-type"].startswith("text/event-stream")
+        for line in reply.iter_lines():
+            if not line and fields:
+                break
+            name, _, value = line.partition(":")
+            fields[name] = value.strip()
+    return fields
+
+
+def test_a_reply_cut_on_one_replica_is_resumed_through_the_other(replicas, session):
+    """The events of a handshake-era SSE reply are kept in Redis as they are written, so
+    the client's GET with Last-Event-ID may reach any replica (issue 20). The call runs
+    on past RESUME_GRACE on A, since B tells it through Redis that a client follows."""
+    a, b = replicas
+    session.open(a)
+    first = _first_event_then_cut(session, a, "work", {"seconds": RESUME_GRACE + 2})
+    assert "id" in first, f"the first event has no id: {first}"
+
+    resumed = session.client.get(b.url, headers={**session.headers(), "accept": "text/event-stream",
+                                                 "last-event-id": first["id"]})  # fmt: skip
+
+    assert resumed.status_code == 200 and resumed.headers["content-type"].startswith("text/event-stream")
+    rest = sse_messages(resumed.text)
+    assert rest[-1] == {"jsonrpc": "2.0", "id": 77, "result": {"content": [{"type": "text", "text": "worked on A"}]}}
+
+
+def test_a_reply_delivered_whole_leaves_only_its_result_in_redis(replicas, session):
+    """What Redis keeps of a stream whose result went out whole is that result alone."""
+    a, b = replicas
+    session.open(a)
+    reply = session.post(a, "tools/call", {"name": "work", "arguments": {"seconds": 0}})
+    first_id = next(line for line in reply.text.splitlines() if line.startswith("id:"))[3:].strip()
+    stream_id = first_id.rsplit(":", 1)[0]
+
+    def kept_on_b() -> list[dict[str, Any]]:
+        resumed = session.client.get(b.url, headers={**session.headers(), "accept": "text/event-stream",
+                                                     "last-event-id": f"{stream_id}:0"})  # fmt: skip
+        return sse_messages(resumed.text)
+
+    wait_until(lambda: len(kept_on_b()) == 1, "Redis to keep the result alone")
+    assert kept_on_b()[0]["result"]["content"] == [{"type": "text", "text": "worked on A"}]
+
+
+def test_with_redis_frozen_a_cut_reply_is_still_resumed_on_its_own_replica(procs, redis_server):
+    """Keeping events in Redis is best effort: a Redis that accepts and never answers
+    (SIGSTOP) neither holds the reply back nor stops the replica running it from
+    resuming it. (redis_server: skipped, a failure under CI, without redis-server.)"""
+    redis = procs.start_redis()
+    a = procs.start_replica(SERVER, redis_url=redis.extra["url"], env={"REPLICA": "A"})
+    session = Session()
+    try:
+        session.open(a)
+        os.kill(redis.pid, signal.SIGSTOP)
+        whole = session.messages(a, "tools/call", {"name": "work", "arguments": {"seconds": 0.1}})
+        assert whole[-1]["result"]["content"] == [{"type": "text", "text": "worked on A"}]
+        first = _first_event_then_cut(session, a, "work", {"seconds": 1.0})
+
+        resumed = session.client.get(a.url, headers={**session.headers(), "accept": "text/event-stream",
+                                                     "last-event-id": first["id"]})  # fmt: skip
+
+        assert resumed.status_code == 200
+        assert sse_messages(resumed.text)[-1]["result"]["content"] == [{"type": "text", "text": "worked on A"}]
+    finally:
+        session.close()
+        os.kill(redis.pid, signal.SIGCONT)  # a stopped process ignores SIGTERM until it continues
 
 
 def test_a_replica_serves_the_subscriptions_of_a_session_opened_elsewhere(replicas, session):
@@ -475,6 +553,30 @@ async def test_the_official_client_keeps_its_session_across_replicas(replicas):
     # Both replicas served requests of the one session, and its DELETE went to one of them.
     assert {name for name, _ in balancer.log} == {"A", "B"}
     assert any(method == "DELETE" for _, method in balancer.log)
+
+
+@async_test(deadline=60)
+async def test_clients_resume_a_reply_cut_mid_stream_through_a_balancer_of_replicas(replicas):
+    """Ours and the official client, behind a balancer without stickiness: the call's
+    stream is cut after its first event, the client's GET with Last-Event-ID goes to
+    whichever replica is next, and the call returns its result (issue 20)."""
+    from mcp import Client as OfficialClient
+
+    from modelctx.client import Client
+
+    balancer = RoundRobin(list(replicas))
+    async with _served(balancer) as url:
+        port = int(url.rsplit(":", 1)[1].split("/", 1)[0])
+        async with CuttingProxy(port) as proxy:
+            async with Client(proxy.url, mode="handshake", timeout=DEADLINE) as ours:
+                result = await ours.call_tool("work", {"seconds": 1.0})
+            assert proxy.cuts == 1
+            assert result.content[0].text.startswith("worked on ")
+        async with CuttingProxy(port) as proxy:
+            async with OfficialClient(proxy.url, mode="legacy", read_timeout_seconds=DEADLINE) as official:
+                theirs = await official.call_tool("work", {"seconds": 1.0})
+            assert proxy.cuts == 1
+            assert theirs.content[0].text.startswith("worked on ")
 
 
 def test_without_a_redis_sessions_stay_in_the_process_and_redis_is_never_imported():

@@ -25,7 +25,9 @@
     │                             HTTP 401 with a Bearer challenge, never a JSON-RPC error
     └── LocalError                found on this side; no JSON-RPC code, never sent
         ├── ConnectionClosed      the peer went away; pending calls fail with this
-        │   └── SessionExpired    HTTP 404 on a handshake-era session: initialize again
+        │   ├── SessionExpired    HTTP 404 on a handshake-era session: initialize again
+        │   └── RequestLost       a 2026-07-28 reply stream broke before its result; it
+        │                         may or may not have run; send it again if that is safe
         ├── HttpStatusError       an HTTP status with no JSON-RPC response in the body
         ├── RequestTimeout        no answer within the deadline (also a ``TimeoutError``)
         ├── MalformedResponse     the peer's reply breaks the spec (unknown ``resultType``,
@@ -69,6 +71,7 @@ __all__ = [  # noqa: RUF022 - in the order of the tree above
     "LocalError",
     "ConnectionClosed",
     "SessionExpired",
+    "RequestLost",
     "HttpStatusError",
     "RequestTimeout",
     "MalformedResponse",
@@ -272,6 +275,12 @@ class ConnectionClosed(LocalError):
 
 class SessionExpired(ConnectionClosed):
     """The server no longer knows our handshake-era session (HTTP 404); initialize again."""
+
+
+class RequestLost(ConnectionClosed):
+    """A 2026-07-28 request's SSE reply broke before its result (changelog 9: no
+    resumption; the request is lost). The server may or may not have acted on it; the
+    client re-sends it by itself only when that is safe (``Client`` says when)."""
 
 
 class HttpStatusError(LocalError):

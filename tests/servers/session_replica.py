@@ -44,6 +44,14 @@ async def ask_name(ctx: Context) -> str:
 
 
 @server.tool
+async def work(ctx: Context, seconds: float = 1.0) -> str:
+    """Logs a line, works for ``seconds``, then answers naming the replica."""
+    await ctx.info("working")
+    await asyncio.sleep(seconds)
+    return f"worked on {os.environ.get('REPLICA', '?')}"
+
+
+@server.tool
 async def wait_forever() -> str:
     """Runs until cancelled."""
     await asyncio.sleep(3600)

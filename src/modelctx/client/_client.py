@@ -46,6 +46,7 @@ from ..errors import (
     MissingRequiredClientCapability,
     OutputSchemaViolation,
     ProtocolError,
+    RequestLost,
     RequestTimeout,
     SessionExpired,
     UnsupportedProtocolVersion,
@@ -503,13 +504,13 @@ class Client:
         for round_number in range(self.options.max_rounds + 1):
             call = {**params, **extra}
             try:
-                result = await self.session.request(method, call, **kwargs)
+                result = await self._reissuing(method, call, **kwargs)
             except UnsupportedProtocolVersion as exc:
                 # Retry with a version from data.supported (basic/versioning.mdx).
                 if not self.session.modern or retries == 0 or not self._adopt_supported(exc):
                     raise
                 retries -= 1
-                result = await self.session.request(method, call, **kwargs)
+                result = await self._reissuing(method, call, **kwargs)
             except SessionExpired:
                 # The server forgot our handshake session (HTTP 404): the client MUST
                 # initialize again (2025-11-25 transports.mdx), then the call is re-sent.
@@ -517,7 +518,7 @@ class Client:
                     raise
                 retries -= 1
                 await self._initialize()
-                result = await self.session.request(method, call, **kwargs)
+                result = await self._reissuing(method, call, **kwargs)
             kind = result.get("resultType", "complete")  # absent: an older server; complete
             if kind == "complete" or (kind == "task" and method == "tools/call" and self.takes_tasks):
                 return result, round_number > 0
@@ -546,6 +547,51 @@ class Client:
             f"{self.transport.name} still asked for input after {self.options.max_rounds} rounds "
             f"of {method}; giving up (raise ClientOptions.max_rounds if that is expected)"
         )
+
+    async def _reissuing(self, method: str, params: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        """``session.request``, re-issued when a 2026-07-28 reply stream broke before the
+        result (``RequestLost``) and repeating the request is safe.
+
+        The changelog (item 9) says a broken stream loses the request and the client MUST
+        re-issue it as a new request with a new id; it cannot say whether the server had
+        already acted on it. So the client re-issues by itself only what cannot do harm
+        twice: the requests that only read (``_REPEATABLE``), and a ``tools/call`` of a
+        tool the server listed with ``readOnlyHint`` or ``idempotentHint`` (tools.mdx:
+        annotations are hints, but here it is the server's own word about its own
+        tool), at most ``_REISSUES`` times. Anything else fails with ``RequestLost``,
+        saying why it was not sent again: the caller decides. Each re-issue is a new
+        request (new id, new progress token; progress may start again from the
+        beginning) with its own ``timeout``.
+        """
+        reissues = _REISSUES
+        while True:
+            try:
+                return await self.session.request(method, params, **kwargs)
+            except RequestLost as lost:
+                unsafe = self._unsafe_to_repeat(method, params)
+                if unsafe is None and reissues > 0:
+                    reissues -= 1
+                    log.info("%s; sending %s again as a new request (it is safe to repeat)", lost, method)
+                    continue
+                why = unsafe or f"it was sent {_REISSUES + 1} times and every stream broke"
+                raise RequestLost(f"{lost}. It was not sent again: {why}; send it again if that is safe") from None
+
+    def _unsafe_to_repeat(self, method: str, params: dict[str, Any]) -> str | None:
+        """Why repeating this request could do harm (None: it is safe; see ``_reissuing``)."""
+        if method in _REPEATABLE:
+            return None
+        if method != "tools/call":
+            return f"{method} may change state on the server"
+        name = params.get("name")
+        tool = self._tools.get(name) if isinstance(name, str) else None
+        if tool is None:
+            return f"tool {name!r} was not listed, so nothing says it is safe to run twice"
+        annotations = tool.get("annotations")
+        if isinstance(annotations, dict) and (
+            annotations.get("readOnlyHint") is True or annotations.get("idempotentHint") is True
+        ):
+            return None
+        return f"tool {name!r} is marked neither readOnlyHint nor idempotentHint, so running it twice may do harm"
 
     async def _answer_all(self, requests: dict[str, Any]) -> dict[str, Any]:
         if len(requests) > MAX_INPUT_REQUESTS:
@@ -1005,6 +1051,23 @@ _ResultT = TypeVar("_ResultT", bound=msgspec.Struct)
 
 #: Input requests (elicitation, sampling, roots) one input_required round may hold.
 MAX_INPUT_REQUESTS = 64
+
+#: Times a request whose 2026-07-28 reply stream broke is re-issued (``_reissuing``).
+_REISSUES = 2
+#: Requests that only read: sending one twice does no harm (``_reissuing``).
+_REPEATABLE = frozenset(
+    {
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "prompts/get",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "completion/complete",
+        "tasks/get",
+    }
+)
 
 
 def _convert(result: dict[str, Any], cls: type[_ResultT]) -> _ResultT:

@@ -321,6 +321,61 @@ class RedisSessionStore:
         if isinstance(listeners, int) and listeners <= 1:  # this process alone listens
             log.warning("session %s: no other replica listens for a forwarded message; dropped", session_id)
 
+    # -- resumable SSE streams (_sse_resume, _redis_streams) ---------------------------------
+    # One list per stream, ``<prefix>stream:<session>:<stream>``: entries ``"<n>\n<event>"``
+    # in order, then ``"end"`` once the request is over; trimmed to its newest
+    # ``keep`` entries and expiring ``idle_seconds`` after its last write.
+    def stream_key(self, session_id: str, stream_id: str) -> str:
+        return f"{self.prefix}stream:{session_id}:{stream_id}"
+
+    async def append_stream(
+        self, session_id: str, stream_id: str, entries: list[str], keep: int, *, replace: bool = False
+    ) -> None:
+        """Append ``entries`` to a stream's list (``replace``: instead of what it holds),
+        then keep its newest ``keep`` entries."""
+        key = self.stream_key(session_id, stream_id)
+
+        async def write() -> None:
+            async with self._redis.pipeline(transaction=True) as pipe:
+                if replace:
+                    pipe.delete(key)
+                if entries:
+                    pipe.rpush(key, *entries)
+                pipe.ltrim(key, -keep, -1)
+                pipe.pexpire(key, self._ttl_ms)
+                await pipe.execute()
+
+        await self._call("keeping the SSE stream", write)
+
+    async def stream_events(self, session_id: str, stream_id: str, follow_ms: int) -> list[tuple[int, bytes]]:
+        """What Redis keeps of a stream: ``(n, event)`` in order, ``(-1, b"")`` for its
+        end; empty when there is no such stream (never was, dropped, expired). A stream
+        found is marked followed for ``follow_ms`` (``stream_followed``); an id that names
+        none leaves nothing behind."""
+        key = self.stream_key(session_id, stream_id)
+        stored = await self._call("reading the SSE stream", lambda: self._redis.lrange(key, 0, -1))
+        if stored:
+            await self._call(
+                "reading the SSE stream", lambda: self._redis.set(f"{key}:followed", "1", px=follow_ms)
+            )
+        entries: list[tuple[int, bytes]] = []
+        for entry in stored or []:
+            n, _, event = str(entry).partition("\n")
+            if n == "end":
+                entries.append((-1, b""))
+            elif n.isdigit():
+                entries.append((int(n), event.encode()))
+        return entries
+
+    async def stream_followed(self, session_id: str, stream_id: str) -> bool:
+        """Whether a client followed the stream through another replica lately."""
+        key = f"{self.stream_key(session_id, stream_id)}:followed"
+        return bool(await self._call("reading the SSE stream", lambda: self._redis.exists(key)))
+
+    async def drop_stream(self, session_id: str, stream_id: str) -> None:
+        key = self.stream_key(session_id, stream_id)
+        await self._call("dropping the SSE stream", lambda: self._redis.delete(key, f"{key}:followed"))
+
     # -- the channel ---------------------------------------------------------------------
     def listen(self, on_note: Listener, sweep: Callable[[], list[HandshakeSession]]) -> None:
         """Start following the channel (idempotent): each note from another process goes to

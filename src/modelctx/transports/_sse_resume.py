@@ -1,77 +1,147 @@
-"""Resumable SSE replies of handshake-era sessions (2025-11-25, SEP-1699 polling).
+"""Resumable SSE replies of handshake-era sessions (2025-11-25 Resumability and Redelivery).
 
-A handler may end its SSE reply early (``Context.close_sse_stream``): the reply closes
-after a priming event (an ``id`` and a ``retry`` time with empty data), and what the
-request sends afterwards is kept in the session as a ``KeptStream``. The client comes
-back with GET and ``Last-Event-ID``; ``resume`` replays what came after that id and
-follows the stream until the request ends. 2026-07-28 has no resumability: modern
-replies never get here. Memory is bounded: ``KEPT_STREAMS`` streams per session,
-``KEPT_EVENTS`` events per stream (oldest dropped first; the response is always the
-newest event, so it is kept).
+Every SSE reply of a handshake session is a ``KeptStream``: its events carry the SSE id
+``<stream id>:<n>`` (n from 1) and are kept in the session as they are written, so a
+client whose connection broke comes back with GET and ``Last-Event-ID`` and ``resume``
+replays what came after that id, then follows the stream until the request ends. The
+connection breaking is therefore not the request's cancellation (2025-11-25: a
+disconnection SHOULD NOT be interpreted as cancelling; the client sends
+``notifications/cancelled``). A handler may also end its reply on purpose
+(``Context.close_sse_stream``, SEP-1699 polling): the reply closes with a priming event
+(the id of the last event, or ``:0``, a ``retry`` time and empty data) and the rest is
+kept the same way. 2026-07-28 has no resumability: modern replies never get here.
+
+Memory is bounded: ``KEPT_STREAMS`` streams per session (finished ones are dropped
+oldest first to make room; when all are running, a new reply gets no ids and a
+disconnect cancels it, as before), ``KEPT_EVENTS`` events per stream (oldest dropped
+first; the response is always the newest event, so it is kept). With a Redis
+(``ServerConfig.redis_url``) each stream is mirrored there too (``StreamMirror``), so a
+GET reaching another replica resumes it (``resume_shared``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
+import time
 from collections import deque
 from typing import Any
 
-from ..protocol._framing import sse_event
+from ..protocol._framing import SSE_KEEPALIVE, sse_event
 from ..protocol._jsonrpc import encode
-from ._asgi import SSE_HEADERS, ASGISend, Receive, wait_disconnect, wait_or_keepalive
+from ._asgi import KEEPALIVE_SECONDS, SSE_HEADERS, ASGISend, Receive, wait_disconnect, wait_or_keepalive
 
-__all__ = ["KeptStream", "kept_after", "resume", "KEPT_STREAMS", "KEPT_EVENTS"]
+__all__ = [
+    "KEPT_BYTES",
+    "KEPT_EVENTS",
+    "KEPT_STREAMS",
+    "RESUME_GRACE",
+    "KeptStream",
+    "kept_after",
+    "parse_event_id",
+    "resume",
+    "resume_shared",
+]
 
-KEPT_STREAMS = 4  # resumable streams per handshake session
+log = logging.getLogger("modelctx.http")
+
+KEPT_STREAMS = 8  # resumable streams per handshake session (4 while only closed replies were kept)
 KEPT_EVENTS = 256  # events kept per resumable stream
+KEPT_BYTES = 1 << 20  # bytes of events kept per stream; the newest event is kept whatever its size
+# Seconds a request whose reply connection broke runs on with no client following its
+# stream (a GET with Last-Event-ID, here or through another replica): past them the
+# client is taken to have gone, and the request is cancelled as a disconnect cancels a
+# reply that has no ids. Clients come back after the ``retry`` time (default 1 s).
+RESUME_GRACE = 5.0
+_SHARED_POLL = 0.2  # seconds between reads of a stream another replica runs
+_FOLLOW_MS = int(RESUME_GRACE * 1000)  # each read tells the replica running it for this long
+_STREAM_ID_CHARS = frozenset("0123456789abcdef")
 
 
 class KeptStream:
-    """A resumable stream: what one request sent after its SSE reply closed early.
+    """A resumable stream: the events of one request's SSE reply, kept for a resume.
 
-    Events are numbered from 1 (0 is the priming event) and carry the SSE id
-    ``<stream id>:<n>``; at most ``KEPT_EVENTS`` are kept. ``end`` marks the
-    request over (its response, if any, is the last event).
+    Events are numbered from 1 and carry the SSE id ``<stream id>:<n>``; at most
+    ``KEPT_EVENTS`` of at most ``KEPT_BYTES`` together are kept, the newest always.
+    ``end`` marks the request over (its response, if any, is the last event);
+    ``delivered`` keeps only that last event once it went out on a live connection.
+    ``mirror`` (a ``StreamMirror``) gets each event too.
     """
 
-    __slots__ = ("id", "events", "done", "changed", "_next")
+    __slots__ = ("id", "events", "done", "changed", "mirror", "readers", "read_at", "_next", "_bytes")
 
-    def __init__(self, stream_id: str) -> None:
+    def __init__(self, stream_id: str, mirror: Any = None) -> None:
         self.id = stream_id
         self.events: deque[tuple[int, bytes]] = deque(maxlen=KEPT_EVENTS)
         self.done = False
         self.changed = asyncio.Event()  # replaced after each change; readers hold the old one
+        self.mirror = mirror
+        self.readers = 0  # GETs following it now
+        self.read_at = 0.0  # when the last of them ended (monotonic)
         self._next = 1
+        self._bytes = 0
+
+    def followed(self) -> bool:
+        """Whether a client follows the stream here, or did within ``RESUME_GRACE``."""
+        return self.readers > 0 or time.monotonic() - self.read_at < RESUME_GRACE
 
     @classmethod
-    def open(cls, session: Any) -> KeptStream | None:
+    def open(cls, session: Any, mirror_for: Any = None) -> KeptStream | None:
         """A new stream in ``session``, making room by dropping finished ones; None
-        if every stream the session may keep is still running."""
+        if every stream the session may keep is still running. ``mirror_for(stream_id)``,
+        if given, makes the stream's ``StreamMirror``."""
         streams: dict[str, KeptStream] = session.streams
         finished = [key for key, kept in streams.items() if kept.done]
         for key in finished[: max(0, len(streams) - KEPT_STREAMS + 1)]:
-            del streams[key]
+            dropped = streams.pop(key)
+            if dropped.mirror is not None:
+                dropped.mirror.drop()
         if len(streams) >= KEPT_STREAMS:
             return None
-        kept = cls(secrets.token_hex(8))
+        stream_id = secrets.token_hex(8)
+        kept = cls(stream_id, mirror_for(stream_id) if mirror_for is not None else None)
         streams[kept.id] = kept
         return kept
 
     def priming(self, retry_ms: int) -> bytes:
-        return b"id: %s:0\nretry: %d\ndata: \n\n" % (self.id.encode(), retry_ms)
+        """The event that ends a reply closed early: the id of the last event (0 before
+        any), the reconnection time, and empty data (SEP-1699)."""
+        return b"id: %s:%d\nretry: %d\ndata: \n\n" % (self.id.encode(), self._next - 1, retry_ms)
 
-    def add(self, message: dict[str, Any]) -> None:
-        if self.done:
-            return
+    def add(self, message: dict[str, Any]) -> bytes:
+        """Keep ``message`` as the next event; returns the event as sent (with its id)."""
         n = self._next
+        event = b"id: %s:%d\n%s" % (self.id.encode(), n, sse_event(encode(message)))
+        if self.done:
+            return event
         self._next += 1
-        self.events.append((n, b"id: %s:%d\n%s" % (self.id.encode(), n, sse_event(encode(message)))))
+        if len(self.events) == KEPT_EVENTS:
+            self._bytes -= len(self.events.popleft()[1])
+        self.events.append((n, event))
+        self._bytes += len(event)
+        while self._bytes > KEPT_BYTES and len(self.events) > 1:
+            self._bytes -= len(self.events.popleft()[1])
+        if self.mirror is not None:
+            self.mirror.add(n, event)
         self._changed()
+        return event
 
     def end(self) -> None:
+        if self.done:
+            return
         self.done = True
+        if self.mirror is not None:
+            self.mirror.end()
         self._changed()
+
+    def delivered(self) -> None:
+        """The request is over and its last event went out whole on the live connection:
+        keep that one alone (a client that lost it in the very last moment resumes to it)."""
+        while len(self.events) > 1:
+            self._bytes -= len(self.events.popleft()[1])
+        if self.mirror is not None:
+            self.mirror.delivered()
 
     def after(self, n: int) -> list[tuple[int, bytes]]:
         return [event for event in self.events if event[0] > n]
@@ -81,15 +151,26 @@ class KeptStream:
         self.changed = asyncio.Event()
 
 
+def parse_event_id(last_event_id: str | None) -> tuple[str, int] | None:
+    """``(stream id, n)`` of a ``Last-Event-ID`` this server could have minted, else None
+    (so nothing a client makes up ever names a Redis key beyond that shape)."""
+    if not last_event_id:
+        return None
+    stream_id, _, n = last_event_id.rpartition(":")
+    if not (0 < len(stream_id) <= 32 and _STREAM_ID_CHARS.issuperset(stream_id)) or not n.isdigit():
+        return None
+    return stream_id, int(n)
+
+
 def kept_after(session: Any, last_event_id: str | None) -> tuple[KeptStream | None, int]:
     """The kept stream ``Last-Event-ID`` names and the number after which to resume."""
-    if not last_event_id:
+    parsed = parse_event_id(last_event_id)
+    if parsed is None:
         return None, 0
-    stream_id, _, n = last_event_id.rpartition(":")
-    kept = session.streams.get(stream_id)
-    if kept is None or not n.isdigit():
+    kept = session.streams.get(parsed[0])
+    if kept is None:
         return None, 0
-    return kept, int(n)
+    return kept, parsed[1]
 
 
 async def resume(session: Any, kept: KeptStream, after: int, receive: Receive, send: ASGISend) -> None:
@@ -98,6 +179,7 @@ async def resume(session: Any, kept: KeptStream, after: int, receive: Receive, s
     session.touch()
     await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
     watcher = asyncio.ensure_future(wait_disconnect(receive))
+    kept.readers += 1
     try:
         while not watcher.done():
             changed = kept.changed
@@ -113,7 +195,65 @@ async def resume(session: Any, kept: KeptStream, after: int, receive: Receive, s
         pass
     finally:
         watcher.cancel()
+        kept.readers -= 1
+        kept.read_at = time.monotonic()
     try:
         await send({"type": "http.response.body", "body": b"", "more_body": False})
     except OSError:
         pass
+
+
+async def resume_shared(
+    store: Any, session: Any, stream_id: str, after: int, receive: Receive, send: ASGISend
+) -> bool:
+    """Resume a stream another replica runs (or ran), from its copy in Redis: replay what
+    follows event ``after``, then read the copy again every ``_SHARED_POLL`` seconds
+    until its end marker. False, having sent nothing, when Redis has no such stream.
+
+    Raises ``SessionStoreUnavailable`` when Redis does not answer the first read; a
+    later failure, or the copy expiring (its replica died), ends the stream, and the
+    client resumes again from its last id.
+    """
+    from ._redis_sessions import SessionStoreUnavailable
+
+    entries = await store.stream_events(session.id, stream_id, _FOLLOW_MS)
+    if not entries:
+        return False
+    cursor = after
+    session.touch()
+    await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+    watcher = asyncio.ensure_future(wait_disconnect(receive))
+    loop = asyncio.get_running_loop()
+    quiet_since = loop.time()
+    try:
+        while entries and not watcher.done():
+            ended = False
+            for n, event in entries:
+                if n < 0:
+                    ended = True
+                elif n > cursor:
+                    cursor, quiet_since = n, loop.time()
+                    await send({"type": "http.response.body", "body": event, "more_body": True})
+            if ended:
+                break
+            await asyncio.wait((watcher,), timeout=_SHARED_POLL)
+            if watcher.done():
+                break
+            session.touch()
+            if loop.time() - quiet_since >= KEEPALIVE_SECONDS:
+                quiet_since = loop.time()
+                await send({"type": "http.response.body", "body": SSE_KEEPALIVE, "more_body": True})
+            try:
+                entries = await store.stream_events(session.id, stream_id, _FOLLOW_MS)
+            except SessionStoreUnavailable as down:
+                log.warning("session %s: stopped following stream %s: %s", session.id, stream_id, down)
+                break
+    except OSError:
+        pass
+    finally:
+        watcher.cancel()
+    try:
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+    except OSError:
+        pass
+    return True

@@ -29,21 +29,25 @@ One endpoint path; per request:
 The reply is one JSON body unless the handler sends something before its result
 (progress, a log message, a listen event, a handshake-era server request): the first
 such message turns the reply into an SSE stream that the result then ends. A client
-that disconnects cancels its request (the spec's HTTP cancellation).
+that disconnects cancels its request (the spec's HTTP cancellation), unless the reply
+is a handshake session's resumable SSE stream (below).
 
-Polling (2025-11-25 Resumability and Redelivery, SEP-1699; handshake sessions only,
-2026-07-28 has no event ids). A handler's ``Context.close_sse_stream`` ends the SSE
-reply with a priming event (``id: <stream>:0``, ``retry:``, empty ``data:``); from
-then on the client leaving is no longer cancellation, and the request's later
-messages are kept in the session as events ``<stream>:1``, ``<stream>:2``...
-(``KeptStream``). A GET with ``Last-Event-ID`` naming a kept stream replays what follows
-that id, then follows the stream until its response. Any other ``Last-Event-ID``
+Resumability (2025-11-25 Resumability and Redelivery; handshake sessions only,
+2026-07-28 has no event ids). A handshake session's SSE reply is a ``KeptStream`` of
+the session: its events carry ids ``<stream>:1``, ``<stream>:2``... and are kept as
+they are written, so when the connection breaks the request runs on (a disconnect is
+not a cancellation there; ``notifications/cancelled`` is) and a GET with
+``Last-Event-ID`` naming the stream replays what follows that id, then follows the
+stream until its response. A handler's ``Context.close_sse_stream`` ends the reply on
+purpose with a priming event (the last id, ``retry:``, empty ``data:``; SEP-1699) and
+the rest is kept the same way. With a Redis each kept stream is mirrored there
+(``_redis_streams``), so the GET may reach any replica. Any other ``Last-Event-ID``
 (unknown, evicted, another session's) is ignored and the GET opens the standalone
 stream as without one: the spec lets a server not replay, and 404 would tell the
-client its session has ended. A session keeps at most ``_KEPT_STREAMS`` streams
-(finished ones are dropped oldest first; when all are still running, closing is
-declined and the reply stays open) of at most ``_KEPT_EVENTS`` events each (the
-oldest are dropped; the response, being last, is always kept); they end with it.
+client its session has ended. A session keeps at most ``KEPT_STREAMS`` streams
+(finished ones are dropped oldest first; when all are still running, a new reply has
+no ids, a disconnect cancels it, and closing is declined) of at most ``KEPT_EVENTS``
+events each (the oldest are dropped; the response, being last, is always kept).
 """
 
 from __future__ import annotations
@@ -106,9 +110,10 @@ from ._redis_sessions import (
     apply_fields,
     principal_digest,
 )
+from ._redis_streams import StreamMirror
 from ._seam import Peer, ServerApp
 from ._session import HandshakeSession, SessionTable, act
-from ._sse_resume import KeptStream, kept_after, resume
+from ._sse_resume import RESUME_GRACE, KeptStream, kept_after, parse_event_id, resume, resume_shared
 from ._tuning import settle_heap
 
 __all__ = ["HttpApp", "ResourceAuth", "serve_http"]
@@ -591,7 +596,7 @@ class HttpApp:
         # away (closing the stream is the cancellation, streamable-http.mdx). One extra
         # task per request instead of two.
         guard = _CancelGuard(asyncio.current_task())
-        stream = _Reply(send, session, guard)
+        stream = _Reply(send, session, guard, self._store if session is not None else None)
         watcher = asyncio.get_running_loop().create_task(guard.watch(receive))
         if inbound is not None:
             inbound.handle = guard
@@ -631,7 +636,7 @@ class HttpApp:
         if guard.requested:
             guard.settle()
             if guard.disconnected:
-                stream.closed = True
+                stream.drop()
                 return
             if session is not None and session.closed:
                 # The session ended under the request (DELETE, shutdown): the client
@@ -712,9 +717,12 @@ class HttpApp:
         session = await self._held(session_id, principal, send)
         if session is None:
             return
-        kept, after = kept_after(session, headers.get("last-event-id"))
+        last_event_id = headers.get("last-event-id")
+        kept, after = kept_after(session, last_event_id)
         if kept is not None:
             await resume(session, kept, after, receive, send)
+            return
+        if self._store is not None and await self._resumed_elsewhere(self._store, session, last_event_id, receive, send):
             return
         if session.http_stream_open:
             # One GET stream per session (streamable-http.mdx); 409 Conflict, as the
@@ -756,6 +764,21 @@ class HttpApp:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         except OSError:
             pass
+
+    async def _resumed_elsewhere(
+        self, store: RedisSessionStore, session: HandshakeSession, last_event_id: str | None,
+        receive: Receive, send: ASGISend,
+    ) -> bool:
+        """Resume a stream another replica keeps in Redis; True once the GET was answered
+        (the stream, or 503 when Redis is silent), False when Redis has no such stream."""
+        parsed = parse_event_id(last_event_id)
+        if parsed is None:
+            return False
+        try:
+            return await resume_shared(store, session, parsed[0], parsed[1], receive, send)
+        except SessionStoreUnavailable as down:
+            await _store_down(send, None, down)
+            return True
 
     async def _delete(self, headers: dict[str, str], send: ASGISend, principal: Any) -> None:
         session_id = headers.get("mcp-session-id")
@@ -978,9 +1001,10 @@ class _SessionsFull(Exception):
 class _CancelGuard:
     """Cancels the request's task when the client disconnects or sends
     notifications/cancelled, and remembers that it did, so the cancellation is told
-    apart from a server shutdown."""
+    apart from a server shutdown. A reply the client can resume (its SSE events have
+    ids) is not cancelled by a disconnect: ``on_gone`` is called instead."""
 
-    __slots__ = ("task", "requested", "disconnected", "running", "detached")
+    __slots__ = ("task", "requested", "disconnected", "running", "detached", "on_gone")
 
     def __init__(self, task: asyncio.Task[None] | None) -> None:
         self.task = task
@@ -988,6 +1012,7 @@ class _CancelGuard:
         self.disconnected = False
         self.running = True
         self.detached = False  # the reply was closed early: a disconnect is expected
+        self.on_gone: Callable[[], None] | None = None  # set while the reply is resumable
 
     def cancel(self, msg: Any = None) -> None:
         if self.running and not self.requested and self.task is not None:
@@ -996,9 +1021,15 @@ class _CancelGuard:
 
     async def watch(self, receive: Receive) -> None:
         await wait_disconnect(receive)
-        if self.running and not self.detached:
-            self.disconnected = True
-            self.cancel()
+        if not self.running or self.detached:
+            return
+        if self.on_gone is not None:
+            # 2025-11-25: a disconnection SHOULD NOT be taken for a cancellation; the
+            # request runs on into its kept stream, for the client's GET with Last-Event-ID.
+            self.on_gone()
+            return
+        self.disconnected = True
+        self.cancel()
 
     def settle(self) -> None:
         """Take back our cancellation request so the task runs on normally."""
@@ -1009,41 +1040,98 @@ class _CancelGuard:
 class _Reply:
     """The reply to one POST: JSON until the handler sends early, then SSE.
 
-    On a handshake session it is also the request's ``ResponseStream``: ``close``
-    ends the SSE early and sends the rest to a ``KeptStream`` stream of the session.
+    On a handshake session it is also the request's ``ResponseStream``, and its SSE is
+    resumable: it opens a ``KeptStream`` of the session (mirrored in Redis with a
+    store), its events carry ids and are kept, and when the connection breaks the
+    request runs on and its remaining events go to the kept stream alone; ``close``
+    ends the SSE early on purpose (SEP-1699) the same way. Without room for another
+    kept stream the SSE has no ids and a disconnect cancels the request.
     """
 
-    __slots__ = ("_send", "started", "closed", "_lock", "_keepalive", "_session", "_guard", "_kept")
+    __slots__ = (
+        "_send", "started", "closed", "_ended", "_lock", "_keepalive", "_session", "_guard", "_kept", "_store",
+        "_grace",
+    )
 
-    def __init__(self, send: ASGISend, session: Any = None, guard: _CancelGuard | None = None) -> None:
+    def __init__(
+        self, send: ASGISend, session: Any = None, guard: _CancelGuard | None = None, store: Any = None
+    ) -> None:
         self._send = send
         self.started = False
-        self.closed = False
+        self.closed = False  # nothing more goes to the connection (it broke, or close())
+        self._ended = False  # the ASGI response is complete
         self._lock: asyncio.Lock | None = None
         self._keepalive: asyncio.Task[None] | None = None
         self._session = session
         self._guard = guard
         self._kept: KeptStream | None = None
+        self._store = store
+        self._grace: asyncio.Task[None] | None = None  # runs while the connection is gone
+
+    def _open_kept(self) -> KeptStream | None:
+        session = self._session
+        if self._kept is None and session is not None and not session.closed:
+            store = self._store
+            mirror_for = None if store is None else lambda stream_id: StreamMirror(store, session.id, stream_id)
+            self._kept = KeptStream.open(session, mirror_for)
+            if self._kept is None:
+                log.debug("session %s: every resumable stream is in use; this reply has no event ids", session.id)
+        return self._kept
 
     async def _start(self) -> None:
         self.started = True
         self._lock = asyncio.Lock()
+        if self._open_kept() is not None and self._guard is not None:
+            self._guard.on_gone = self._gone
         await self._send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
         self._keepalive = asyncio.ensure_future(self._ping())
 
-    async def event(self, message: dict[str, Any]) -> None:
-        if self._kept is not None:
-            self._kept.add(message)
+    def _gone(self) -> None:
+        """The connection broke: what follows is kept for the client's resumption, as
+        long as a client follows the stream within ``RESUME_GRACE`` seconds."""
+        self.closed = True
+        if self._keepalive is not None:
+            self._keepalive.cancel()
+        if self._grace is None:
+            self._grace = asyncio.ensure_future(self._wait_for_follower())
+
+    async def _wait_for_follower(self) -> None:
+        kept, guard = self._kept, self._guard
+        assert kept is not None and guard is not None
+        while not kept.done:
+            await asyncio.sleep(RESUME_GRACE)
+            if kept.done or kept.followed():
+                continue
+            if self._store is not None and self._session is not None:
+                try:
+                    if await self._store.stream_followed(self._session.id, kept.id):
+                        continue  # through another replica
+                except SessionStoreUnavailable:
+                    pass  # no replica can read it either
+            log.debug("stream %s: no client came back within %gs; the request is cancelled", kept.id, RESUME_GRACE)
+            guard.disconnected = True
+            guard.cancel()
             return
+
+    def drop(self) -> None:
+        """The request ended unanswered after its client left: end the kept stream."""
+        self.closed = True
+        if self._kept is not None:
+            self._kept.end()
+
+    async def event(self, message: dict[str, Any]) -> None:
         if self.closed:
+            if self._kept is not None:
+                self._kept.add(message)
             return
         if not self.started:
             await self._start()
         assert self._lock is not None
+        body = self._kept.add(message) if self._kept is not None else sse_event(encode(message))
+        if self.closed:  # the connection broke while the stream opened
+            return
         async with self._lock:
-            await self._send(
-                {"type": "http.response.body", "body": sse_event(encode(message)), "more_body": True}
-            )
+            await self._send({"type": "http.response.body", "body": body, "more_body": True})
 
     async def _ping(self) -> None:
         assert self._lock is not None
@@ -1058,33 +1146,47 @@ class _Reply:
             return
 
     async def finish(self, response: dict[str, Any] | None) -> None:
-        if self._kept is not None:
+        if self._grace is not None:
+            self._grace.cancel()
+        kept = self._kept
+        body = b""
+        if kept is not None:
             if response is not None:
-                self._kept.add(response)
-            self._kept.end()
+                body = kept.add(response)
+            kept.end()
+        elif response is not None:
+            body = sse_event(encode(response))
+        if self._ended:
             return
-        self.closed = True
+        if self.closed:
+            body = b""  # the connection broke: the client resumes to get the rest
+        self.closed = self._ended = True
         if self._keepalive is not None:
             self._keepalive.cancel()
         assert self._lock is not None
-        async with self._lock:
-            body = sse_event(encode(response)) if response is not None else b""
-            await self._send({"type": "http.response.body", "body": body, "more_body": False})
+        try:
+            async with self._lock:
+                await self._send({"type": "http.response.body", "body": body, "more_body": False})
+        except OSError:
+            if kept is None:
+                raise
+            return
+        if kept is not None and body:
+            kept.delivered()  # the client has it all: only the result stays, should it resume
 
     async def close(self, retry_ms: int) -> None:
         """End the SSE reply with a priming event and keep what follows (SEP-1699)."""
         session = self._session
         if self.closed or session is None or session.closed:
             return
-        kept = KeptStream.open(session)
+        kept = self._open_kept()
         if kept is None:
             log.debug("session %s: every resumable stream is in use; the reply stays open", session.id)
             return
         # From here the client leaving is the polling, not a cancellation.
         if self._guard is not None:
             self._guard.detached = True
-        self.closed = True
-        self._kept = kept
+        self.closed = self._ended = True
         try:
             if not self.started:
                 await self._start()

@@ -46,6 +46,7 @@ from ..errors import (
     MCPError,
     ParseError,
     ProtocolError,
+    RequestLost,
     SessionExpired,
 )
 from ..protocol._framing import EventTooLarge, SSEParser, response_id
@@ -67,6 +68,7 @@ _MAX_MESSAGE = 16 * 1024 * 1024  # default bound of one JSON reply or one SSE ev
 _EXCERPT = 200  # characters of an error body quoted in messages
 _DEFAULT_RETRY_MS = 1000  # SSE reconnection time when the server names none
 _RESUME_MISSES = 3  # resumption attempts in a row that bring nothing, before giving up
+_TRY_AGAIN = frozenset({502, 503, 504})  # a resumption GET answered so is tried again (a miss)
 _LISTEN_BACKOFF_MAX = 30.0
 _CLOSE_WAIT = 2.0  # seconds close() and cancel() wait for tasks and for DELETE
 _LISTEN_OPEN_WAIT = 1.0  # seconds send(notifications/initialized) waits for the GET stream to open
@@ -340,7 +342,14 @@ class HttpClientTransport(ClientTransport):
         stream.end_of_stream()
         if exchange.handshake and stream.last_id is not None:
             return await self._resume(exchange, stream)
-        # 2026-07-28 has no resumption: a broken stream is a lost request (changelog).
+        if not exchange.handshake:
+            # 2026-07-28 has no resumption: a broken stream is a lost request, which the
+            # client re-issues as a new request when that is safe (changelog 9; Client).
+            return RequestLost(
+                f"{self.name}: the SSE stream of {exchange.what} closed before the response{outcome}; "
+                "2026-07-28 streams cannot be resumed, so the request is lost (the server may "
+                "or may not have acted on it)"
+            )
         return ConnectionClosed(
             f"{self.name}: the SSE stream of {exchange.what} closed before the response{outcome}"
         )
@@ -389,10 +398,14 @@ class HttpClientTransport(ClientTransport):
                 async with get as response:
                     if response.status_code == 404 and exchange.session_id is not None:
                         return self._expired(exchange.session_id, await _excerpt(response))
-                    if not _is_sse(response):
+                    if response.status_code in _TRY_AGAIN:
+                        # A balancer's replica down, a session store away for a moment:
+                        # the stream may still be there; another attempt after the retry.
+                        cause = f"HTTP {response.status_code}: {await _excerpt(response)}"
+                    elif not _is_sse(response):
                         what, excerpt = f"resuming {exchange.what}", await _excerpt(response)
                         return HttpStatusError(self.name, what, response.status_code, excerpt, response.headers)
-                    if await self._pump(response, stream, exchange.id):
+                    elif await self._pump(response, stream, exchange.id):
                         return None
             except HttpError as exc:
                 cause = _cause(exc)
