@@ -961,7 +961,8 @@ async def test_handshake_mode_uses_the_initialize_handshake():
 
     assert [m["method"] for m in transport.sent] == ["initialize", "notifications/initialized", "tools/call"]
     assert transport.sent[0]["params"]["protocolVersion"] == LEGACY
-    assert "_meta" not in transport.sent[2]["params"]
+    # No modern envelope: only the progress token every request carries.
+    assert transport.sent[2]["params"]["_meta"] == {"progressToken": transport.sent[2]["id"]}
     assert client.protocol_version == LEGACY
 
 

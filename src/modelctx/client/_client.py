@@ -196,7 +196,9 @@ class Client:
 
     ``mode``: ``"auto"`` (probe, then the best era both sides speak), ``"handshake"``
     (the initialize handshake) or a modern version to pin. ``timeout``: the default
-    deadline of every request, in seconds; progress pushes it back. ``handlers``
+    deadline of every request, in seconds. Every request carries a progress token, so
+    each progress report the server sends restarts that deadline, callback or not, up
+    to ``ClientOptions.max_timeout`` in all. ``handlers``
     answer what the server asks (``ClientHandlers``); ``options`` hold the rest
     (``ClientOptions``).
     """
@@ -223,7 +225,7 @@ class Client:
         self.transport = _make_transport(target, auth)
         #: What this client calls its server: a host's configured name, else the transport's.
         self.name = name if name is not None else self.transport.name
-        self.session = ClientSession(self.transport, timeout=timeout)
+        self.session = ClientSession(self.transport, timeout=timeout, max_timeout=self.options.max_timeout)
         self.session.client_info = dict(self.options.client_info)
         self.session.log_level = self.options.log_level
         self.session.trace_context = self.options.trace_context
