@@ -617,6 +617,11 @@ class Client:
         A ``HeaderMismatch`` makes the client list the tools again and, when the tool's
         ``x-mcp-header`` annotations changed, send the call once more with the new
         headers (streamable-http.mdx, Client Behavior: SHOULD).
+
+        ``timeout`` (default: the client's) restarts with each progress report of the
+        server, up to ``ClientOptions.max_timeout``. A tool the server runs as a task
+        (``ClientOptions(tasks=True)``) is waited for up to ``timeout``, or without one
+        up to ``max_timeout``, while polling finds it running.
         """
         result = await self.call_tool_raw(name, arguments, progress=progress, timeout=timeout)
         return _convert(result, wire.CallToolResult)
@@ -637,7 +642,11 @@ class Client:
         result = await self._send_tool_call(name, arguments, progress=progress, timeout=timeout)
         if result.get("resultType") == "task":
             # A client that takes tasks may get one for any task-capable tool: wait for it.
-            result = await TaskHandle(self, result).final(timeout=timeout)
+            # Each poll that finds it running is a sign of life, as progress is for a plain
+            # call: without a timeout of the caller's, wait up to max_timeout (the request
+            # timeout failed a 3 s task at 1 s that a plain call with progress outlived).
+            wait = timeout if timeout is not None else max(self.session.timeout, self.session.max_timeout)
+            result = await TaskHandle(self, result).final(timeout=wait)
         await self._validate_tool_result(name, result)
         return result
 
