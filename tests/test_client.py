@@ -902,6 +902,22 @@ async def test_a_dropped_listen_stream_is_opened_again():
 
 
 @run
+async def test_a_listen_stream_outlives_the_clients_maximum_request_time_without_reopening():
+    # A listen stream is open-ended: max_timeout bounds requests, not it. It was cut at
+    # max_timeout (600 s) and opened again, and what changed in between was not heard.
+    server, _ = build_server()
+    transport = Recording(MemoryTransport(server))
+    async with Client(transport, timeout=DEADLINE, options=ClientOptions(max_timeout=0.3)) as client:
+        listener = Listener(client, tools=True)
+        await listener.expect(ListChanged("tools"), lambda: server.add_tool(lambda: "x", name="first", replace=True))
+        await asyncio.sleep(1.0)  # past max_timeout
+        await listener.expect(ListChanged("tools"), lambda: server.add_tool(lambda: "x", name="later", replace=True))
+        await listener.close()
+
+    assert len(transport.requests("subscriptions/listen")) == 1
+
+
+@run
 async def test_a_listen_the_server_refuses_is_raised_not_retried():
     refuse = failing("subscriptions/listen", lambda c: MethodNotFound("Method not found"), times=99)
     server, asked = build_server(ServerConfig(middleware=[refuse]))
@@ -961,7 +977,8 @@ async def test_handshake_mode_uses_the_initialize_handshake():
 
     assert [m["method"] for m in transport.sent] == ["initialize", "notifications/initialized", "tools/call"]
     assert transport.sent[0]["params"]["protocolVersion"] == LEGACY
-    assert "_meta" not in transport.sent[2]["params"]
+    # No modern envelope: only the progress token every request carries.
+    assert transport.sent[2]["params"]["_meta"] == {"progressToken": transport.sent[2]["id"]}
     assert client.protocol_version == LEGACY
 
 

@@ -98,6 +98,19 @@ async def test_call_tool_waits_for_a_task_when_the_client_takes_tasks(clients: M
 
 
 @async_test()
+async def test_call_tool_without_a_timeout_waits_for_a_running_task_past_the_request_deadline(
+    clients: MakeClient,
+) -> None:
+    # The request deadline (1 s) bounds each request; a task that polling finds running
+    # is waited for up to max_timeout, as progress keeps a plain call alive.
+    async with clients(timeout=1, options=ClientOptions(tasks=True, max_timeout=20)) as client:
+        result = await client.call_tool("sleepy", {"seconds": 2.5})
+        with pytest.raises(RequestTimeout, match="still working after 1s"):
+            await client.call_tool("sleepy", {"seconds": 3600}, timeout=1)  # the caller's own: kept
+    assert text_of(result) == "slept 2.5s"
+
+
+@async_test()
 async def test_cancel_stops_the_work_and_the_result_says_cancelled(stdio_clients: MakeClient, tmp_path: Path) -> None:
     state = tmp_path / "state"
     async with stdio_clients() as client:

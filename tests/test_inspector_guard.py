@@ -89,6 +89,47 @@ def test_a_foreign_origin_or_host_is_refused() -> None:
         assert allowed.status_code == 200, allowed.text
 
 
+BAD_BODIES: dict[str, bytes] = {
+    "100,000 [": b"[" * 100_000,
+    "an object 100,000 deep": b'{"a":' * 100_000,
+    "not JSON": b"\xff\xfe",
+    "NaN": b'{"name": "fail", "arguments": {"x": NaN}}',
+    "a number no float holds": b'{"name": "fail", "arguments": {"x": 1e999}}',
+    "a lone surrogate": b'{"name": "\\ud800", "uri": "\\ud800", "id": "\\ud800", "action": "accept"}',
+    "an array": b"[1, 2]",
+}
+WRONG_TYPES: dict[str, list[dict[str, Any]]] = {
+    "call": [{"name": 5}, {"name": "fail", "arguments": []}, {"name": "fail", "arguments": 0}, {"name": "fail", "callId": {}}],
+    "read": [{"uri": ["inspector://readme"]}, {}],
+    "prompt": [{"name": "p", "arguments": "x"}, {"name": "p", "arguments": {"a": {"b": "c"}}}, {"name": "p", "arguments": {"a": None}}],
+    "elicitation": [{"id": ["x"], "action": "accept"}, {"id": "x", "action": "maybe"}, {"id": "x", "action": "accept", "content": [1]}],
+}
+
+
+def test_every_api_answers_a_bad_body_with_a_400_that_says_what_is_wrong() -> None:
+    # 100,000 [ made json.loads raise RecursionError: a 500 with no word of why.
+    with running_inspector("inspect", str(SERVER)) as url:
+        _snapshot(url)
+        for api in ("call", "read", "prompt", "elicitation", "reconnect", "refresh"):
+            for what, body in BAD_BODIES.items():
+                answer = httpx.post(
+                    url + "api/" + api, content=body, headers={"content-type": "application/json"}, timeout=30
+                )
+                assert answer.status_code == 400, (api, what, answer.status_code, answer.text[:200])
+                message = answer.json()["error"]["message"]
+                assert "JSON" in message, (api, what, message)
+        for api, bodies in WRONG_TYPES.items():
+            for body in bodies:
+                answer = httpx.post(url + "api/" + api, json=body, timeout=30)
+                assert answer.status_code == 400, (api, body, answer.status_code, answer.text[:200])
+                assert answer.json()["error"]["kind"] == "local", (api, body)
+        deep = httpx.post(url + "api/call", content=b"[" * 100_000, headers={"content-type": "application/json"}, timeout=30)
+        assert "nested too deeply" in deep.json()["error"]["message"]
+        # The inspector goes on: its own call still runs.
+        called = httpx.post(url + "api/call", json={"name": "fail"}, timeout=30)
+        assert called.status_code == 200 and "result" in called.json(), called.text
+
+
 def test_an_http_url_target_is_inspected_over_streamable_http() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -189,3 +189,66 @@ def test_processes_opening_a_new_store_while_others_write_to_it_all_open_and_los
     assert len(entities) == 50
     expected = sorted([f"from {w}" for w in range(6)] + ["\x1b[31m\u202e"])
     assert all(sorted(e["observations"]) == expected for e in entities)
+
+
+def _big_store(path: Path, entities: int, relations: int) -> Path:
+    graph = KnowledgeGraph(path)
+    graph.create_entities(
+        [{"name": f"entity {i}", "entityType": "thing", "observations": [f"seen {i}"]} for i in range(entities)]
+    )
+    graph.create_relations(
+        [{"from": f"entity {i}", "to": f"entity {i + 1}", "relationType": "next"} for i in range(relations)]
+    )
+    return path
+
+
+@TRANSPORTS
+@async_test(90)
+async def test_read_graph_of_a_graph_larger_than_one_answer_comes_in_pages_that_add_up_to_the_graph(transport, tmp_path):
+    # 200,000 entities in one read_graph took the server from 39 to 341 MB, and its 30 MB
+    # answer was past what a client reads as one message.
+    store = _big_store(tmp_path / "big.sqlite3", 2_500, 600)
+    async with connected(transport, store, tmp_path / "server.log") as client:
+        pages = [await client.call_tool("read_graph")]
+        while (cursor := (pages[-1].structured_content or {}).get("nextCursor")) is not None:
+            assert len(pages) < 10, "read_graph never reached the end of the graph"
+            pages.append(await client.call_tool("read_graph", {"cursor": cursor}))
+        refused = await client.call_tool("read_graph", {"cursor": "not a cursor"})
+        resource = json.loads((await client.read_resource("memory://knowledge-graph")).contents[0]["text"])
+
+    assert len(pages) == 4  # 1,000 entities and relations an answer
+    for page in pages[:-1]:
+        assert "2500 entities and 600 relations in all" in page.content[1].text
+        assert "call read_graph with cursor" in page.content[1].text
+    assert len(pages[-1].content) == 1  # the last page is the npm server's answer, no note
+    entities = [e for page in pages for e in page.structured_content["entities"]]
+    relations = [r for page in pages for r in page.structured_content["relations"]]
+    assert [e["name"] for e in entities] == [f"entity {i}" for i in range(2_500)]
+    assert entities[7] == {"name": "entity 7", "entityType": "thing", "observations": ["seen 7"]}
+    assert relations == [{"from": f"entity {i}", "to": f"entity {i + 1}", "relationType": "next"} for i in range(600)]
+    assert refused.is_error and "cursor is not one this server gave" in refused.content[0].text
+    assert len(resource["entities"]) == 1_000 and "nextCursor" in resource and "2500 entities" in resource["note"]
+
+
+@async_test(90)
+async def test_search_and_open_nodes_answer_at_most_a_page_and_say_what_was_left_out(tmp_path):
+    store = _big_store(tmp_path / "big.sqlite3", 2_500, 10)
+    async with connected("stdio", store, tmp_path / "server.log") as client:
+        searched = await client.call_tool("search_nodes", {"query": "ENTITY"})
+        opened = await client.call_tool("open_nodes", {"names": [f"entity {i}" for i in range(0, 2_500, 2)]})
+        few = await client.call_tool("search_nodes", {"query": "seen 3"})
+
+    for result, what in ((searched, "that match"), (opened, "of those named")):
+        graph = result.structured_content
+        assert len(graph["entities"]) + len(graph["relations"]) == 1_000
+        assert f"Only the first {len(graph['entities'])} entities" in result.content[1].text
+        assert what in result.content[1].text and "narrow the query" in result.content[1].text
+    # A search that fits is answered whole, as the npm server answers it.
+    assert len(few.content) == 1
+    assert {e["name"] for e in few.structured_content["entities"]} == {"entity 3"} | {
+        f"entity {i}" for i in range(2_500) if str(i).startswith("3")
+    }
+    assert few.structured_content["relations"] == [
+        {"from": "entity 2", "to": "entity 3", "relationType": "next"},
+        {"from": "entity 3", "to": "entity 4", "relationType": "next"},
+    ]

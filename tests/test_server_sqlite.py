@@ -398,3 +398,40 @@ async def test_a_string_or_blob_past_the_value_bound_is_refused_before_it_takes_
         assert refused.is_error and "string or blob over the 16777216 bytes" in refused.content[0].text
     assert rows_in(database, "SELECT count(*) FROM items") == [(ROWS,)]
     assert database.stat().st_size < 1_000_000
+
+
+@TRANSPORTS
+@async_test()
+async def test_a_parameter_sqlite_cannot_bind_is_a_tool_error_that_names_it_and_nothing_is_asked_or_run(
+    transport, database, tmp_path
+):
+    # 10**30 does not fit SQLite's 64-bit INTEGER: the sqlite3 module raised OverflowError,
+    # which came back as "internal error". Every other shape is refused by the schema.
+    person = Person("accept")
+    async with connected(transport, database, tmp_path, person) as client:
+        answers = {}
+        for name, value in {
+            "huge": 10**30,
+            "just past 64 bits": 2**63,
+            "just below": -(2**63) - 1,
+            "list": [1, [2]],
+            "object": {"a": {"b": 1}},
+            "bool": True,
+        }.items():
+            answers[name, "query"] = await client.call_tool("query", {"sql": "SELECT ?", "params": [value]})
+            answers[name, "execute"] = await client.call_tool(
+                "execute", {"sql": "INSERT INTO items (name) VALUES (?)", "params": [value]}
+            )
+        edge = await client.call_tool("query", {"sql": "SELECT ?, ?", "params": [2**63 - 1, -(2**63)]})
+
+    for (name, tool), answer in answers.items():
+        text = answer.content[0].text
+        assert answer.is_error, (name, tool, text)
+        assert "internal error" not in text, (name, tool, text)
+        if name in ("huge", "just past 64 bits", "just below"):
+            assert "params[0] is an integer outside SQLite's 64-bit range" in text, text
+        else:
+            assert text.startswith("Invalid arguments") and "$.params[0]" in text, text
+    assert person.asked == []  # never asked to confirm a statement that cannot run
+    assert rows_in(database, "SELECT count(*) FROM items") == [(ROWS,)]
+    assert edge.structured_content == {"columns": ["?", "?"], "rows": [[2**63 - 1, -(2**63)]]}

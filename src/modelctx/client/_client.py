@@ -197,7 +197,9 @@ class Client:
 
     ``mode``: ``"auto"`` (probe, then the best era both sides speak), ``"handshake"``
     (the initialize handshake) or a modern version to pin. ``timeout``: the default
-    deadline of every request, in seconds; progress pushes it back. ``handlers``
+    deadline of every request, in seconds. Every request carries a progress token, so
+    each progress report the server sends restarts that deadline, callback or not, up
+    to ``ClientOptions.max_timeout`` in all. ``handlers``
     answer what the server asks (``ClientHandlers``); ``options`` hold the rest
     (``ClientOptions``).
     """
@@ -224,7 +226,7 @@ class Client:
         self.transport = _make_transport(target, auth)
         #: What this client calls its server: a host's configured name, else the transport's.
         self.name = name if name is not None else self.transport.name
-        self.session = ClientSession(self.transport, timeout=timeout)
+        self.session = ClientSession(self.transport, timeout=timeout, max_timeout=self.options.max_timeout)
         self.session.client_info = dict(self.options.client_info)
         self.session.log_level = self.options.log_level
         self.session.trace_context = self.options.trace_context
@@ -661,6 +663,11 @@ class Client:
         A ``HeaderMismatch`` makes the client list the tools again and, when the tool's
         ``x-mcp-header`` annotations changed, send the call once more with the new
         headers (streamable-http.mdx, Client Behavior: SHOULD).
+
+        ``timeout`` (default: the client's) restarts with each progress report of the
+        server, up to ``ClientOptions.max_timeout``. A tool the server runs as a task
+        (``ClientOptions(tasks=True)``) is waited for up to ``timeout``, or without one
+        up to ``max_timeout``, while polling finds it running.
         """
         result = await self.call_tool_raw(name, arguments, progress=progress, timeout=timeout)
         return _convert(result, wire.CallToolResult)
@@ -681,7 +688,11 @@ class Client:
         result = await self._send_tool_call(name, arguments, progress=progress, timeout=timeout)
         if result.get("resultType") == "task":
             # A client that takes tasks may get one for any task-capable tool: wait for it.
-            result = await TaskHandle(self, result).final(timeout=timeout)
+            # Each poll that finds it running is a sign of life, as progress is for a plain
+            # call: without a timeout of the caller's, wait up to max_timeout (the request
+            # timeout failed a 3 s task at 1 s that a plain call with progress outlived).
+            wait = timeout if timeout is not None else max(self.session.timeout, self.session.max_timeout)
+            result = await TaskHandle(self, result).final(timeout=wait)
         await self._validate_tool_result(name, result)
         return result
 

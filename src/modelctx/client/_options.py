@@ -97,6 +97,10 @@ class ClientOptions:
 
     - ``probe_timeout``: how long ``auto`` mode waits for ``server/discover`` before
       it treats the server as handshake-era.
+    - ``max_timeout``: the most seconds a request may take in all, however long the
+      server keeps reporting progress (each report restarts the request's ``timeout``;
+      cancellation.mdx, Timeouts: a maximum SHOULD hold regardless of progress). A
+      request whose own ``timeout`` is longer gets that instead.
     - ``max_rounds``: input rounds (multi round-trip) per request before
       ``InputRoundsExceeded``.
     - ``cache``: reuse results as the server's ``ttlMs``/``cacheScope`` allow.
@@ -117,6 +121,7 @@ class ClientOptions:
     """
 
     probe_timeout: float = 10.0
+    max_timeout: float = 600.0
     max_rounds: int = 10
     cache: bool = True
     validate_output: bool = True

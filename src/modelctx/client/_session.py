@@ -4,11 +4,16 @@ Theory of operation. The bookkeeping is ``ClientConnection``'s (protocol/_connec
 ids, deadlines as numbers, progress tokens, which response answers which request. This
 module adds the event loop: ``request`` registers a future for the request, sends it
 and waits; one timer, set for the earliest deadline the connection reports, fails the
-requests whose time is up. A progress notification calls the caller's progress
-callback, and the connection has already pushed the deadline back (never past
-``max_timeout``). When the awaiting task is cancelled, or the deadline passes, the
-request is cancelled on the wire too. When the transport reports the connection closed,
-every pending request fails at once with an error that names the server and the cause.
+requests whose time is up. Every request but ``initialize`` carries a progress token
+(its id), whether or not the caller passed a progress callback: a server reports
+progress only on requests that carry one, and each report pushes the deadline back by
+the request's timeout (basic/patterns/cancellation.mdx, Timeouts: a sender MAY reset
+the clock on progress, and SHOULD still enforce a maximum), never past ``max_timeout``
+from the start; the callback, if any, is called with it. Without the token a tool that
+kept reporting failed at the plain deadline (3 s reporting every 0.3 s failed a 1 s
+one). When the awaiting task is cancelled, or the deadline passes, the request is
+cancelled on the wire too. When the transport reports the connection closed, every
+pending request fails at once with an error that names the server and the cause.
 Nothing here waits without a deadline.
 
 Messages the server sends on its own are routed by kind: notifications tagged with a
@@ -81,12 +86,12 @@ class _Callback:
     """What ``begin`` registers where ``request`` registers a ``_Waiter`` and its future:
     the session settles it the same way (its response, its deadline, the connection's
     end) and it calls the caller back at once, in that callback: no task waits for it,
-    no loop pass is spent. It is its own waiter (no progress, no task) and future."""
+    no loop pass is spent. It is its own waiter (no task; progress only through a plain
+    function, called at once) and future."""
 
-    __slots__ = ("_session", "_on_done", "_request_id", "_method", "_started", "_settled")
+    __slots__ = ("_session", "_on_done", "_request_id", "_method", "_started", "_settled", "progress")
 
-    # The waiter's side: no progress callback, no task sending.
-    progress = None
+    # The waiter's side: no task sending, and a progress callback only if a plain one.
     reporting = None
     sending = False
     task = None
@@ -96,8 +101,15 @@ class _Callback:
         return self
 
     def __init__(
-        self, session: ClientSession, on_done: Settled, request_id: str | int, method: str, started: float
+        self,
+        session: ClientSession,
+        on_done: Settled,
+        request_id: str | int,
+        method: str,
+        started: float,
+        progress: Callable[[float, float | None, str | None], None] | None,
     ) -> None:
+        self.progress = progress
         self._session = session
         self._on_done = on_done
         self._request_id = request_id
@@ -235,13 +247,22 @@ class ClientSession:
     def timeout(self, value: float) -> None:
         self.connection.timeout = value
 
+    @property
+    def max_timeout(self) -> float:
+        """The most seconds a request may take however long progress keeps it alive."""
+        return self.connection.max_timeout
+
+    @max_timeout.setter
+    def max_timeout(self, value: float) -> None:
+        self.connection.max_timeout = value
+
     # -- TransportEvents ------------------------------------------------------------
     def message(self, message: Message) -> None:
         event = self.connection.receive(message, self._running_loop().time())
         if isinstance(event, Answer):
             resolve(event.outbound.handle.future, event.response)
         elif isinstance(event, Progress):
-            waiter: _Waiter = event.outbound.handle
+            waiter: _Waiter | _Callback = event.outbound.handle
             if waiter.progress is not None:
                 params = event.params
                 self._report(waiter, (params.get("progress", 0), params.get("total"), params.get("message")))
@@ -310,7 +331,7 @@ class ClientSession:
             except Exception:
                 log.exception("notification handler failed for %s", note.method)
 
-    def _report(self, waiter: _Waiter, update: tuple[Any, ...]) -> None:
+    def _report(self, waiter: _Waiter | _Callback, update: tuple[Any, ...]) -> None:
         """Call the progress callback. An async one runs one update at a time, in order;
         updates that arrive meanwhile wait, at most ``MAX_PENDING_PROGRESS`` of them (a
         server streaming faster than the callback takes them loses its oldest updates,
@@ -320,12 +341,13 @@ class ClientSession:
             return
         result = self._call_progress(waiter, update)
         if result is not None:
+            assert isinstance(waiter, _Waiter)  # a _Callback's is a plain function
             task = asyncio.get_running_loop().create_task(self._drain(waiter, result))
             waiter.reporting = task
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
-    def _call_progress(self, waiter: _Waiter, update: tuple[Any, ...]) -> Awaitable[Any] | None:
+    def _call_progress(self, waiter: _Waiter | _Callback, update: tuple[Any, ...]) -> Awaitable[Any] | None:
         """Call the callback; the awaitable an async one returned, else None."""
         assert waiter.progress is not None
         try:
@@ -463,7 +485,9 @@ class ClientSession:
         params = dict(params or {})
         if self.trace_context:
             params = with_trace_context(params)
-        token = request_id if progress is not None else None
+        # Every request asks for progress: the server's reports are what keep a long
+        # call's deadline alive (see the module docstring), callback or not.
+        token = request_id if method != "initialize" else None
         handshake = raw or not self.modern
         if handshake:
             if token is not None:
@@ -530,13 +554,17 @@ class ClientSession:
         *,
         timeout: float | None = None,
         logs: bool = True,
+        progress: Callable[[float, float | None, str | None], None] | None = None,
     ) -> Callable[[], None]:
         """Send a request and return at once; ``on_done(result, None)`` or ``on_done(None,
         error)`` is called exactly once, later, from the loop callback that settles it:
         the response (a server's JSON-RPC error as our exception), the deadline
         (``RequestTimeout``, the request cancelled on the wire), the connection's end.
         For relays that answer from that callback, with no task waiting per request.
-        No progress; ``logs=False`` leaves the log level out of a modern envelope.
+        The request carries a progress token, as ``request``'s do, so the server's
+        progress pushes its deadline back; ``progress`` (a plain function, never a
+        coroutine) is called with each report. ``logs=False`` leaves the log level out
+        of a modern envelope.
 
         Returns ``abandon()``: the caller gives up (the request is cancelled on the
         wire; ``on_done`` is not called). Raises the connection's error if it is closed.
@@ -545,17 +573,20 @@ class ClientSession:
             raise self._closed
         if self.trace_context:
             params = with_trace_context(params)
+        request_id = self.connection.next_id()  # also the progress token
         modern = self.modern
         if not modern:
+            params = with_progress_token(params, request_id)
             headers = self._handshake_headers()
         elif "_meta" in params:
-            params = self.envelope(params, logs=logs)
+            params = self.envelope(params, request_id, logs=logs)
             headers = self._modern_headers(method, params)
         else:  # the envelope built at once: nothing of the caller's to merge
             meta = {
                 _meta.PROTOCOL_VERSION: self.version,
                 _meta.CLIENT_CAPABILITIES: self.capabilities,
                 _meta.CLIENT_INFO: self.client_info,
+                _meta.PROGRESS_TOKEN: request_id,
             }
             if logs and self.log_level is not None:
                 meta[_meta.LOG_LEVEL] = self.log_level
@@ -563,9 +594,10 @@ class ClientSession:
             headers = self._modern_headers(method, params)
         loop = self._running_loop()
         now = loop.time()
-        outbound = self.connection.request(method, params, now=now, timeout=timeout)
-        request_id = outbound.id
-        callback = outbound.handle = _Callback(self, on_done, request_id, method, now)
+        outbound = self.connection.request(
+            method, params, now=now, timeout=timeout, request_id=request_id, progress=True
+        )
+        callback = outbound.handle = _Callback(self, on_done, request_id, method, now, progress)
         if outbound.deadline < self._timer_at:
             self._arm(outbound.deadline)
         outgoing = Outgoing(outbound.message, headers, request_id, not modern)

@@ -44,9 +44,13 @@ streams, errors, ``input_required`` sealing) is the ordinary server machinery.
   updates are published on the gateway's bus. A handshake session that ends without
   unsubscribing keeps its watches until the gateway stops.
 - **The fast lane** (``serve_fast``): a call of a tool the policy allows outright, to a
-  2026-07-28 upstream over stdio, from a client that asked for no progress and no logs,
-  is relayed from the loop's callbacks, with no task or coroutine per call; what the
-  client gets is what the common way gives.
+  2026-07-28 upstream over stdio, from a client that asked for no logs, is relayed from
+  the loop's callbacks, with no task or coroutine per call (a task only to send a
+  progress report on, when the client asked for them); what the client gets is what
+  the common way gives.
+- **Deadlines**: every upstream request carries a progress token whether or not the
+  gateway's client asked for progress, so the upstream's reports push the gateway's own
+  deadline on it (the host's ``request_timeout``) back, up to ``request_max_timeout``.
 
 Not relayed yet: a question a handshake-era upstream asks while the gateway's own client speaks
 2026-07-28 (the question arrives outside the call's task, where ``input_required``
@@ -80,7 +84,7 @@ from ..errors import (
     ResourceNotFound,
 )
 from ..protocol import _meta
-from ..protocol._jsonrpc import Request, error_response, result_response
+from ..protocol._jsonrpc import Request, error_response, is_request_id, result_response
 from ..protocol._versions import Feature, features
 from ..server import Context, Server, ServerConfig, StartupError
 from ..server._bus import Event
@@ -462,8 +466,10 @@ class Gateway(Server):
 
         Taken: a call of a tool the policy allows outright, with no ``outputSchema``, to
         a ready 2026-07-28 upstream on a transport without headers (stdio) whose log
-        relay is set up, from a caller that asked for neither progress nor logs, with no
+        relay is set up, from a caller that asked for no logs, with no
         ``inputResponses``/``requestState`` and no middleware but the gateway's own.
+        The upstream's progress is relayed under the caller's progress token, if it
+        sent one, each report before the result.
         The request is renamed and sent upstream (``ClientSession.begin``), and the
         upstream's answer is made ours and sent in the callback that receives it: the
         same response ``_forward`` gives, errors included. An upstream that answers
@@ -490,15 +496,18 @@ class Gateway(Server):
         if hooked is None or hooked() is not client:
             self._hook_modern(upstream.name, client)
         meta = params.get("_meta")
-        if isinstance(meta, dict):  # 2026-07-28: what the dispatcher reads, read here
+        token = meta.get(_meta.PROGRESS_TOKEN) if isinstance(meta, dict) else None
+        if token is not None and (not is_request_id(token) or isinstance(token, bool)):
+            return None  # handle() answers as it does
+        if isinstance(meta, dict) and _meta.PROTOCOL_VERSION in meta:
+            # 2026-07-28: what the dispatcher reads, read here
             has = features(meta.get(_meta.PROTOCOL_VERSION))
             if (
                 Feature.STATELESS not in has
                 or not isinstance(meta.get(_meta.CLIENT_CAPABILITIES), dict)
                 or _meta.LOG_LEVEL in meta
-                or _meta.PROGRESS_TOKEN in meta
             ):
-                return None  # handle() refuses it, or relays progress or logs
+                return None  # handle() refuses it, or relays logs
         else:
             try:
                 caller = self.dispatcher.caller(request, peer)
@@ -507,10 +516,16 @@ class Gateway(Server):
             if caller.log_rank is not None:
                 return None
             has = caller.features
-        relay = _Relay(self, request, peer, send, respond, upstream.name, route.tool.name, Feature.RESULT_TYPE in has)
+        relay = _Relay(
+            self, request, peer, send, respond, upstream.name, route.tool.name, Feature.RESULT_TYPE in has, token
+        )
         try:
             relay.abandon = session.begin(
-                "tools/call", {"name": relay.tool, "arguments": arguments or {}}, relay.settled, logs=False
+                "tools/call",
+                {"name": relay.tool, "arguments": arguments or {}},
+                relay.settled,
+                logs=False,
+                progress=relay.progressed if token is not None else None,
             )
         except MCPError:
             return None  # the connection is gone: the common way says so
@@ -752,7 +767,22 @@ class _Relay:
     ``ClientSession.begin``) and responds with ours; ``cancel`` gives it up. One object
     a call, not a closure each (and their cells)."""
 
-    __slots__ = ("gateway", "request", "peer", "send", "respond", "server", "tool", "decorate", "abandon", "again")
+    __slots__ = (
+        "gateway",
+        "request",
+        "peer",
+        "send",
+        "respond",
+        "server",
+        "tool",
+        "decorate",
+        "abandon",
+        "again",
+        "token",
+        "reporting",
+        "waiting",
+        "final",
+    )
 
     def __init__(
         self,
@@ -764,6 +794,7 @@ class _Relay:
         server: str,
         tool: str,
         decorate: bool,
+        token: str | int | None = None,
     ) -> None:
         self.gateway = gateway
         self.request = request
@@ -775,8 +806,49 @@ class _Relay:
         self.decorate = decorate
         self.abandon: Callable[[], None] | None = None
         self.again: asyncio.Task[None] | None = None  # served again the common way
+        self.token = token  # the caller's progress token, if it asked for progress
+        self.reporting: asyncio.Task[None] | None = None  # a progress report being sent
+        self.waiting: dict[str, Any] | None = None  # the latest report that arrived meanwhile
+        self.final: tuple[dict[str, Any] | None, BaseException | None] | None = None  # after the reports
+
+    def progressed(self, progress: float, total: float | None, message: str | None) -> None:
+        """The upstream reported progress: report it to the caller, under its token.
+        One report is sent at a time; one that arrives meanwhile waits, and a newer one
+        replaces it (as the client's own callbacks get them)."""
+        params: dict[str, Any] = {"progressToken": self.token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        note = {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
+        if self.reporting is not None:
+            self.waiting = note
+            return
+        self._report(note)
+
+    def _report(self, note: dict[str, Any]) -> None:
+        task = asyncio.get_running_loop().create_task(_send_report(self.send, note))
+        self.reporting = task
+        task.add_done_callback(self._reported)
+
+    def _reported(self, _: asyncio.Task[None]) -> None:
+        self.reporting = None
+        note, self.waiting = self.waiting, None
+        if note is not None:
+            self._report(note)
+            return
+        final, self.final = self.final, None
+        if final is not None:
+            self._settled(*final)
 
     def settled(self, result: dict[str, Any] | None, error: BaseException | None) -> None:
+        if self.reporting is not None:
+            # The reports sent first: none may follow the result (progress.mdx).
+            self.final = (result, error)
+            return
+        self._settled(result, error)
+
+    def _settled(self, result: dict[str, Any] | None, error: BaseException | None) -> None:
         self.abandon = None  # the upstream's request holds this: no cycle left behind
         request, gateway = self.request, self.gateway
         try:
@@ -796,6 +868,13 @@ class _Relay:
             abandon()
         if self.again is not None:
             self.again.cancel()
+
+
+async def _send_report(send: Send, note: dict[str, Any]) -> None:
+    try:
+        await send(note)
+    except (MCPError, OSError) as exc:  # the caller left: its answer will not be read either
+        log.debug("gateway: a progress report was not delivered: %s", exc)
 
 
 def _relayed(

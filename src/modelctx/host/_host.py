@@ -57,6 +57,7 @@ from ._ui import DeclineUI, HostUI, SampleCallback, handlers_for
 if TYPE_CHECKING:
     from ..auth import TokenStore
     from ..client import Client
+    from ..client._session import ProgressCallback
     from ..protocol.types.v2026_07_28 import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, Tool
 
 __all__ = ["AllowAll", "ApprovalCheck", "Host", "UnknownName"]
@@ -112,8 +113,10 @@ class Host:
     by the default ``approvals``.
     ``sample``: ``sample(server_name, params)`` answers servers' sampling requests;
     without it the host does not offer sampling. ``request_timeout``: the default
-    deadline of each request to a server. ``restarts``: how crashed stdio servers are
-    restarted (``RestartPolicy``). ``authorization_handler(server_name, url)``: sends the
+    deadline of each request to a server, restarted by each progress report the server
+    sends; ``request_max_timeout`` (600 s): the most a request may take however long it
+    keeps reporting (``Client(timeout=)``, ``ClientOptions(max_timeout=)``).
+    ``restarts``: how crashed stdio servers are restarted (``RestartPolicy``). ``authorization_handler(server_name, url)``: sends the
     person to an OAuth authorization URL (default: the system browser). ``token_store``:
     where OAuth tokens are kept (default: a ``FileTokenStore`` at the configuration's
     ``"tokenStore"``, else ``~/.config/modelctx/tokens.json``).
@@ -128,6 +131,7 @@ class Host:
         approval_store: str | os.PathLike[str] | None = None,
         sample: SampleCallback | None = None,
         request_timeout: float = 60.0,
+        request_max_timeout: float = 600.0,
         restarts: RestartPolicy | None = None,
         authorization_handler: AuthorizationHandler | None = None,
         token_store: TokenStore | None = None,
@@ -142,6 +146,7 @@ class Host:
         )
         self.sample = sample
         self.request_timeout = request_timeout
+        self.request_max_timeout = request_max_timeout
         self.restarts = restarts or RestartPolicy()
         self.authorization_handler = authorization_handler
         self._token_store: TokenStore | None = token_store
@@ -260,7 +265,7 @@ class Host:
         handlers = handlers_for(spec.name, self.ui, self.sample, roots)
         # Signing in happens within the first request: its wait includes the person's.
         probe = min(10.0, spec.timeout) + spec.connect_timeout - spec.timeout
-        options = ClientOptions(probe_timeout=probe)
+        options = ClientOptions(probe_timeout=probe, max_timeout=self.request_max_timeout)
         auth = self._auth_for(spec) if spec.auth is not None else None
         return Client(
             _transport(spec, auth), name=spec.name, handlers=handlers, options=options, timeout=self.request_timeout
@@ -325,13 +330,21 @@ class Host:
         raise UnknownName(f"no tool named {name!r} ({why}); use the names host.tools() returns")
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any] | None = None, *, timeout: float | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressCallback | None = None,
     ) -> CallToolResult:
         """Call the tool ``name`` (a name from ``tools()``) after the approval hook allowed it.
 
         An unknown name and a denied call come back as ``isError`` results (what a model
         can read and act on); the call then never reaches a server. Errors of the server
-        or the connection raise ``MCPError``, as ``Client.call_tool`` does."""
+        or the connection raise ``MCPError``, as ``Client.call_tool`` does.
+        ``timeout`` (default ``request_timeout``) restarts with each progress report of
+        the server, up to ``request_max_timeout``; ``progress(progress, total,
+        message)`` is called with each report."""
         found = self._tool_index.get(name)
         if found is None:
             await self.tools()  # the list may have changed since the caller saw it
@@ -348,7 +361,7 @@ class Host:
                 "it was not run"
             )
         client = await server.ready()
-        return await client.call_tool(tool.name, sent, timeout=timeout)
+        return await client.call_tool(tool.name, sent, timeout=timeout, progress=progress)
 
     # -- prompts and resources ------------------------------------------------------------------------
     async def prompts(self) -> list[Prompt]:

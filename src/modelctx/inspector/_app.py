@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, StreamingResponse
@@ -96,13 +97,31 @@ class LoopbackGuard:
         return None
 
 
+class _Json(JSONResponse):
+    """A JSON answer rendered as the protocol's messages are (msgspec): a result as
+    deeply nested as a server may send (msgspec decoded it) never fails to render,
+    where ``json.dumps`` ran out of recursion first."""
+
+    def render(self, content: Any) -> bytes:
+        return msgspec.json.encode(content)
+
+
 async def _json_body(request: Request) -> dict[str, Any]:
+    """The request's JSON object; ``ValueError`` saying what is wrong with it. Parsed as
+    the protocol parses messages: strict JSON (no NaN, no lone surrogates, numbers a
+    float can hold) nested at most about 1,000 levels; ``json.loads`` raised
+    RecursionError (a 500) on 100,000 ``[``."""
     if request.headers.get("content-type", "").split(";")[0] != "application/json":
         raise ValueError("send the body as application/json")
     body = await request.body()
     if len(body) > BODY_LIMIT:
         raise ValueError(f"body over {BODY_LIMIT} bytes")
-    value = json.loads(body or b"{}")
+    try:
+        value = msgspec.json.decode(body or b"{}")
+    except msgspec.DecodeError as exc:
+        raise ValueError(f"the body is not valid JSON ({exc})") from None
+    except RecursionError:
+        raise ValueError("the body is JSON nested too deeply (about 1,000 levels at most)") from None
     if not isinstance(value, dict):
         raise ValueError("the body must be a JSON object")
     return value
@@ -116,10 +135,28 @@ def _text(body: dict[str, Any], name: str) -> str:
 
 
 def _object(body: dict[str, Any], name: str) -> dict[str, Any]:
-    value = body.get(name) or {}
+    """``body[name]``, an object; absent or null is an empty one."""
+    value = body.get(name)
+    if value is None:
+        return {}
     if not isinstance(value, dict):
         raise ValueError(f"{name!r} must be an object")
     return value
+
+
+def _prompt_arguments(body: dict[str, Any]) -> dict[str, str]:
+    """A prompt's arguments: strings (MCP's ``GetPromptRequest``); numbers and booleans
+    the page's form may give are sent as their text, objects and arrays are refused."""
+    arguments: dict[str, str] = {}
+    for key, value in _object(body, "arguments").items():
+        if isinstance(value, (dict, list)) or value is None:
+            raise ValueError(f"prompt argument {key!r} must be a string, not {_kind(value)}")
+        arguments[key] = value if isinstance(value, str) else json.dumps(value)
+    return arguments
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else "an array" if isinstance(value, list) else "an object"
 
 
 def _routes(session: InspectorSession) -> list[Route | Mount]:
@@ -139,7 +176,7 @@ def _routes(session: InspectorSession) -> list[Route | Mount]:
                         continue
                     if event is None:
                         return
-                    yield f"data: {json.dumps(event)}\n\n"
+                    yield f"data: {msgspec.json.encode(event).decode()}\n\n"
             finally:
                 session.unsubscribe(queue)
 
@@ -147,18 +184,21 @@ def _routes(session: InspectorSession) -> list[Route | Mount]:
 
     async def call(body: dict[str, Any]) -> dict[str, Any]:
         call_id = body.get("callId")
+        if call_id is not None and not isinstance(call_id, (str, int)):
+            raise ValueError("'callId' must be a string or a number")
         return await session.call_tool(_text(body, "name"), _object(body, "arguments"), str(call_id or ""))
 
     async def read(body: dict[str, Any]) -> dict[str, Any]:
         return await session.read_resource(_text(body, "uri"))
 
     async def prompt(body: dict[str, Any]) -> dict[str, Any]:
-        arguments = {str(key): str(value) for key, value in _object(body, "arguments").items()}
-        return await session.get_prompt(_text(body, "name"), arguments)
+        return await session.get_prompt(_text(body, "name"), _prompt_arguments(body))
 
     async def elicitation(body: dict[str, Any]) -> dict[str, Any]:
         content = body.get("content")
-        session.answer(_text(body, "id"), _text(body, "action"), content if isinstance(content, dict) else None)
+        if content is not None and not isinstance(content, dict):
+            raise ValueError("'content' must be an object")
+        session.answer(_text(body, "id"), _text(body, "action"), content)
         return {"ok": True}
 
     async def reconnect(body: dict[str, Any]) -> dict[str, Any]:
@@ -181,12 +221,12 @@ def _routes(session: InspectorSession) -> list[Route | Mount]:
     async def post(request: Request) -> JSONResponse:
         handler = api.get(request.path_params["name"])
         if handler is None:
-            return JSONResponse({"error": {"kind": "local", "message": "no such API"}}, status_code=404)
+            return _Json({"error": {"kind": "local", "message": "no such API"}}, status_code=404)
         try:
-            return JSONResponse(await handler(await _json_body(request)))
+            return _Json(await handler(await _json_body(request)))
         except (ValueError, KeyError, ConnectionError) as exc:
             message = f"no pending question {exc}" if isinstance(exc, KeyError) else str(exc)
-            return JSONResponse({"error": {"kind": "local", "message": message}}, status_code=400)
+            return _Json({"error": {"kind": "local", "message": message}}, status_code=400)
 
     return [
         Route("/", index),

@@ -16,7 +16,9 @@ The rules kept here, once for every transport:
   A ``requestId`` that is not a string or an integer names nothing and is ignored.
 * Responses are matched to the requests this side sent; unknown ids are ignored.
 * Each request this side sends has a deadline that progress pushes back by the
-  request's own timeout, never past its hard limit (cancellation.mdx, Timeouts).
+  request's own timeout, never past its hard limit (cancellation.mdx, Timeouts): the
+  connection's ``max_timeout`` from the start, or the request's own timeout when that
+  is longer (a caller who asks for an hour gets an hour).
 
 ``ServerConnection`` is the server's side (a stdio process, an in-process pair, or a
 handshake-era HTTP session); ``ClientConnection`` the client's. The transports keep
@@ -201,7 +203,7 @@ class _Requests:
         request_id = message["id"]
         if request_id in self.pending:
             raise InvalidRequest(f"request id {request_id!r} is already waiting for its response")
-        limit = now + (max_timeout if max_timeout is not None else timeout)
+        limit = now + (max(timeout, max_timeout) if max_timeout is not None else timeout)
         outbound = Outbound(request_id, message, min(now + timeout, limit), limit, timeout, token)
         self.pending[request_id] = outbound
         if token is not None:

@@ -16,8 +16,8 @@ directory (``$XDG_DATA_HOME/modelctx``, else ``~/.local/share/modelctx``; on mac
 
 from __future__ import annotations
 
-from ._graph import EntityNotFound, KnowledgeGraph
+from ._graph import EntityNotFound, KnowledgeGraph, Page, Position
 from ._server import GRAPH_URI, build_server
 from ._store import default_store
 
-__all__ = ["GRAPH_URI", "EntityNotFound", "KnowledgeGraph", "build_server", "default_store"]
+__all__ = ["GRAPH_URI", "EntityNotFound", "KnowledgeGraph", "Page", "Position", "build_server", "default_store"]

@@ -6,18 +6,36 @@ reads and writes; WAL lets readers go on while one writes. The semantics are tho
 ``@modelcontextprotocol/server-memory``: creating an entity or relation that exists
 is a no-op that is not reported back, observations are a set kept in insertion order,
 deleting an entity deletes its relations, deleting what is not there is not an error.
+
+Reads are bounded: an answer holds at most ``PAGE_ITEMS`` entities and relations and
+about ``PAGE_BYTES`` of their JSON, read from SQLite a few hundred rows at a time, so
+neither the answer nor the server's memory grows with the graph (``read_graph`` of
+200,000 entities took the server from 39 to 341 MB and its answer, 30 MB, was past what
+a client reads as one message). ``read_page`` goes on from a ``Position`` (the next
+page's cursor); ``search_page`` and ``open_page`` say when they left matches out. The
+dict-returning ``read_graph``, ``search_nodes`` and ``open_nodes`` (for Python callers)
+are unbounded, read in chunks all the same.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EntityNotFound", "KnowledgeGraph"]
+__all__ = ["PAGE_BYTES", "PAGE_ITEMS", "EntityNotFound", "KnowledgeGraph", "Page", "Position"]
+
+#: What one read holds at most: entities and relations together ...
+PAGE_ITEMS = 1_000
+#: ... and about this many bytes of their JSON (a single larger item still goes alone).
+PAGE_BYTES = 1 << 20
+#: Rows read from SQLite at a time.
+_CHUNK = 256
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entities (
@@ -63,6 +81,48 @@ def _turn_on_wal(db: sqlite3.Connection) -> None:
 
 class EntityNotFound(LookupError):
     """An operation named an entity the graph does not hold."""
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where a ``read_page`` page starts: after entity id ``entity`` or, once every
+    entity was read (``relations``), after relation id ``relation``."""
+
+    entity: int = 0
+    relation: int = 0
+    relations: bool = False
+
+
+@dataclass
+class Page:
+    """A bounded read: ``graph`` (``entities``, ``relations``); ``next`` where
+    ``read_page`` goes on, or ``truncated`` for a search that left matches out."""
+
+    graph: dict[str, list[Any]]
+    bounded: bool = True
+    next: Position | None = None
+    truncated: bool = False
+    _items: int = 0
+    _bytes: int = 0
+
+    def take(self, kind: str, item: dict[str, Any]) -> bool:
+        """Add ``item`` if it fits (the first always does); False when the page is full."""
+        if not self.bounded:
+            self.graph[kind].append(item)
+            return True
+        size = len(json.dumps(item, ensure_ascii=False))
+        if self._items and (self._items >= PAGE_ITEMS or self._bytes + size > PAGE_BYTES):
+            return False
+        self._items += 1
+        self._bytes += size
+        self.graph[kind].append(item)
+        return True
+
+
+def _chunks(rows: sqlite3.Cursor) -> Iterator[list[Any]]:
+    """The rows of one query, ``_CHUNK`` at a time."""
+    while chunk := rows.fetchmany(_CHUNK):
+        yield chunk
 
 
 class KnowledgeGraph:
@@ -161,24 +221,70 @@ class KnowledgeGraph:
 
     # -- reads -----------------------------------------------------------------------
     def read_graph(self) -> dict[str, list[Any]]:
-        """Every entity and relation, in the order they were created."""
+        """Every entity and relation, in the order they were created (unbounded: the
+        server's tools read pages, ``read_page``)."""
         with self._transaction() as db:
-            return {"entities": _entities(db), "relations": _relations(db)}
+            rows = db.execute("SELECT id, name, entity_type FROM entities ORDER BY id")
+            entities = [entity for _, entity in _entities(db, rows)]
+            relations = db.execute("SELECT id, source, target, relation_type FROM relations ORDER BY id")
+            return {"entities": entities, "relations": [relation for _, relation in _relations(relations)]}
 
     def search_nodes(self, query: str) -> dict[str, list[Any]]:
-        """Entities whose name, type or an observation contains ``query`` (any case), and
-        the relations with at least one end among them."""
-        needle = query.lower()
-        with self._transaction() as db:
-            found = [e for e in _entities(db) if _matches(e, needle)]
-            return {"entities": found, "relations": _touching(db, [e["name"] for e in found])}
+        """``search_page``, unbounded."""
+        return self.search_page(query, bounded=False).graph
 
     def open_nodes(self, names: Sequence[str]) -> dict[str, list[Any]]:
-        """The named entities (unknown names skipped) and the relations touching them."""
+        """``open_page``, unbounded."""
+        return self.open_page(names, bounded=False).graph
+
+    def read_page(self, start: Position | None = None) -> Page:
+        """A page of the graph from ``start``: entities, then relations, in the order
+        they were created; ``page.next`` is where the next page starts (None: the end)."""
+        at = start or Position()
+        page = Page({"entities": [], "relations": []})
         with self._transaction() as db:
-            wanted = set(names)
-            found = [e for e in _entities(db) if e["name"] in wanted]
-            return {"entities": found, "relations": _touching(db, [e["name"] for e in found])}
+            if not at.relations:
+                rows = db.execute("SELECT id, name, entity_type FROM entities WHERE id > ? ORDER BY id", (at.entity,))
+                for entity_id, entity in _entities(db, rows):
+                    if not page.take("entities", entity):
+                        page.next = Position(entity=entity_id - 1)  # it starts the next page
+                        return page
+            rows = db.execute(
+                "SELECT id, source, target, relation_type FROM relations WHERE id > ? ORDER BY id",
+                (at.relation if at.relations else 0,),
+            )
+            for relation_id, relation in _relations(rows):
+                if not page.take("relations", relation):
+                    page.next = Position(relation=relation_id - 1, relations=True)
+                    return page
+        return page
+
+    def counts(self) -> tuple[int, int]:
+        """How many entities and relations the graph holds."""
+        with self._transaction() as db:
+            entities = db.execute("SELECT count(*) FROM entities").fetchone()[0]
+            relations = db.execute("SELECT count(*) FROM relations").fetchone()[0]
+            return int(entities), int(relations)
+
+    def search_page(self, query: str, *, bounded: bool = True) -> Page:
+        """Entities whose name, type or an observation contains ``query`` (any case), and
+        the relations with at least one end among them; at most a page of them."""
+        needle = query.lower()
+        with self._transaction() as db:
+            rows = db.execute("SELECT id, name, entity_type FROM entities ORDER BY id")
+            found = (e for _, e in _entities(db, rows) if _matches(e, needle))
+            return _found(db, found, Page({"entities": [], "relations": []}, bounded=bounded))
+
+    def open_page(self, names: Sequence[str], *, bounded: bool = True) -> Page:
+        """The named entities (unknown names skipped) and the relations touching them;
+        at most a page of them."""
+        with self._transaction() as db:
+            rows = db.execute(
+                "SELECT id, name, entity_type FROM entities WHERE name IN (SELECT value FROM json_each(?)) ORDER BY id",
+                (json.dumps(list(names)),),
+            )
+            found = (e for _, e in _entities(db, rows))
+            return _found(db, found, Page({"entities": [], "relations": []}, bounded=bounded))
 
 
 def _entity_id(db: sqlite3.Connection, name: str) -> int:
@@ -200,22 +306,47 @@ def _add_observations(db: sqlite3.Connection, entity_id: int | None, contents: I
     return added
 
 
-def _entities(db: sqlite3.Connection) -> list[Entity]:
-    rows = db.execute("SELECT id, name, entity_type FROM entities ORDER BY id").fetchall()
-    observations: dict[int, list[str]] = {row[0]: [] for row in rows}
-    for entity_id, content in db.execute("SELECT entity_id, content FROM observations ORDER BY id"):
-        observations[entity_id].append(content)
-    return [{"name": name, "entityType": kind, "observations": observations[i]} for i, name, kind in rows]
+def _entities(db: sqlite3.Connection, rows: sqlite3.Cursor) -> Iterator[tuple[int, Entity]]:
+    """``(id, entity)`` for each row of ``rows`` (id, name, type), with its observations,
+    read a chunk of entities at a time."""
+    for chunk in _chunks(rows):
+        observations: dict[int, list[str]] = {row[0]: [] for row in chunk}
+        found = db.execute(
+            "SELECT entity_id, content FROM observations WHERE entity_id IN (SELECT value FROM json_each(?)) "
+            "ORDER BY id",
+            (json.dumps(list(observations)),),
+        )
+        for entity_id, content in found:
+            observations[entity_id].append(content)
+        for entity_id, name, kind in chunk:
+            yield entity_id, {"name": name, "entityType": kind, "observations": observations[entity_id]}
 
 
-def _relations(db: sqlite3.Connection) -> list[Relation]:
-    rows = db.execute("SELECT source, target, relation_type FROM relations ORDER BY id")
-    return [{"from": source, "to": target, "relationType": kind} for source, target, kind in rows]
+def _relations(rows: sqlite3.Cursor) -> Iterator[tuple[int, Relation]]:
+    """``(id, relation)`` for each row of ``rows`` (id, source, target, type)."""
+    for chunk in _chunks(rows):
+        for relation_id, source, target, kind in chunk:
+            yield relation_id, {"from": source, "to": target, "relationType": kind}
 
 
-def _touching(db: sqlite3.Connection, names: list[str]) -> list[Relation]:
-    wanted = set(names)
-    return [r for r in _relations(db) if r["from"] in wanted or r["to"] in wanted]
+def _found(db: sqlite3.Connection, entities: Iterable[Entity], page: Page) -> Page:
+    """``page`` filled with ``entities`` and the relations touching them; ``truncated``
+    when some did not fit."""
+    for entity in entities:
+        if not page.take("entities", entity):
+            page.truncated = True
+            break
+    names = json.dumps([e["name"] for e in page.graph["entities"]])
+    rows = db.execute(
+        "SELECT id, source, target, relation_type FROM relations WHERE source IN (SELECT value FROM json_each(?1)) "
+        "OR target IN (SELECT value FROM json_each(?1)) ORDER BY id",
+        (names,),
+    )
+    for _, relation in _relations(rows):
+        if not page.take("relations", relation):
+            page.truncated = True
+            break
+    return page
 
 
 def _matches(entity: Entity, needle: str) -> bool:

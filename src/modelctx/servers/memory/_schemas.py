@@ -54,6 +54,15 @@ def _array(items: dict[str, Any], description: str | None = None) -> dict[str, A
 _GRAPH = _object(
     {"entities": _array(_entity(closed=True)), "relations": _array(_relation(closed=True))}, closed=True
 )
+# read_graph's page: the npm server's graph, and where the next page starts when the
+# graph is larger than one answer holds (our addition; absent for a graph that fits).
+_GRAPH_PAGE: dict[str, Any] = {
+    **_GRAPH,
+    "properties": {
+        **_GRAPH["properties"],
+        "nextCursor": {"type": "string", "description": "pass it as cursor to read the next page"},
+    },
+}
 _DONE = _object({"success": {"type": "boolean"}, "message": {"type": "string"}}, closed=True)
 
 INPUTS: dict[str, dict[str, Any]] = {
@@ -91,7 +100,15 @@ INPUTS: dict[str, dict[str, Any]] = {
         }
     ),
     "delete_relations": _object({"relations": _array(_relation(), "An array of relations to delete")}),
-    "read_graph": {"type": "object", "properties": {}},
+    "read_graph": {
+        "type": "object",
+        "properties": {
+            "cursor": {
+                "type": "string",
+                "description": "The nextCursor of the previous page, to read the next one (leave it out to start)",
+            }
+        },
+    },
     "search_nodes": _object(
         {
             "query": {
@@ -117,7 +134,7 @@ OUTPUTS: dict[str, dict[str, Any]] = {
     "delete_entities": _DONE,
     "delete_observations": _DONE,
     "delete_relations": _DONE,
-    "read_graph": _GRAPH,
+    "read_graph": _GRAPH_PAGE,
     "search_nodes": _GRAPH,
     "open_nodes": _GRAPH,
 }

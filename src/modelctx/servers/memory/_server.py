@@ -3,17 +3,23 @@
 
 The handlers are plain methods: modelctx runs them on its worker threads, so SQLite's
 blocking calls never hold up the event loop. Each result is what the npm server
-returns (its JSON, indented, as text, and the same value as ``structuredContent``).
+returns (its JSON, indented, as text, and the same value as ``structuredContent``),
+as long as it fits one page (``_graph.PAGE_ITEMS`` entities and relations, about
+``_graph.PAGE_BYTES``): past that ``read_graph`` answers a page with ``nextCursor``
+(its optional ``cursor`` argument reads the next), and ``search_nodes`` and
+``open_nodes`` the first page of matches; a second text block says so and what to do.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from pathlib import Path
 from typing import Any
 
 from ... import Server, Text, ToolError, ToolResult
-from ._graph import EntityNotFound, KnowledgeGraph
+from ._graph import PAGE_ITEMS, EntityNotFound, KnowledgeGraph, Page, Position
 from ._schemas import INPUTS, OUTPUTS
 
 __all__ = ["GRAPH_URI", "build_server"]
@@ -82,6 +88,35 @@ def _data(value: dict[str, Any]) -> ToolResult:
     return ToolResult([Text(json.dumps(shown, indent=2, ensure_ascii=False))], structured=value)
 
 
+def _cursor(position: Position) -> str:
+    raw = json.dumps([int(position.relations), position.relation if position.relations else position.entity])
+    return base64.urlsafe_b64encode(raw.encode()).decode()
+
+
+def _position(cursor: str) -> Position:
+    try:
+        relations, after = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+    except (binascii.Error, ValueError, TypeError, UnicodeError):
+        relations = after = None
+    if relations not in (0, 1) or not isinstance(after, int) or isinstance(after, bool) or after < 0:
+        raise ToolError("cursor is not one this server gave; leave it out to read the graph from the start")
+    return Position(relation=after, relations=True) if relations else Position(entity=after)
+
+
+def _searched(page: Page, what: str) -> ToolResult:
+    result = _data(page.graph)
+    if page.truncated:
+        graph = page.graph
+        result.content.append(
+            Text(
+                f"Only the first {len(graph['entities'])} entities and {len(graph['relations'])} relations "
+                f"{what} are shown: an answer holds at most {PAGE_ITEMS} of them (about 1 MB); "
+                "narrow the query, or open fewer names at a time."
+            )
+        )
+    return result
+
+
 def _done(message: str) -> ToolResult:
     return ToolResult([Text(message)], structured={"success": True, "message": message})
 
@@ -132,14 +167,38 @@ class _GraphTools:
         self._changed()
         return _done("Relations deleted successfully")
 
-    def read_graph(self) -> ToolResult:
-        return _data(self.graph.read_graph())
+    def read_graph(self, cursor: str | None = None) -> ToolResult:
+        page = self.graph.read_page(_position(cursor) if cursor is not None else None)
+        if page.next is None:
+            return _data(page.graph)
+        value: dict[str, Any] = {**page.graph, "nextCursor": _cursor(page.next)}
+        result = _data(value)
+        entities, relations = self.graph.counts()
+        result.content.append(
+            Text(
+                f"This is one page of the graph ({entities} entities and {relations} relations in all): "
+                f"call read_graph with cursor {value['nextCursor']!r} for the next page."
+            )
+        )
+        return result
 
     def search_nodes(self, query: str) -> ToolResult:
-        return _data(self.graph.search_nodes(query))
+        return _searched(self.graph.search_page(query), "that match")
 
     def open_nodes(self, names: list[str]) -> ToolResult:
-        return _data(self.graph.open_nodes(names))
+        return _searched(self.graph.open_page(names), "of those named")
 
     def knowledge_graph(self) -> str:
-        return json.dumps(self.graph.read_graph(), indent=2, ensure_ascii=False)
+        """The graph as JSON: whole when it fits one page; else its first page, with a
+        ``note`` and the ``nextCursor`` the read_graph tool goes on from."""
+        page = self.graph.read_page()
+        value: dict[str, Any] = page.graph
+        if page.next is not None:
+            entities, relations = self.graph.counts()
+            value = {
+                **value,
+                "note": f"the first page of a graph of {entities} entities and {relations} relations; "
+                "call the read_graph tool with nextCursor for the rest",
+                "nextCursor": _cursor(page.next),
+            }
+        return json.dumps(value, indent=2, ensure_ascii=False)

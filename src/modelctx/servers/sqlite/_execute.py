@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ._connections import FencedConnection, problem
-from ._query import Limits, Param, QueryError
+from ._query import Limits, Param, QueryError, check_params
 
 __all__ = ["EXECUTE_OUTPUT_SCHEMA", "check_statement", "run_statement"]
 
@@ -30,6 +30,7 @@ def check_statement(path: Path, sql: str, params: Sequence[Param], limits: Limit
     Raises ``QueryError`` saying what is wrong, so the user is never asked to confirm a
     statement that cannot run.
     """
+    check_params(params)
     with FencedConnection(path, read_only=False, timeout=limits.timeout) as connection:
         try:
             connection.db.execute(f"EXPLAIN {sql}", list(params)).fetchall()
@@ -39,6 +40,7 @@ def check_statement(path: Path, sql: str, params: Sequence[Param], limits: Limit
 
 def run_statement(path: Path, sql: str, params: Sequence[Param], limits: Limits) -> dict[str, Any]:
     """Run ``sql`` once (its own transaction); the rows it changed and the last rowid."""
+    check_params(params)
     with FencedConnection(path, read_only=False, timeout=limits.timeout) as connection:
         try:
             cursor = connection.db.execute(sql, list(params))

@@ -22,9 +22,13 @@ from typing import Any
 
 from ._connections import FencedConnection, problem
 
-__all__ = ["QUERY_OUTPUT_SCHEMA", "Limits", "QueryError", "run_query"]
+__all__ = ["QUERY_OUTPUT_SCHEMA", "Limits", "QueryError", "check_params", "run_query"]
 
 Param = str | int | float | None
+
+#: The integers SQLite stores: signed 64-bit. JSON carries any integer; the sqlite3 module
+#: raises OverflowError (not an sqlite3.Error) for one outside this range.
+SQLITE_INT_MIN, SQLITE_INT_MAX = -(2**63), 2**63 - 1
 
 QUERY_OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -75,6 +79,16 @@ def read_cursor(cursor: str, sql: str, params: Sequence[Param]) -> int:
     return offset
 
 
+def check_params(params: Sequence[Param]) -> None:
+    """Raise ``QueryError`` naming the first parameter SQLite cannot bind as sent."""
+    for index, value in enumerate(params):
+        if isinstance(value, int) and not SQLITE_INT_MIN <= value <= SQLITE_INT_MAX:
+            raise QueryError(
+                f"params[{index}] is an integer outside SQLite's 64-bit range ({SQLITE_INT_MIN} to "
+                f"{SQLITE_INT_MAX}); send it as a string, or as a float if an approximation will do"
+            )
+
+
 def _json_value(value: Any) -> Any:
     if isinstance(value, bytes):
         return {"base64": base64.b64encode(value).decode()}
@@ -87,6 +101,7 @@ def run_query(
     """One page of the rows ``sql`` selects (``columns``, ``rows``, maybe ``nextCursor``)."""
     if not 1 <= limit <= limits.max_rows:
         raise QueryError(f"limit must be between 1 and {limits.max_rows}; page through more rows with nextCursor")
+    check_params(params)
     offset = read_cursor(cursor, sql, params) if cursor else 0
     with FencedConnection(path, read_only=True, timeout=limits.timeout) as connection:
         try:

@@ -38,7 +38,10 @@ _READS = {"readOnlyHint": True, "openWorldHint": False}
 _WRITES = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": False}
 
 Sql = Annotated[str, msgspec.Meta(description="one SQL statement; ? placeholders take params")]
-Params = Annotated[list[Param] | None, msgspec.Meta(description="values for the statement's ? placeholders")]
+Params = Annotated[
+    list[Param] | None,
+    msgspec.Meta(description="values for the statement's ? placeholders (integers within 64 bits)"),
+]
 
 
 def table_uri(name: str) -> str:
