@@ -24,7 +24,9 @@ One endpoint path; per request:
    the session's stream for server messages, DELETE ends the session. Sessions expire
    when idle and their number is capped, so memory stays bounded. With a Redis
    (``ServerConfig.redis_url``) sessions are kept there too and any replica serves
-   any of them (``_redis_sessions``); the table here is then a cache.
+   any of them (``_redis_sessions``); the table here is then a cache. Without one,
+   ``serve_http``'s worker processes relay a request naming another worker's session
+   to that worker (``_siblings``), so it reaches the session wherever it lands.
 
 The reply is one JSON body unless the handler sends something before its result
 (progress, a log message, a listen event, a handshake-era server request): the first
@@ -108,6 +110,7 @@ from ._redis_sessions import (
 )
 from ._seam import Peer, ServerApp
 from ._session import HandshakeSession, SessionTable, act
+from ._siblings import BUSY, Siblings
 from ._sse_resume import KeptStream, kept_after, resume
 from ._tuning import settle_heap
 
@@ -200,6 +203,7 @@ class HttpApp:
         auth: ResourceAuth | None = None,
         tune_gc: bool = False,
         session_store: RedisSessionStore | None = None,
+        siblings: Siblings | None = None,
     ) -> None:
         if auth is not None and authenticate is not None:
             raise ValueError("give HttpApp either auth (OAuth) or authenticate (a hook), not both")
@@ -223,6 +227,9 @@ class HttpApp:
         quota = max_sessions_per_principal if authenticate is not None or auth is not None else None
         self._sessions = SessionTable(max_sessions, quota, session_idle_seconds)
         self._store = session_store if session_store is not None else _store_for(server, session_idle_seconds)
+        # Worker processes without Redis (serve_http): a request for another worker's
+        # session is relayed to it (_siblings).
+        self._siblings = siblings if self._store is None else None
         self._running: contextlib.AsyncExitStack | None = None
         self._header_paths: dict[str, tuple[dict[str, Any], dict[str, tuple[str, ...]]]] = {}
 
@@ -255,6 +262,8 @@ class HttpApp:
                 self.close()
                 if self._store is not None:
                     await self._store.close()
+                if self._siblings is not None:
+                    self._siblings.disconnect()
                 if self._running is not None:
                     await self._running.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
@@ -280,6 +289,12 @@ class HttpApp:
         if repeated is not None:
             await send_json(send, 400, error_response(None, _repeated(repeated)))
             return
+        if self._siblings is not None:
+            session_id = headers.get("mcp-session-id")
+            holder = self._siblings.holder(session_id) if session_id is not None else None
+            if holder is not None:  # another worker's session: it answers (and checks) all
+                await self._relay(holder, scope, headers, receive, send)
+                return
         refusal = self._guard(headers)
         if refusal is not None:
             status, message = refusal
@@ -350,22 +365,29 @@ class HttpApp:
         return None
 
     # -- POST -------------------------------------------------------------------------
-    async def _post(
-        self, headers: dict[str, str], receive: Receive, send: ASGISend, principal: Any
-    ) -> None:
+    async def _body(self, headers: dict[str, str], receive: Receive, send: ASGISend) -> bytes | None:
+        """The POST body, whole; None once it was refused (413 past ``max_body``, 408 not
+        whole within ``body_timeout``)."""
         length = headers.get("content-length")
         if length is not None and length.isascii() and length.isdigit() and int(length) > self.max_body:
             await _refuse(send, 413, self._too_large())
-            return
+            return None
         try:
             body = await self._body_deadlines.read(receive, self.max_body)
         except BodyTimeout:
             # connection: close, so uvicorn drops the rest of the body with the connection.
             late = f"The request body did not arrive within {self.body_timeout:g} seconds"
             await _refuse(send, 408, late, [(b"connection", b"close")])
-            return
+            return None
         if body is None:
             await _refuse(send, 413, self._too_large())
+        return body
+
+    async def _post(
+        self, headers: dict[str, str], receive: Receive, send: ASGISend, principal: Any
+    ) -> None:
+        body = await self._body(headers, receive, send)
+        if body is None:
             return
         # A POST body is one JSON-RPC message: application/json, parsed (not a substring
         # match); a missing Content-Type is tolerated as JSON (the body decides).
@@ -443,6 +465,8 @@ class HttpApp:
 
     def _opened(self, session: HandshakeSession) -> None:
         """Index a session ``initialize`` opened (``_request`` then stores it, if shared)."""
+        if self._siblings is not None and self._siblings.slot is not None:
+            session.id = self._siblings.name(session.id)  # names this worker, for the others
         if self._store is not None:
             # Its server-to-client request ids name this process: unique across replicas.
             session.connection = ServerConnection(id_prefix=self._store.process_id)
@@ -781,6 +805,35 @@ class HttpApp:
         if session is None:
             await send_plain(send, 404, b"Session not found")
         return session
+
+    # -- sessions of another worker (_siblings) ---------------------------------------------
+    async def _relay(
+        self, holder: int, scope: Scope, headers: dict[str, str], receive: Receive, send: ASGISend
+    ) -> None:
+        """Pass the request to worker ``holder``, which holds its session, and its reply
+        back; answer 404 when that worker is gone (the session with it), 503 when it does
+        not accept in time."""
+        assert self._siblings is not None
+        body = b""
+        if scope["method"] == "POST":
+            read = await self._body(headers, receive, send)
+            if read is None:
+                return
+            body = read
+        outcome = await self._siblings.relay(holder, scope, body, receive, send)
+        if outcome is None:
+            return
+        request_id = None
+        with contextlib.suppress(ProtocolError):
+            request_id = _id_of(decode(body)) if body else None
+        if outcome == BUSY:
+            error = InternalError("Server busy: the worker holding this session did not answer in time; retry")
+            await send_json(send, 503, error_response(request_id, error), [(b"retry-after", b"1")])
+        elif scope["method"] == "POST":
+            gone = InvalidRequest("Session not found or expired; send initialize again")
+            await send_json(send, 404, error_response(request_id, gone))
+        else:
+            await send_plain(send, 404, b"Session not found")
 
     # -- sessions shared through Redis (_redis_sessions) ------------------------------------
     def _follow_store(self, store: RedisSessionStore) -> None:
@@ -1288,8 +1341,10 @@ def serve_http(
     ``workers``: processes serving the one socket (``_workers.serve_workers``: forked
     after the socket is bound, each with its own event loop, ``HttpApp`` and run of the
     server's lifespan; restarted when one dies; a crash loop or a failed lifespan ends
-    the server with status 1). Without Redis (``ServerConfig.redis_url``) handshake
-    sessions and listen streams belong to one worker: a warning line says so.
+    the server with status 1). Without Redis (``ServerConfig.redis_url``) a handshake
+    session belongs to the worker that opened it, and a request for it that reaches
+    another worker is relayed to it over a Unix socket (``_siblings``); listen streams
+    belong to one worker and hear only its changes: a warning line says so.
 
     The socket is bound first: an address in use ends the process with one line saying
     so and what to do (``SystemExit``, status 1); ``ready_message``, if given, goes to
@@ -1308,25 +1363,36 @@ def serve_http(
     config = _uvicorn_config(host, port, log_level, header_timeout)
     # Built before any fork, so a wrong option fails once, here; it holds nothing of an
     # event loop yet (timers and sessions come with requests), so each worker's copy starts clean.
-    app = HttpApp(server, **options)
+    shared = getattr(getattr(server, "config", None), "redis_url", None) is not None
+    # Without Redis the workers reach each other's sessions through Unix sockets the
+    # parent binds now, before it forks (_siblings).
+    siblings = Siblings(workers) if workers > 1 and not shared else None
+    try:
+        app = HttpApp(server, siblings=siblings, **options)
 
-    def serve(ready: Callable[[], None] | None) -> None:
-        _graceful_uvicorn()(uvicorn.Config(app, **config), app, ready).run(sockets=[listening])
+        def serve(ready: Callable[[], None] | None, slot: int | None = None) -> None:
+            sockets = [listening]
+            if siblings is not None and slot is not None:
+                sockets.append(siblings.enter(slot))
+            _graceful_uvicorn()(uvicorn.Config(app, **config), app, ready).run(sockets=sockets)
 
-    if workers == 1:
-        serve(None if ready_message is None else lambda: print(ready_message, file=sys.stderr, flush=True))
-        return
-    if getattr(getattr(server, "config", None), "redis_url", None) is None:
-        print(
-            f"modelctx: warning: {workers} workers without Redis: handshake-era sessions and "
-            "subscriptions/listen streams live in one worker each (a request reaching another gets 404, "
-            "a change made in one is not heard in the others); give --redis URL (or MODELCTX_REDIS_URL) "
-            "to share them",
-            file=sys.stderr,
-            flush=True,
-        )
-    status = serve_workers(workers, serve, ready_message=ready_message)
-    listening.close()
+        if workers == 1:
+            serve(None if ready_message is None else lambda: print(ready_message, file=sys.stderr, flush=True))
+            return
+        if not shared:
+            print(
+                f"modelctx: warning: {workers} workers without Redis: each handshake-era session lives in "
+                "one worker, and requests for it that reach another are relayed to it; subscriptions/listen "
+                "streams and changes made in one worker are not heard in the others; give --redis URL "
+                "(or MODELCTX_REDIS_URL) to share them",
+                file=sys.stderr,
+                flush=True,
+            )
+        status = serve_workers(workers, serve, ready_message=ready_message)
+    finally:
+        if siblings is not None:
+            siblings.close()
+        listening.close()
     if status:
         raise SystemExit(status)
 
