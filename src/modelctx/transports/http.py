@@ -1236,6 +1236,11 @@ MAX_REQUEST_HEAD = 1024 * 1024
 # byte, and not at all on a new connection, so a peer sending a header byte a second,
 # or nothing, would hold a connection for ever.
 HEADER_TIMEOUT = 10.0
+# Seconds a connection refused before its head ended (431, 408) is still read, its bytes
+# dropped, before it closes. Closed at once, with the rest of a 5 MB header unread,
+# the kernel answered the peer's next bytes with a reset, which often reached the peer
+# before the 431 did: it saw "connection reset" instead of the status.
+LINGER_SECONDS = 5.0
 
 
 def _refusal(status: bytes, message: str) -> bytes:
@@ -1262,6 +1267,7 @@ def _bounded_httptools(header_timeout: float = HEADER_TIMEOUT) -> type[Any]:
         """
 
         head_bytes = 0
+        refused = False  # answered 431 or 408: what else arrives is dropped until it closes
         in_head = True
         head_open = True  # a head has begun (or the connection opened) and is not whole
         head_started = 0.0
@@ -1279,13 +1285,26 @@ def _bounded_httptools(header_timeout: float = HEADER_TIMEOUT) -> type[Any]:
             super().connection_lost(exc)
 
         def data_received(self, data: bytes) -> None:
+            if self.refused:
+                return  # the peer is still sending what was refused: read and drop it
             super().data_received(data)
             if not self.in_head:
                 return
             self.head_bytes += len(data)
             if self.head_bytes > MAX_REQUEST_HEAD and not self.transport.is_closing():
                 limit = f"Request headers too large: the limit is {MAX_REQUEST_HEAD} bytes"
-                self.transport.write(_refusal(b"431 Request Header Fields Too Large", limit))
+                self._refuse(b"431 Request Header Fields Too Large", limit)
+
+        def _refuse(self, status: bytes, message: str) -> None:
+            """Answer ``status`` and end the connection without a reset: the response,
+            then our end of the stream closed (FIN); the peer's bytes are read and
+            dropped until it closes too, or for ``LINGER_SECONDS`` at most."""
+            self.refused = True
+            self.transport.write(_refusal(status, message))
+            if self.transport.can_write_eof():
+                self.transport.write_eof()
+                self.loop.call_later(LINGER_SECONDS, self.transport.close)
+            else:
                 self.transport.close()
 
         def on_message_begin(self) -> None:
@@ -1315,8 +1334,7 @@ def _bounded_httptools(header_timeout: float = HEADER_TIMEOUT) -> type[Any]:
                 self._arm()  # a later head than the one this timer was armed for
                 return
             late = f"The request headers did not arrive within {header_timeout:g} seconds"
-            self.transport.write(_refusal(b"408 Request Timeout", late))
-            self.transport.close()
+            self._refuse(b"408 Request Timeout", late)
 
     return BoundedHead
 
