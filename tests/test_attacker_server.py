@@ -99,6 +99,36 @@ def test_http_a_request_head_past_the_bound_is_refused_with_431_and_the_server_g
     assert reply["result"]["content"][0]["text"] == "after"
 
 
+def _whole_answer_to(port: int, head: bytes) -> bytes:
+    """Send ``head`` whole and read the answer to its end; an error on either (a reset)
+    fails the test."""
+    with socket.create_connection(("127.0.0.1", port), timeout=DEADLINE) as sock:
+        sock.sendall(head)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [b"authorization: Bearer " + b"a" * (5 * 1024 * 1024) + b"\r\n",
+     b"".join(b"x-many-%d: %s\r\n" % (n, b"v" * 100) for n in range(60_000))],
+    ids=["one-5-MB-authorization-header", "60000-headers"],
+)  # fmt: skip
+def test_http_a_huge_request_head_sent_whole_gets_its_431_and_no_reset(http_server, http, headers):
+    # Before: the server closed with the rest of the head unread, so the kernel reset
+    # the connection, and the client saw "connection reset" instead of the 431.
+    for _ in range(3):
+        head = b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n" + headers + b"content-length: 2\r\n\r\n{}"
+        answer = _whole_answer_to(http_server.port, head)
+        status, _, rest = answer.partition(b"\r\n")
+        assert status == b"HTTP/1.1 431 Request Header Fields Too Large", answer[:200]
+        assert b"connection: close" in rest
+        assert json.loads(rest.partition(b"\r\n\r\n")[2])["error"]["message"].startswith("Request headers too large")
+    assert http.call(_echo(1, "after"))["result"]["content"][0]["text"] == "after"
+
+
 def test_http_headers_of_64_kib_are_still_served(http):
     # The bound is generous: a long (but finite) header is no attack.
     response = http.post(_echo(2, "padded"), headers={"x-padding": "a" * 65536})

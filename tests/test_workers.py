@@ -21,11 +21,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
-from conftest import DEADLINE, serve_command, wait_until
+from conftest import DEADLINE, async_test, serve_command, wait_until
 from scale_processes import PROTOCOL, Processes, ScaleError, free_port, post_json, tools_call
 
-from modelctx import Server
+from modelctx import Client, Server
+from modelctx.client import ClientHandlers
 from modelctx.transports._workers import max_workers, serve_workers
 
 WORKERS_SERVER = textwrap.dedent('''
@@ -68,6 +70,16 @@ WORKERS_SERVER = textwrap.dedent('''
     async def crash() -> str:
         """End this worker at once, as a fatal bug would."""
         os._exit(1)
+
+
+    @server.tool
+    async def ask(ctx: Context) -> str:
+        """Ask the user (elicitation), the model (sampling) and the client's roots, then
+        answer with what came back and the pid of the worker that ran the call."""
+        answer = await ctx.elicit("Name?", {"type": "object", "properties": {"name": {"type": "string"}}})
+        sampled = await ctx.sample("Say hi", max_tokens=5)
+        roots = await ctx.list_roots()
+        return f"{answer.content['name']} {sampled['content']['text']} {roots[0]['uri']} {os.getpid()}"
 
 
     @server.tool
@@ -229,7 +241,7 @@ def test_more_workers_than_the_machine_can_use_are_refused_before_any_fork(app):
 
 def test_workers_refuse_to_fork_inside_an_event_loop():
     async def main() -> None:
-        serve_workers(2, lambda ready: None)
+        serve_workers(2, lambda ready, slot: None)
 
     with pytest.raises(RuntimeError, match="cannot run inside an event loop"):
         asyncio.run(main())
@@ -238,4 +250,120 @@ def test_workers_refuse_to_fork_inside_an_event_loop():
 def test_workers_on_a_platform_without_fork_say_what_to_do(monkeypatch):
     monkeypatch.delattr(os, "fork")  # as on Windows: the real call cannot run here
     with pytest.raises(SystemExit, match="needs fork\\(\\), which this platform lacks"):
-        serve_workers(2, lambda ready: None)
+        serve_workers(2, lambda ready, slot: None)
+
+
+# -- handshake-era sessions across workers without Redis (transports/_siblings.py) -------------
+LEGACY = "2025-11-25"
+CALLS = 8  # each on new connections: an answer reaches either worker, 1 in 2 the other one
+
+
+async def _elicit(request: Any) -> dict[str, Any]:
+    return {"action": "accept", "content": {"name": "ada"}}
+
+
+async def _sample(params: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m", "stopReason": "endTurn"}
+
+
+async def _roots() -> list[dict[str, Any]]:
+    return [{"uri": "file:///work", "name": "work"}]
+
+
+async def _ask_with_our_client(url: str) -> str:
+    handlers = ClientHandlers(elicitation=_elicit, sampling=_sample, roots=_roots)
+    async with Client(url, mode="handshake", timeout=DEADLINE, handlers=handlers) as client:
+        result = await client.call_tool("ask", {})
+        return str(result.content[0].text)
+
+
+async def _ask_with_the_official_client(url: str) -> str:
+    import mcp_types as types
+    from mcp import Client as OfficialClient
+
+    async def elicit(context: Any, params: Any) -> Any:
+        return types.ElicitResult(action="accept", content={"name": "ada"})
+
+    async def sample(context: Any, params: Any) -> Any:
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text="hi"),
+                                         model="m", stopReason="endTurn")  # fmt: skip
+
+    async def roots(context: Any) -> Any:
+        return types.ListRootsResult(roots=[types.Root(uri="file:///work", name="work")])
+
+    client = OfficialClient(url, mode="legacy", elicitation_callback=elicit, sampling_callback=sample,
+                            list_roots_callback=roots, read_timeout_seconds=DEADLINE)  # fmt: skip
+    async with client as connected:
+        result = await connected.call_tool("ask", {})
+        return str(result.content[0].text)
+
+
+@pytest.mark.parametrize("redis", [False, True], ids=["without-redis", "with-redis"])
+@async_test(deadline=180)
+async def test_answers_to_the_servers_questions_reach_the_waiting_tool_on_either_worker(app, procs, tmp_path, redis,
+                                                                                      request):  # fmt: skip
+    # Before: the answer that reached the other worker was dropped (with Redis: 202, both
+    # workers had one name on the channel) or refused (without: 404), and the tool waited
+    # until its deadline: 0 of 6 calls of our Client succeeded.
+    redis_url = request.getfixturevalue("redis_url") if redis else None
+    replica = await asyncio.to_thread(procs.start_replica, app, workers=2, redis_url=redis_url,
+                                      env={"WORKERS_LOG": str(tmp_path / "events")})  # fmt: skip
+    answers = []
+    for ask in (_ask_with_our_client, _ask_with_the_official_client):
+        for _ in range(CALLS):
+            answers.append(await asyncio.wait_for(ask(replica.url), DEADLINE))
+    assert len(answers) == 2 * CALLS
+    assert {answer.rsplit(" ", 1)[0] for answer in answers} == {"ada hi file:///work"}
+    assert len({answer.rsplit(" ", 1)[1] for answer in answers}) == 2  # sessions held by both workers
+    replica.check_alive()
+    assert "Traceback" not in replica.log()
+
+
+def _open_session(client: httpx.Client, url: str) -> dict[str, str]:
+    headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": LEGACY}
+    params = {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    opened = client.post(url, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params},
+                         headers=headers)  # fmt: skip
+    assert opened.status_code == 200, opened.text
+    headers["mcp-session-id"] = opened.headers["mcp-session-id"]
+    initialized = client.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
+    assert initialized.status_code == 202
+    return headers
+
+
+def _whoami(url: str, headers: dict[str, str], request_id: int) -> httpx.Response:
+    call = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": "whoami", "arguments": {}}}
+    with httpx.Client(timeout=DEADLINE) as fresh:  # a new connection: either worker accepts it
+        return fresh.post(url, json=call, headers=headers)
+
+
+def test_every_request_of_a_session_is_served_by_the_worker_that_holds_it(app, procs, tmp_path):
+    # Before: a request of the session that reached the other worker got 404 there, and
+    # the client had to open a new session.
+    replica = procs.start_replica(app, workers=2, env={"WORKERS_LOG": str(tmp_path / "events")})
+    with httpx.Client(timeout=DEADLINE) as client:
+        headers = _open_session(client, replica.url)
+        replies = [_whoami(replica.url, headers, n) for n in range(1, 13)]
+        assert [reply.status_code for reply in replies] == [200] * 12
+        assert len({reply.json()["result"]["content"][0]["text"] for reply in replies}) == 1
+        with httpx.Client(timeout=DEADLINE) as fresh:
+            assert fresh.delete(replica.url, headers=headers).status_code == 200
+        assert _whoami(replica.url, headers, 13).status_code == 404  # ended, for both workers
+    assert "Traceback" not in replica.log()
+
+
+def test_the_sessions_of_a_worker_that_died_are_404_on_every_worker_and_the_server_goes_on(app, procs, tmp_path):
+    replica = procs.start_replica(app, workers=2, env={"WORKERS_LOG": str(tmp_path / "events")})
+    with httpx.Client(timeout=DEADLINE) as client:
+        headers = _open_session(client, replica.url)
+        holder = int(_whoami(replica.url, headers, 1).json()["result"]["content"][0]["text"])
+        os.kill(holder, signal.SIGKILL)
+        # Whichever worker a connection reaches (the survivor relays, the restarted worker
+        # holds nothing), the session is gone, and the client is told to start over.
+        for n in range(2, 8):
+            gone = _whoami(replica.url, headers, n)
+            assert gone.status_code == 404, gone.text
+            assert "send initialize again" in gone.json()["error"]["message"]
+        fresh = _open_session(client, replica.url)  # a new session works
+        assert _whoami(replica.url, fresh, 9).status_code == 200
+    replica.check_alive()

@@ -467,7 +467,8 @@ class Http11Pool:
     proxy (requests name whole URLs); ``extra`` is header lines for every request
     (``Proxy-Authorization``, when the proxy URL had credentials). ``addresses``: the
     IP addresses to connect to, tried in turn, instead of looking ``host`` up again
-    (the SSRF guard checked these; TLS still names ``host``).
+    (the SSRF guard checked these; TLS still names ``host``). ``unix``: the path of a
+    Unix socket to connect to instead (worker processes relaying to each other).
     """
 
     def __init__(
@@ -480,8 +481,10 @@ class Http11Pool:
         proxy: bool = False,
         proxy_auth: str | None = None,
         addresses: tuple[str, ...] = (),
+        unix: str | None = None,
     ) -> None:
         self.host = host
+        self.unix = unix
         self.port = port
         self.addresses = addresses
         self.tls = tls
@@ -540,6 +543,8 @@ class Http11Pool:
 
     async def _connect(self, loop: asyncio.AbstractEventLoop) -> tuple[asyncio.BaseTransport, _Connection]:
         """A connection to ``host``, or to the first of ``addresses`` that answers."""
+        if self.unix is not None:
+            return await loop.create_unix_connection(lambda: _Connection(loop), self.unix)
         server_hostname = self.host if self.tls is not None else None
         for address in self.addresses[:-1]:
             try:

@@ -33,6 +33,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import os
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
@@ -188,14 +189,25 @@ class RedisSessionStore:
         self.deadline = deadline
         self.prefix = prefix
         self.channel = f"{prefix}sessions"
-        #: Names this process on the channel and in its server-to-client request ids.
-        self.process_id = uuid.uuid4().hex[:12]
+        self._process: tuple[int, str] | None = None
         self._ttl_ms = max(1, int(idle_seconds * 1000))
         self._redis = aioredis.Redis.from_url(
             url, socket_connect_timeout=deadline, socket_timeout=deadline, decode_responses=True
         )
         self._write = self._redis.register_script(_WRITE_THROUGH)
         self._listening: asyncio.Task[None] | None = None
+
+    @property
+    def process_id(self) -> str:
+        """Names this process on the channel and in its server-to-client request ids.
+
+        Made anew in each process: a store built before ``--workers`` forks is copied
+        into every worker, and workers sharing one id took each other's forwarded
+        answers for their own and dropped them (0 of 6 elicitations answered)."""
+        pid = os.getpid()
+        if self._process is None or self._process[0] != pid:
+            self._process = (pid, uuid.uuid4().hex[:12])
+        return self._process[1]
 
     def key(self, session_id: str) -> str:
         return f"{self.prefix}session:{session_id}"

@@ -98,17 +98,20 @@ def check_workers(count: int) -> None:
 
 def serve_workers(
     count: int,
-    run_worker: Callable[[Callable[[], None]], None],
+    run_worker: Callable[[Callable[[], None], int], None],
     *,
     ready_message: str | None = None,
     policy: RestartPolicy = RestartPolicy(),
 ) -> int:
-    """Run ``run_worker(ready)`` in ``count`` forked processes until stopped; return the
-    exit status for this process (0 after a graceful stop, 1 after a crash loop or a
+    """Run ``run_worker(ready, slot)`` in ``count`` forked processes until stopped; return
+    the exit status for this process (0 after a graceful stop, 1 after a crash loop or a
     failed start).
 
     ``run_worker`` serves in the child until told to stop (SIGTERM) and calls ``ready()``
-    once it accepts connections; ``ready_message`` goes to stderr once every worker has.
+    once it accepts connections; ``slot`` (0 to ``count - 1``) names the worker, and a
+    worker restarted after a death gets the slot of the one it replaces (so what the
+    parent made for a slot before forking, a socket of its own, serves it again);
+    ``ready_message`` goes to stderr once every worker has.
     Raises ``SystemExit`` on a platform without ``fork`` and ``RuntimeError`` when called
     inside a running event loop.
     """
@@ -146,7 +149,7 @@ class _Supervisor:
     def __init__(
         self,
         count: int,
-        run_worker: Callable[[Callable[[], None]], None],
+        run_worker: Callable[[Callable[[], None], int], None],
         ready_message: str | None,
         policy: RestartPolicy,
     ) -> None:
@@ -332,7 +335,7 @@ class _Supervisor:
             def ready() -> None:
                 os.write(ready_w, bytes([slot % 256]))
 
-            self.run_worker(ready)
+            self.run_worker(ready, slot)
             code = 0
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)

@@ -24,7 +24,9 @@ One endpoint path; per request:
    the session's stream for server messages, DELETE ends the session. Sessions expire
    when idle and their number is capped, so memory stays bounded. With a Redis
    (``ServerConfig.redis_url``) sessions are kept there too and any replica serves
-   any of them (``_redis_sessions``); the table here is then a cache.
+   any of them (``_redis_sessions``); the table here is then a cache. Without one,
+   ``serve_http``'s worker processes relay a request naming another worker's session
+   to that worker (``_siblings``), so it reaches the session wherever it lands.
 
 The reply is one JSON body unless the handler sends something before its result
 (progress, a log message, a listen event, a handshake-era server request): the first
@@ -113,6 +115,7 @@ from ._redis_sessions import (
 from ._redis_streams import StreamMirror
 from ._seam import Peer, ServerApp
 from ._session import HandshakeSession, SessionTable, act
+from ._siblings import BUSY, Siblings
 from ._sse_resume import RESUME_GRACE, KeptStream, kept_after, parse_event_id, resume, resume_shared
 from ._tuning import settle_heap
 
@@ -210,6 +213,7 @@ class HttpApp:
         auth: ResourceAuth | None = None,
         tune_gc: bool = False,
         session_store: RedisSessionStore | None = None,
+        siblings: Siblings | None = None,
     ) -> None:
         if auth is not None and authenticate is not None:
             raise ValueError("give HttpApp either auth (OAuth) or authenticate (a hook), not both")
@@ -237,6 +241,9 @@ class HttpApp:
         quota = max_sessions_per_principal if authenticate is not None or auth is not None else None
         self._sessions = SessionTable(max_sessions, quota, session_idle_seconds)
         self._store = session_store if session_store is not None else _store_for(server, session_idle_seconds)
+        # Worker processes without Redis (serve_http): a request for another worker's
+        # session is relayed to it (_siblings).
+        self._siblings = siblings if self._store is None else None
         self._running: contextlib.AsyncExitStack | None = None
         self._header_paths: dict[str, tuple[dict[str, Any], dict[str, tuple[str, ...]]]] = {}
 
@@ -269,6 +276,8 @@ class HttpApp:
                 self.close()
                 if self._store is not None:
                     await self._store.close()
+                if self._siblings is not None:
+                    self._siblings.disconnect()
                 if self._running is not None:
                     await self._running.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
@@ -294,6 +303,12 @@ class HttpApp:
         if repeated is not None:
             await send_json(send, 400, error_response(None, _repeated(repeated)))
             return
+        if self._siblings is not None:
+            session_id = headers.get("mcp-session-id")
+            holder = self._siblings.holder(session_id) if session_id is not None else None
+            if holder is not None:  # another worker's session: it answers (and checks) all
+                await self._relay(holder, scope, headers, receive, send)
+                return
         refusal = self._guard(headers)
         if refusal is not None:
             status, message = refusal
@@ -364,22 +379,29 @@ class HttpApp:
         return None
 
     # -- POST -------------------------------------------------------------------------
-    async def _post(
-        self, headers: dict[str, str], receive: Receive, send: ASGISend, principal: Any
-    ) -> None:
+    async def _body(self, headers: dict[str, str], receive: Receive, send: ASGISend) -> bytes | None:
+        """The POST body, whole; None once it was refused (413 past ``max_body``, 408 not
+        whole within ``body_timeout``)."""
         length = headers.get("content-length")
         if length is not None and length.isascii() and length.isdigit() and int(length) > self.max_body:
             await _refuse(send, 413, self._too_large())
-            return
+            return None
         try:
             body = await self._body_deadlines.read(receive, self.max_body)
         except BodyTimeout:
             # connection: close, so uvicorn drops the rest of the body with the connection.
             late = f"The request body did not arrive within {self.body_timeout:g} seconds"
             await _refuse(send, 408, late, [(b"connection", b"close")])
-            return
+            return None
         if body is None:
             await _refuse(send, 413, self._too_large())
+        return body
+
+    async def _post(
+        self, headers: dict[str, str], receive: Receive, send: ASGISend, principal: Any
+    ) -> None:
+        body = await self._body(headers, receive, send)
+        if body is None:
             return
         # A POST body is one JSON-RPC message: application/json, parsed (not a substring
         # match); a missing Content-Type is tolerated as JSON (the body decides).
@@ -457,6 +479,8 @@ class HttpApp:
 
     def _opened(self, session: HandshakeSession) -> None:
         """Index a session ``initialize`` opened (``_request`` then stores it, if shared)."""
+        if self._siblings is not None and self._siblings.slot is not None:
+            session.id = self._siblings.name(session.id)  # names this worker, for the others
         if self._store is not None:
             # Its server-to-client request ids name this process: unique across replicas.
             session.connection = ServerConnection(id_prefix=self._store.process_id)
@@ -813,6 +837,35 @@ class HttpApp:
         if session is None:
             await send_plain(send, 404, b"Session not found")
         return session
+
+    # -- sessions of another worker (_siblings) ---------------------------------------------
+    async def _relay(
+        self, holder: int, scope: Scope, headers: dict[str, str], receive: Receive, send: ASGISend
+    ) -> None:
+        """Pass the request to worker ``holder``, which holds its session, and its reply
+        back; answer 404 when that worker is gone (the session with it), 503 when it does
+        not accept in time."""
+        assert self._siblings is not None
+        body = b""
+        if scope["method"] == "POST":
+            read = await self._body(headers, receive, send)
+            if read is None:
+                return
+            body = read
+        outcome = await self._siblings.relay(holder, scope, body, receive, send)
+        if outcome is None:
+            return
+        request_id = None
+        with contextlib.suppress(ProtocolError):
+            request_id = _id_of(decode(body)) if body else None
+        if outcome == BUSY:
+            error = InternalError("Server busy: the worker holding this session did not answer in time; retry")
+            await send_json(send, 503, error_response(request_id, error), [(b"retry-after", b"1")])
+        elif scope["method"] == "POST":
+            gone = InvalidRequest("Session not found or expired; send initialize again")
+            await send_json(send, 404, error_response(request_id, gone))
+        else:
+            await send_plain(send, 404, b"Session not found")
 
     # -- sessions shared through Redis (_redis_sessions) ------------------------------------
     def _follow_store(self, store: RedisSessionStore) -> None:
@@ -1294,6 +1347,11 @@ MAX_REQUEST_HEAD = 1024 * 1024
 # byte, and not at all on a new connection, so a peer sending a header byte a second,
 # or nothing, would hold a connection for ever.
 HEADER_TIMEOUT = 10.0
+# Seconds a connection refused before its head ended (431, 408) is still read, its bytes
+# dropped, before it closes. Closed at once, with the rest of a 5 MB header unread,
+# the kernel answered the peer's next bytes with a reset, which often reached the peer
+# before the 431 did: it saw "connection reset" instead of the status.
+LINGER_SECONDS = 5.0
 
 
 def _refusal(status: bytes, message: str) -> bytes:
@@ -1320,6 +1378,7 @@ def _bounded_httptools(header_timeout: float = HEADER_TIMEOUT) -> type[Any]:
         """
 
         head_bytes = 0
+        refused = False  # answered 431 or 408: what else arrives is dropped until it closes
         in_head = True
         head_open = True  # a head has begun (or the connection opened) and is not whole
         head_started = 0.0
@@ -1337,13 +1396,26 @@ def _bounded_httptools(header_timeout: float = HEADER_TIMEOUT) -> type[Any]:
             super().connection_lost(exc)
 
         def data_received(self, data: bytes) -> None:
+            if self.refused:
+                return  # the peer is still sending what was refused: read and drop it
             super().data_received(data)
             if not self.in_head:
                 return
             self.head_bytes += len(data)
             if self.head_bytes > MAX_REQUEST_HEAD and not self.transport.is_closing():
                 limit = f"Request headers too large: the limit is {MAX_REQUEST_HEAD} bytes"
-                self.transport.write(_refusal(b"431 Request Header Fields Too Large", limit))
+                self._refuse(b"431 Request Header Fields Too Large", limit)
+
+        def _refuse(self, status: bytes, message: str) -> None:
+            """Answer ``status`` and end the connection without a reset: the response,
+            then our end of the stream closed (FIN); the peer's bytes are read and
+            dropped until it closes too, or for ``LINGER_SECONDS`` at most."""
+            self.refused = True
+            self.transport.write(_refusal(status, message))
+            if self.transport.can_write_eof():
+                self.transport.write_eof()
+                self.loop.call_later(LINGER_SECONDS, self.transport.close)
+            else:
                 self.transport.close()
 
         def on_message_begin(self) -> None:
@@ -1373,8 +1445,7 @@ def _bounded_httptools(header_timeout: float = HEADER_TIMEOUT) -> type[Any]:
                 self._arm()  # a later head than the one this timer was armed for
                 return
             late = f"The request headers did not arrive within {header_timeout:g} seconds"
-            self.transport.write(_refusal(b"408 Request Timeout", late))
-            self.transport.close()
+            self._refuse(b"408 Request Timeout", late)
 
     return BoundedHead
 
@@ -1399,8 +1470,10 @@ def serve_http(
     ``workers``: processes serving the one socket (``_workers.serve_workers``: forked
     after the socket is bound, each with its own event loop, ``HttpApp`` and run of the
     server's lifespan; restarted when one dies; a crash loop or a failed lifespan ends
-    the server with status 1). Without Redis (``ServerConfig.redis_url``) handshake
-    sessions and listen streams belong to one worker: a warning line says so.
+    the server with status 1). Without Redis (``ServerConfig.redis_url``) a handshake
+    session belongs to the worker that opened it, and a request for it that reaches
+    another worker is relayed to it over a Unix socket (``_siblings``); listen streams
+    belong to one worker and hear only its changes: a warning line says so.
 
     The socket is bound first: an address in use ends the process with one line saying
     so and what to do (``SystemExit``, status 1); ``ready_message``, if given, goes to
@@ -1419,32 +1492,42 @@ def serve_http(
     config = _uvicorn_config(host, port, log_level, header_timeout)
     # Built before any fork, so a wrong option fails once, here; it holds nothing of an
     # event loop yet (timers and sessions come with requests), so each worker's copy starts clean.
-    app = HttpApp(server, **options)
+    shared = getattr(getattr(server, "config", None), "redis_url", None) is not None
+    # Without Redis the workers reach each other's sessions through Unix sockets the
+    # parent binds now, before it forks (_siblings).
+    siblings = Siblings(workers) if workers > 1 and not shared else None
+    try:
+        app = HttpApp(server, siblings=siblings, **options)
 
-    def serve(ready: Callable[[], None] | None) -> None:
-        _graceful_uvicorn()(uvicorn.Config(app, **config), app, ready).run(sockets=[listening])
+        def serve(ready: Callable[[], None] | None, slot: int | None = None) -> None:
+            sockets = [listening]
+            if siblings is not None and slot is not None:
+                sockets.append(siblings.enter(slot))
+            _graceful_uvicorn()(uvicorn.Config(app, **config), app, ready).run(sockets=sockets)
 
-    if workers == 1:
-        serve(None if ready_message is None else lambda: print(ready_message, file=sys.stderr, flush=True))
-        return
-    check = getattr(app.auth, "check_processes", None)
-    if check is not None:  # what the auth keeps must be shared by the workers (DPoP replays)
-        try:
-            check(workers)
-        except ValueError as exc:
-            listening.close()
-            raise SystemExit(f"modelctx: {exc}") from None
-    if getattr(getattr(server, "config", None), "redis_url", None) is None:
-        print(
-            f"modelctx: warning: {workers} workers without Redis: handshake-era sessions and "
-            "subscriptions/listen streams live in one worker each (a request reaching another gets 404, "
-            "a change made in one is not heard in the others); give --redis URL (or MODELCTX_REDIS_URL) "
-            "to share them",
-            file=sys.stderr,
-            flush=True,
-        )
-    status = serve_workers(workers, serve, ready_message=ready_message)
-    listening.close()
+        if workers == 1:
+            serve(None if ready_message is None else lambda: print(ready_message, file=sys.stderr, flush=True))
+            return
+        check = getattr(app.auth, "check_processes", None)
+        if check is not None:  # what the auth keeps must be shared by the workers (DPoP replays)
+            try:
+                check(workers)
+            except ValueError as exc:
+                raise SystemExit(f"modelctx: {exc}") from None
+        if not shared:
+            print(
+                f"modelctx: warning: {workers} workers without Redis: each handshake-era session lives in "
+                "one worker, and requests for it that reach another are relayed to it; subscriptions/listen "
+                "streams and changes made in one worker are not heard in the others; give --redis URL "
+                "(or MODELCTX_REDIS_URL) to share them",
+                file=sys.stderr,
+                flush=True,
+            )
+        status = serve_workers(workers, serve, ready_message=ready_message)
+    finally:
+        if siblings is not None:
+            siblings.close()
+        listening.close()
     if status:
         raise SystemExit(status)
 
