@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -357,6 +358,90 @@ def test_another_principal_cannot_use_a_session_on_any_replica(redis_url, procs)
     finally:
         alice.close()
         mallory.close()
+
+
+# -- the caps hold in Redis, for every process (transports/_redis_sessions.py) -----------------
+def _records(redis_url: str) -> list[bytes]:
+    import redis
+
+    store = redis.Redis.from_url(redis_url)
+    try:
+        return list(store.scan_iter(match="modelctx:replica-server:session:*", count=1000))
+    finally:
+        store.close()
+
+
+def _initialize(replica: Proc, user: str | None = None) -> httpx.Response:
+    params = {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    headers = {**JSON_AND_SSE, "mcp-protocol-version": LEGACY, **({"x-user": user} if user else {})}
+    with httpx.Client(timeout=DEADLINE) as fresh:  # a new connection: any worker may take it
+        return fresh.post(replica.url, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params},
+                          headers=headers)  # fmt: skip
+
+
+def test_a_flood_of_initialize_through_workers_and_replicas_leaves_at_most_the_cap_of_sessions(redis_url, procs):
+    # Before: each process counted only its own sessions, and Redis kept every one
+    # (30,000 initialize through two workers left 30,001 records).
+    cap = 20
+    two_workers = procs.start_replica(SERVER, redis_url=redis_url, workers=2, options=("--max-sessions", str(cap)),
+                                      env={"REPLICA": "A"}, wait=False)  # fmt: skip
+    other = procs.start_replica(SERVER, redis_url=redis_url, options=("--max-sessions", str(cap)),
+                                env={"REPLICA": "B"}, wait=False)  # fmt: skip
+    two_workers.wait_ready(), other.wait_ready()
+    with ThreadPoolExecutor(8) as pool:
+        replies = list(pool.map(lambda n: _initialize((two_workers, other)[n % 2]), range(10 * cap)))
+    opened = [reply for reply in replies if reply.status_code == 200]
+    refused = [reply for reply in replies if reply.status_code != 200]
+    # Sessions used in the last 15 s count as in use: the flood is refused, except where a
+    # slow machine let the first ones age past that and they were evicted for new ones.
+    assert len(opened) >= cap
+    assert refused and {reply.status_code for reply in refused} == {503}
+    assert all(reply.headers["retry-after"] == "1" for reply in refused)
+    assert "sessions are in use" in refused[0].json()["error"]["message"]
+    assert len(_records(redis_url)) == cap  # never past the cap, whichever process opened them
+
+
+def test_at_the_shared_cap_initialize_evicts_the_least_recently_used_idle_session_never_one_in_use(redis_url, procs):
+    # --idle 12: sessions are renewed every 3 s, and count as in use for 9 s after their
+    # last use; a session with a request running is renewed all along.
+    a, b = start_pair(procs, redis_url, "--idle", "12", "--max-sessions", "2")
+    busy, idle = Session(), Session()
+    try:
+        busy.open(a)
+        idle.open(b)
+        headers = busy.headers()
+        call = {"jsonrpc": "2.0", "id": "long", "method": "tools/call", "params": {"name": "wait_forever", "arguments": {}}}
+        with ThreadPoolExecutor(1) as pool:
+            running = pool.submit(lambda: httpx.post(a.url, json=call, headers=headers, timeout=60))
+            assert _initialize(b).status_code == 503  # both used just now: either may be in use
+            give_up = time.monotonic() + 2 * DEADLINE
+            while (reply := _initialize(a)).status_code == 503 and time.monotonic() < give_up:
+                time.sleep(0.3)  # until the idle one has not been used for 9 s
+            assert reply.status_code == 200, reply.text
+            assert len(_records(redis_url)) == 2
+            for replica in (a, b):  # the idle one was evicted, on every replica
+                assert idle.post(replica, "tools/call", {"name": "whereami", "arguments": {}}).status_code == 404
+            assert busy.call(b, "whereami") == "B"  # the one in use was kept
+            assert not running.done()
+            busy.client.delete(a.url, headers=headers)  # ends the call
+    finally:
+        busy.close()
+        idle.close()
+
+
+def test_a_principals_quota_holds_across_replicas(redis_url, procs):
+    # Before: each replica counted the principal's sessions it held, so two replicas let
+    # it hold twice its quota.
+    a, b = start_pair(procs, redis_url, "--auth", "--per-principal", "2")
+    assert _initialize(a, "alice").status_code == 200
+    assert _initialize(b, "alice").status_code == 200
+    for replica in (a, b):
+        over = _initialize(replica, "alice")
+        assert over.status_code == 429, over.text
+        assert over.headers["retry-after"] == "1"
+        assert "all 2 sessions of this principal are in use" in over.json()["error"]["message"]
+    assert _initialize(b, "bob").status_code == 200  # another principal has its own quota
+    assert len(_records(redis_url)) == 3
 
 
 def test_an_idle_session_expires_on_every_replica(redis_url, procs):

@@ -4,8 +4,8 @@
     MODELCTX_REDIS_URL=redis://... python tests/servers/session_replica.py --port P --idle 1 --auth
 
 Run directly, it takes what the CLI does not offer: ``--idle`` (the handshake-era sessions'
-``session_idle_seconds``) and ``--auth`` (each request's principal is its ``X-User``
-header; none: 401). ``whereami`` names the replica (its ``REPLICA`` environment
+``session_idle_seconds``), ``--auth`` (each request's principal is its ``X-User``
+header; none: 401), ``--max-sessions`` and ``--per-principal`` (the caps). ``whereami`` names the replica (its ``REPLICA`` environment
 variable), so a test can see which one served a call.
 """
 
@@ -82,12 +82,16 @@ if __name__ == "__main__":
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--idle", type=float, default=900.0)
     parser.add_argument("--auth", action="store_true")
+    parser.add_argument("--max-sessions", type=int, default=10_000)
+    parser.add_argument("--per-principal", type=int, default=100)
     args = parser.parse_args()
     extra: dict[str, Any] = {"authenticate": _principal} if args.auth else {}
     server.run(
         "http",
         port=args.port,
         session_idle_seconds=args.idle,
+        max_sessions=args.max_sessions,
+        max_sessions_per_principal=args.per_principal,
         ready_message=f"modelctx: serving on http://127.0.0.1:{args.port}/mcp",
         **extra,
     )

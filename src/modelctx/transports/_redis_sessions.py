@@ -14,6 +14,22 @@ server-to-client requests waiting for their answer and GET streams live in the p
 that runs them. The record has an idle TTL (the app's ``session_idle_seconds``), renewed
 by use at most once per ``refresh_seconds`` and, for sessions in use, by a sweep.
 
+The caps hold where the sessions live, in Redis, whatever the number of processes
+(``limit``; before, each process counted only the sessions it held, and 30,000
+``initialize`` through two workers left 30,001 records). A sorted set
+(``<prefix>sessions-by-use``) holds every session's id by its last use, and with a
+per-principal quota one set per principal (``<prefix>sessions-of:<digest>``); a Lua
+script creates a session and makes room for it atomically, as ``SessionTable`` does in
+one process: at the principal's quota it evicts that principal's least recently used
+idle session, at the cap anybody's, and when the least recently used one may be in use
+it refuses (``SessionTable.QUOTA``, ``FULL``: 429, 503). In use, for a store shared by
+processes, is "used in the last ``3 * refresh_seconds``" (15 s by default): a session in
+use is renewed at least every ``refresh_seconds`` by the sweep of the process running
+it, so it is never evicted; an idle one used that recently is not evicted either. An
+evicted session's record is deleted and every process told, as by DELETE. The scripts
+name keys they compute (records of evicted sessions, principals' sets): a single Redis
+or a primary with replicas, not Redis Cluster.
+
 One pub/sub channel (``<prefix>sessions``) carries what must reach the replica holding
 something: a client's response to a server-to-client request, or its
 ``notifications/cancelled`` for a request running elsewhere; a change of a session
@@ -41,7 +57,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..protocol._connection import ServerConnection
-from ._session import HandshakeSession, principal_key
+from ._session import HandshakeSession, SessionTable, principal_key
 
 __all__ = [
     "RedisSessionStore",
@@ -57,15 +73,101 @@ STORE_DEADLINE = 2.0
 #: The fields of a session that change after ``initialize`` (written through).
 MUTABLE_FIELDS = ("initialized", "log_rank", "subscriptions")
 
+# Every script below sees the same clock (Redis's, in ms: replicas' clocks may differ)
+# and renews a session the same way: its record's TTL, its place in the set of sessions
+# by last use and, with a quota (ARGV[2] the prefix of the principals' sets, else
+# empty), in its principal's set. KEYS[1] is always the set of sessions by last use.
+_RENEW = """
+local clock = redis.call('time')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local ttl = tonumber(ARGV[1])
+local function renew(record, id)
+  if redis.call('pexpire', record, ttl) == 0 then return false end
+  redis.call('zadd', KEYS[1], now, id)
+  if ARGV[2] ~= '' then
+    local owner = redis.call('hget', record, 'principal')
+    if owner then
+      redis.call('zadd', ARGV[2] .. owner, now, id)
+      redis.call('pexpire', ARGV[2] .. owner, ttl)
+    end
+  end
+  return true
+end
+"""
+
+# Renews sessions in use. KEYS[2..] their records; ARGV[1] the TTL in ms, ARGV[2] as
+# above, ARGV[3..] their ids. Returns how many still exist.
+_TOUCH = _RENEW + """
+local alive = 0
+for i = 2, #KEYS do
+  if renew(KEYS[i], ARGV[i + 1]) then alive = alive + 1 end
+end
+return alive
+"""
+
+# A session's record (a flat field, value list; empty when there is none), renewed.
+# KEYS[2] the record; ARGV[3] its id.
+_READ = _RENEW + """
+local found = redis.call('hgetall', KEYS[2])
+if #found > 0 then renew(KEYS[2], ARGV[3]) end
+return found
+"""
+
 # Writes the given fields of a session only while its record exists (a session deleted or
-# expired meanwhile must not come back as a partial record), renews its TTL, and tells
-# the other replicas. KEYS[1] the record; ARGV[1] the TTL in ms, ARGV[2] the channel,
-# ARGV[3] the announcement, then field, value pairs.
-_WRITE_THROUGH = """
-if redis.call('exists', KEYS[1]) == 0 then return 0 end
-redis.call('hset', KEYS[1], unpack(ARGV, 4))
-redis.call('pexpire', KEYS[1], ARGV[1])
-redis.call('publish', ARGV[2], ARGV[3])
+# expired meanwhile must not come back as a partial record), renews it, and tells the
+# other replicas. KEYS[2] the record; ARGV[3] its id, ARGV[4] the channel, ARGV[5] the
+# announcement, then field, value pairs.
+_WRITE_THROUGH = _RENEW + """
+if redis.call('exists', KEYS[2]) == 0 then return 0 end
+redis.call('hset', KEYS[2], unpack(ARGV, 6))
+renew(KEYS[2], ARGV[3])
+redis.call('publish', ARGV[4], ARGV[5])
+return 1
+"""
+
+# Creates a session once there is room for it (module docstring). KEYS[2] its record,
+# KEYS[3] its principal's set; ARGV[3] its id, ARGV[4] the cap, ARGV[5] the quota (0:
+# none), ARGV[6] ms a session counts as in use after its last use, ARGV[7] the prefix of
+# records, ARGV[8] the channel, then field, value pairs. Returns 'ok', 'quota' or 'full'.
+_CREATE = _RENEW + """
+local busy = tonumber(ARGV[6])
+local function make_room(set, limit)
+  redis.call('zremrangebyscore', set, '-inf', now - ttl)  -- expired: only their entries were left
+  for _ = 1, 32 do
+    if redis.call('zcard', set) < limit then return true end
+    local oldest = redis.call('zrange', set, 0, 0, 'WITHSCORES')
+    local id, used = oldest[1], tonumber(oldest[2])
+    local record = ARGV[7] .. id
+    local owner = redis.call('hget', record, 'principal')
+    if not owner then
+      redis.call('zrem', set, id)  -- deleted meanwhile
+    elseif used > now - busy then
+      return false  -- the least recently used may be in use, and so every other one
+    else
+      redis.call('del', record)
+      redis.call('zrem', KEYS[1], id)
+      if ARGV[2] ~= '' then redis.call('zrem', ARGV[2] .. owner, id) end
+      redis.call('publish', ARGV[8], cjson.encode({from = 'store', kind = 'deleted', session = id}))
+    end
+  end
+  return redis.call('zcard', set) < limit
+end
+local quota = tonumber(ARGV[5])
+if quota > 0 and not make_room(KEYS[3], quota) then return 'quota' end
+if not make_room(KEYS[1], tonumber(ARGV[4])) then return 'full' end
+redis.call('hset', KEYS[2], unpack(ARGV, 9))
+renew(KEYS[2], ARGV[3])
+return 'ok'
+"""
+
+# Removes a session's record and its entries, and tells every replica. KEYS[2] the
+# record; ARGV[3] its id, ARGV[4] the channel, ARGV[5] the announcement.
+_DELETE = _RENEW + """
+local owner = redis.call('hget', KEYS[2], 'principal')
+redis.call('del', KEYS[2])
+redis.call('zrem', KEYS[1], ARGV[3])
+if owner and ARGV[2] ~= '' then redis.call('zrem', ARGV[2] .. owner, ARGV[3]) end
+redis.call('publish', ARGV[4], ARGV[5])
 return 1
 """
 
@@ -194,8 +296,32 @@ class RedisSessionStore:
         self._redis = aioredis.Redis.from_url(
             url, socket_connect_timeout=deadline, socket_timeout=deadline, decode_responses=True
         )
+        self._by_use = f"{prefix}sessions-by-use"
+        self._of_principal = f"{prefix}sessions-of:"
+        #: The caps ``limit`` set (None: no cap, no quota).
+        self.max_sessions: int | None = None
+        self.per_principal: int | None = None
         self._write = self._redis.register_script(_WRITE_THROUGH)
+        self._create = self._redis.register_script(_CREATE)
+        self._read = self._redis.register_script(_READ)
+        self._touch = self._redis.register_script(_TOUCH)
+        self._delete = self._redis.register_script(_DELETE)
         self._listening: asyncio.Task[None] | None = None
+
+    def limit(self, max_sessions: int | None, per_principal: int | None) -> None:
+        """Cap the sessions kept here, all together and per principal (None: no bound),
+        for every process that shares this Redis (module docstring)."""
+        self.max_sessions = max_sessions
+        self.per_principal = per_principal
+
+    @property
+    def busy_ms(self) -> int:
+        """How long after its last use a session counts as in use (never evicted)."""
+        return max(1, int(3 * self.refresh_seconds * 1000))
+
+    def _renewing(self, *extra: Any) -> list[Any]:
+        """The arguments every script starts with (``_RENEW``), then ``extra``."""
+        return [self._ttl_ms, self._of_principal if self.per_principal is not None else "", *extra]
 
     @property
     def process_id(self) -> str:
@@ -228,18 +354,25 @@ class RedisSessionStore:
             ) from None
 
     # -- records -------------------------------------------------------------------------
-    async def save(self, session: HandshakeSession) -> None:
-        """Write a new session's record, with its idle TTL."""
-        key, mapping = self.key(session.id), dict[Any, Any](SessionRecord.of(session).to_hash())
-
-        async def write() -> None:
-            async with self._redis.pipeline(transaction=True) as pipe:
-                pipe.hset(key, mapping=mapping)
-                pipe.pexpire(key, self._ttl_ms)
-                await pipe.execute()
-
-        await self._call("saving the session", write)
+    async def save(self, session: HandshakeSession) -> str | None:
+        """Write a new session's record, with its idle TTL, once there is room for it
+        under the caps (``limit``); None when written, else ``SessionTable.QUOTA`` or
+        ``FULL`` (nothing written: the least recently used session may be in use)."""
+        record = SessionRecord.of(session)
+        fields: list[Any] = []
+        for name, value in record.to_hash().items():
+            fields += [name, value]
+        cap = self.max_sessions if self.max_sessions is not None else 2**53
+        keys = [self._by_use, self.key(session.id), self._of_principal + record.principal]
+        args = self._renewing(session.id, cap, self.per_principal or 0, self.busy_ms, self.key(""), self.channel,
+                              *fields)  # fmt: skip
+        outcome = await self._call("saving the session", lambda: self._create(keys=keys, args=args))
+        if outcome == "quota":
+            return SessionTable.QUOTA
+        if outcome == "full":
+            return SessionTable.FULL
         session.stored_at = time.monotonic()
+        return None
 
     async def load(self, session_id: str) -> SessionRecord | None:
         """The record of ``session_id``, its TTL renewed; None when there is none (never
@@ -249,12 +382,9 @@ class RedisSessionStore:
         key = self.key(session_id)
 
         async def read() -> dict[str, str]:
-            # A read is a use: the same round trip renews the TTL.
-            async with self._redis.pipeline(transaction=True) as pipe:
-                pipe.hgetall(key)
-                pipe.pexpire(key, self._ttl_ms)
-                found, _ = await pipe.execute()
-            return dict(found)
+            # A read is a use: the same round trip renews it.
+            found = await self._read(keys=[self._by_use, key], args=self._renewing(session_id))
+            return dict(zip(found[::2], found[1::2], strict=True))
 
         stored = await self._call("reading the session", read)
         if not stored:
@@ -270,12 +400,11 @@ class RedisSessionStore:
         False when the record is gone (expired or deleted elsewhere)."""
         fields = mutable_fields(session.initialized, session.log_rank, session.subscriptions)
         note = json.dumps({"from": self.process_id, "kind": "changed", "session": session.id, "fields": fields})
-        args: list[Any] = [self._ttl_ms, self.channel, note]
+        args = self._renewing(session.id, self.channel, note)
         for name, value in fields.items():
             args += [name, value]
-        written = await self._call(
-            "writing the session", lambda: self._write(keys=[self.key(session.id)], args=args)
-        )
+        keys = [self._by_use, self.key(session.id)]
+        written = await self._call("writing the session", lambda: self._write(keys=keys, args=args))
         session.stored_at = time.monotonic()
         return bool(written)
 
@@ -286,9 +415,8 @@ class RedisSessionStore:
 
     async def touch(self, session: HandshakeSession) -> bool:
         """Renew the session's idle TTL; False when its record is gone."""
-        alive = await self._call(
-            "renewing the session", lambda: self._redis.pexpire(self.key(session.id), self._ttl_ms)
-        )
+        keys, args = [self._by_use, self.key(session.id)], self._renewing(session.id)
+        alive = await self._call("renewing the session", lambda: self._touch(keys=keys, args=args))
         session.stored_at = time.monotonic()
         return bool(alive)
 
@@ -298,13 +426,9 @@ class RedisSessionStore:
         if not sessions:
             return
 
-        async def renew() -> None:
-            async with self._redis.pipeline(transaction=False) as pipe:
-                for session in sessions:
-                    pipe.pexpire(self.key(session.id), self._ttl_ms)
-                await pipe.execute()
-
-        await self._call("renewing sessions in use", renew)
+        keys = [self._by_use, *(self.key(session.id) for session in sessions)]
+        args = self._renewing(*(session.id for session in sessions))
+        await self._call("renewing sessions in use", lambda: self._touch(keys=keys, args=args))
         now = time.monotonic()
         for session in sessions:
             session.stored_at = now
@@ -312,14 +436,8 @@ class RedisSessionStore:
     async def delete(self, session_id: str) -> None:
         """Remove the session's record and tell every replica to close its copy."""
         note = json.dumps({"from": self.process_id, "kind": "deleted", "session": session_id})
-
-        async def remove() -> None:
-            async with self._redis.pipeline(transaction=True) as pipe:
-                pipe.delete(self.key(session_id))
-                pipe.publish(self.channel, note)
-                await pipe.execute()
-
-        await self._call("deleting the session", remove)
+        keys, args = [self._by_use, self.key(session_id)], self._renewing(session_id, self.channel, note)
+        await self._call("deleting the session", lambda: self._delete(keys=keys, args=args))
 
     async def forward(self, session_id: str, body: bytes) -> None:
         """Hand a client message (a response, a cancellation) this process cannot act

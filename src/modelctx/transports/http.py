@@ -244,6 +244,9 @@ class HttpApp:
         # Worker processes without Redis (serve_http): a request for another worker's
         # session is relayed to it (_siblings).
         self._siblings = siblings if self._store is None else None
+        if self._store is not None:
+            # The caps hold in Redis, for every process serving these sessions.
+            self._store.limit(max_sessions, quota)
         self._running: contextlib.AsyncExitStack | None = None
         self._header_paths: dict[str, tuple[dict[str, Any], dict[str, tuple[str, ...]]]] = {}
 
@@ -937,11 +940,16 @@ class HttpApp:
         try:
             if request.method == "initialize" and peer.session is not None:
                 try:
-                    await store.save(peer.session)
+                    refused = await store.save(peer.session)
                 except SessionStoreUnavailable:
                     self._sessions.drop(peer.session)  # no replica could serve it
                     raise
-                return False
+                if refused is None:
+                    return False
+                self._sessions.drop(peer.session)  # the shared cap or quota: no room for it
+                status, error = self._full(refused)
+                await self._cut_short(request, stream, send, status, error.message, [(b"retry-after", b"1")])
+                return True
             if session is None or request.method not in _WRITTEN_THROUGH:
                 return False
             if await store.write_through(session):
