@@ -325,12 +325,14 @@ def test_an_sse_reply_the_client_never_reads_holds_the_handler_not_memory(start,
         with pytest.raises(pytest.fail.Exception):
             wait_until(lambda: marker.read_text().startswith("done"), "the tool to finish", timeout=3)
         held = rss_mb(server.process.pid) - before
-    # The client leaving cancels the waiting handler.
-    wait_until(lambda: marker.read_text().startswith("cancelled"), "the handler to be cancelled")
-    sent = int(marker.read_text().split()[1])
+    # The client leaving ends the wait: in the handshake era a disconnect is not a
+    # cancellation (2025-11-25), so the handler runs on into its bounded kept stream
+    # (1 MiB, for a resumption) or is cancelled after RESUME_GRACE; either way it ends
+    # and the server holds no more than that bound.
+    wait_until(lambda: marker.read_text().startswith(("cancelled", "done")), "the handler to end")
 
-    assert sent < count // 4
     assert held < 32, f"the server grew {held:.0f} MB for a client that reads nothing"
+    assert rss_mb(server.process.pid) - before < 32, "the kept stream of a reply nobody reads is unbounded"
 
 
 def test_a_get_stream_the_client_never_reads_keeps_its_newest_notifications_not_all(start, client):
