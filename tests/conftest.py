@@ -248,6 +248,12 @@ class HttpServer:
         )
         wait_until(self._answers, f"the HTTP server on port {self.port}")
 
+    @classmethod
+    def of_source(cls, source: str, directory: Path) -> HttpServer:
+        """Serve the server module ``source``, written to ``directory`` (its log beside it)."""
+        (directory / "server_module.py").write_text(source)
+        return cls(directory / "server_module.py", directory / "server.log")
+
     def _answers(self) -> bool:
         if self.process.poll() is not None:
             pytest.fail(f"the HTTP server exited with {self.process.returncode}:\n{self.log}")
@@ -267,13 +273,18 @@ class HttpServer:
         _stop(self.process)
         self._log.close()
 
+    def __enter__(self) -> HttpServer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
 
 @pytest.fixture(scope="session")
 def http_server(tmp_path_factory) -> Iterator[HttpServer]:
     """The sample server on Streamable HTTP, shared by the whole test session."""
-    server = HttpServer(SAMPLE_SERVER, tmp_path_factory.mktemp("http") / "server.log")
-    yield server
-    server.stop()
+    with HttpServer(SAMPLE_SERVER, tmp_path_factory.mktemp("http") / "server.log") as server:
+        yield server
 
 
 class McpHttp:
@@ -321,6 +332,12 @@ class McpHttp:
     def close(self) -> None:
         self.client.close()
 
+    def __enter__(self) -> McpHttp:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
 
 def sse_messages(text: str) -> list[dict[str, Any]]:
     """The JSON messages of an SSE body (``data:`` lines; comments ignored)."""
@@ -335,9 +352,8 @@ def sse_messages(text: str) -> list[dict[str, Any]]:
 @pytest.fixture
 def http(http_server) -> Iterator[McpHttp]:
     """A raw HTTP client for the shared HTTP server."""
-    client = McpHttp(http_server)
-    yield client
-    client.close()
+    with McpHttp(http_server) as client:
+        yield client
 
 
 # -- CI: a skipped test is a failure ------------------------------------------------------------

@@ -118,18 +118,16 @@ def token(
     return httpx.post(f"{issuer}/token", data=(form or {}) | fields, auth=auth)
 
 
+def exchange_code(issuer: str, code: str, verifier: str, client_id: str = "public-cli", **fields: str) -> httpx.Response:
+    """The token request for an authorization code, with ``fields`` replacing any of its parameters."""
+    form = {"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT, "client_id": client_id}
+    return token(issuer, form | {"code_verifier": verifier, "resource": RESOURCE} | fields)
+
+
 def code_flow(issuer: str, client_id: str = "public-cli", **extra: str) -> dict[str, Any]:
     verifier, challenge = pkce()
     code = redirected(authorize(issuer, client_id, challenge, **extra))["code"]
-    response = token(
-        issuer,
-        grant_type="authorization_code",
-        code=code,
-        redirect_uri=REDIRECT,
-        client_id=client_id,
-        code_verifier=verifier,
-        resource=RESOURCE,
-    )
+    response = exchange_code(issuer, code, verifier, client_id)
     assert response.status_code == 200, response.text
     return dict(response.json())
 
@@ -207,15 +205,7 @@ def test_registered_client_gets_a_code_with_state_and_iss_then_a_jwt_for_the_res
     answer = redirected(authorize(issuer, client["client_id"], challenge, scope="notes:read notes:write"))
     assert answer["state"] == "state-123"
     assert answer["iss"] == issuer
-    response = token(
-        issuer,
-        grant_type="authorization_code",
-        code=answer["code"],
-        redirect_uri=REDIRECT,
-        client_id=client["client_id"],
-        code_verifier=verifier,
-        resource=RESOURCE,
-    )
+    response = exchange_code(issuer, answer["code"], verifier, client["client_id"])
     assert response.status_code == 200
     assert response.headers["cache-control"] == "no-store"
     body = response.json()
@@ -317,15 +307,7 @@ def test_private_key_jwt_client_credentials_and_an_assertion_is_used_once(issuer
 def test_a_wrong_code_verifier_is_invalid_grant(issuer: str) -> None:
     _, challenge = pkce()
     code = redirected(authorize(issuer, "public-cli", challenge))["code"]
-    response = token(
-        issuer,
-        grant_type="authorization_code",
-        code=code,
-        redirect_uri=REDIRECT,
-        client_id="public-cli",
-        code_verifier=pkce()[0],
-        resource=RESOURCE,
-    )
+    response = exchange_code(issuer, code, pkce()[0])
     assert response.status_code == 400 and response.json()["error"] == "invalid_grant"
 
 
@@ -390,15 +372,7 @@ def test_an_unknown_client_is_shown_an_error_never_redirected(issuer: str) -> No
 def test_a_token_request_with_another_redirect_uri_is_invalid_grant(issuer: str) -> None:
     verifier, challenge = pkce()
     code = redirected(authorize(issuer, "public-cli", challenge))["code"]
-    response = token(
-        issuer,
-        grant_type="authorization_code",
-        code=code,
-        redirect_uri="http://127.0.0.1:5998/callback",
-        client_id="public-cli",
-        code_verifier=verifier,
-        resource=RESOURCE,
-    )
+    response = exchange_code(issuer, code, verifier, "public-cli", redirect_uri="http://127.0.0.1:5998/callback")
     assert response.status_code == 400 and response.json()["error"] == "invalid_grant"
 
 
@@ -412,15 +386,7 @@ def test_a_missing_resource_is_invalid_target_sent_back_with_state_and_iss(issue
 def test_a_token_request_for_another_resource_than_the_code_is_invalid_target(issuer: str) -> None:
     verifier, challenge = pkce()
     code = redirected(authorize(issuer, "public-cli", challenge))["code"]
-    response = token(
-        issuer,
-        grant_type="authorization_code",
-        code=code,
-        redirect_uri=REDIRECT,
-        client_id="public-cli",
-        code_verifier=verifier,
-        resource="http://127.0.0.1:8001/other",
-    )
+    response = exchange_code(issuer, code, verifier, "public-cli", resource="http://127.0.0.1:8001/other")
     assert response.status_code == 400 and response.json()["error"] == "invalid_target"
 
 
@@ -572,14 +538,23 @@ def test_denying_consent_redirects_access_denied_with_iss(consent_issuer: str) -
 
 
 @contextlib.contextmanager
-def serving_documents(documents: dict[str, dict[str, Any]]) -> Iterator[str]:
-    """A loopback web server answering GET path with the JSON document for it."""
+def serving(answer: Any) -> Iterator[tuple[str, list[str]]]:
+    """A loopback web server: ``answer(origin, path)`` gives (status, content type,
+    body bytes) or None to hold the request without answering. Yields its origin and
+    the paths requested."""
+    requested: list[str] = []
+    release = threading.Event()
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
-            body = json.dumps(documents.get(self.path, {})).encode()
-            self.send_response(200 if self.path in documents else 404)
-            self.send_header("content-type", "application/json")
+            requested.append(self.path)
+            reply = answer(origin, self.path)
+            if reply is None:
+                release.wait(DEADLINE)
+                return
+            status, media_type, body = reply
+            self.send_response(status)
+            self.send_header("content-type", media_type)
             self.send_header("content-length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
@@ -588,12 +563,26 @@ def serving_documents(documents: dict[str, dict[str, Any]]) -> Iterator[str]:
             pass
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    origin = f"http://127.0.0.1:{server.server_address[1]}"
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        yield origin, requested
     finally:
+        release.set()
         server.shutdown()
         server.server_close()
+
+
+@contextlib.contextmanager
+def serving_documents(documents: dict[str, dict[str, Any]]) -> Iterator[str]:
+    """A loopback web server answering GET path with the JSON document for it (404 if none)."""
+
+    def answer(origin: str, path: str) -> tuple[int, str, bytes]:
+        return 200 if path in documents else 404, "application/json", json.dumps(documents.get(path, {})).encode()
+
+    with serving(answer) as (origin, _):
+        yield origin
 
 
 def test_a_client_id_metadata_document_client_completes_the_flow(issuer: str) -> None:

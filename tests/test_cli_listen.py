@@ -20,9 +20,8 @@ from conftest import DEADLINE, HttpServer
 
 @pytest.fixture(scope="module")
 def counting(tmp_path_factory):
-    server = HttpServer(SERVERS / "counting_server.py", tmp_path_factory.mktemp("listen") / "server.log")
-    yield server
-    server.stop()
+    with HttpServer(SERVERS / "counting_server.py", tmp_path_factory.mktemp("listen") / "server.log") as server:
+        yield server
 
 
 def start_listening(*args: str) -> tuple[subprocess.Popen[str], queue.Queue[str]]:

@@ -1171,9 +1171,8 @@ def events_server(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def events_http(events_server, tmp_path_factory):
-    server = HttpServer(events_server, tmp_path_factory.mktemp("events-http") / "server.log")
-    yield server
-    server.stop()
+    with HttpServer(events_server, tmp_path_factory.mktemp("events-http") / "server.log") as server:
+        yield server
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])

@@ -399,9 +399,8 @@ async def test_an_http_server_that_is_not_there_fails_connect_clearly():
 
 @pytest.fixture
 def own_http_server(tmp_path):
-    server = HttpServer(SAMPLE_SERVER, tmp_path / "server.log")
-    yield server
-    server.stop()
+    with HttpServer(SAMPLE_SERVER, tmp_path / "server.log") as server:
+        yield server
 
 
 @pytest.mark.parametrize("mode", ["auto", "handshake"])

@@ -37,9 +37,8 @@ run = async_test(60)
 
 @pytest.fixture(scope="module")
 def progress_http(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    server = HttpServer(PROGRESS_SERVER, tmp_path_factory.mktemp("progress") / "server.log")
-    yield server
-    server.stop()
+    with HttpServer(PROGRESS_SERVER, tmp_path_factory.mktemp("progress") / "server.log") as server:
+        yield server
 
 
 @pytest.fixture

@@ -30,9 +30,8 @@ POLL_SECONDS = 0.1  # the fixture server's task_poll_interval_ms
 
 @pytest.fixture(scope="module")
 def tasks_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
-    server = HttpServer(TASKS_SERVER, tmp_path_factory.mktemp("tasks-http") / "server.log")
-    yield server
-    server.stop()
+    with HttpServer(TASKS_SERVER, tmp_path_factory.mktemp("tasks-http") / "server.log") as server:
+        yield server
 
 
 MakeClient = Callable[..., Client]

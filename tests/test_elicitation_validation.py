@@ -34,9 +34,8 @@ DEADLINE = 15.0
 
 @pytest.fixture(scope="module")
 def mrtr_http(tmp_path_factory) -> Iterator[HttpServer]:
-    server = HttpServer(MRTR_SERVER, tmp_path_factory.mktemp("mrtr-http") / "server.log")
-    yield server
-    server.stop()
+    with HttpServer(MRTR_SERVER, tmp_path_factory.mktemp("mrtr-http") / "server.log") as server:
+        yield server
 
 
 # Every way a client reaches the server, in both eras.

@@ -521,9 +521,8 @@ async def test_stdio_a_server_killed_mid_line_fails_the_call_as_a_closed_connect
 @pytest.fixture
 def http_sample(tmp_path: Path) -> Iterator[HttpServer]:
     """The sample server on HTTP, of this test alone (it may be killed)."""
-    server = HttpServer(SAMPLE_SERVER, tmp_path / "server.log")
-    yield server
-    server.stop()
+    with HttpServer(SAMPLE_SERVER, tmp_path / "server.log") as server:
+        yield server
 
 
 @pytest.mark.parametrize("mode", [MODERN, "handshake"])

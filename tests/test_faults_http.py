@@ -30,16 +30,14 @@ LEGACY = "2025-11-25"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
-    running = HttpServer(SAMPLE_SERVER, tmp_path_factory.mktemp("faults_http") / "server.log")
-    yield running
-    running.stop()
+    with HttpServer(SAMPLE_SERVER, tmp_path_factory.mktemp("faults_http") / "server.log") as running:
+        yield running
 
 
 @pytest.fixture
 def http(server: HttpServer) -> Iterator[McpHttp]:
-    client = McpHttp(server)
-    yield client
-    client.close()
+    with McpHttp(server) as client:
+        yield client
     assert unhandled(server.log) == [], server.log
 
 

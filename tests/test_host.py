@@ -117,9 +117,8 @@ def everything_spec() -> ServerSpec:
 @pytest.fixture
 def weather_over_http(tmp_path):
     """The example server, served with ``modelctx serve --http``."""
-    server = HttpServer(WEATHER, tmp_path / "weather.log")
-    yield server
-    server.stop()
+    with HttpServer(WEATHER, tmp_path / "weather.log") as server:
+        yield server
 
 
 @async_test(90)

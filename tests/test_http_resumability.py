@@ -56,19 +56,14 @@ async def poll(ctx: Context, notes: int = 0, pause_ms: int = 0, early: bool = Fa
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory) -> Iterator[HttpServer]:
-    root = tmp_path_factory.mktemp("resumability")
-    path = root / "poll_server.py"
-    path.write_text(SERVER_FILE)
-    process = HttpServer(path, root / "server.log")
-    yield process
-    process.stop()
+    with HttpServer.of_source(SERVER_FILE, tmp_path_factory.mktemp("resumability")) as process:
+        yield process
 
 
 @pytest.fixture
 def http(server) -> Iterator[McpHttp]:
-    client = McpHttp(server)
-    yield client
-    client.close()
+    with McpHttp(server) as client:
+        yield client
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -433,19 +428,14 @@ async def work_until_cancelled(ctx: Context, marker: str) -> str:
 
 @pytest.fixture(scope="module")
 def slow_server(tmp_path_factory) -> Iterator[HttpServer]:
-    root = tmp_path_factory.mktemp("broken_streams")
-    path = root / "slow_server.py"
-    path.write_text(SLOW_FILE)
-    process = HttpServer(path, root / "server.log")
-    yield process
-    process.stop()
+    with HttpServer.of_source(SLOW_FILE, tmp_path_factory.mktemp("broken_streams")) as process:
+        yield process
 
 
 @pytest.fixture
 def slow_http(slow_server) -> Iterator[McpHttp]:
-    client = McpHttp(slow_server)
-    yield client
-    client.close()
+    with McpHttp(slow_server) as client:
+        yield client
 
 
 def first_event_then_cut(http: McpHttp, message: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:

@@ -33,16 +33,14 @@ ELICITING = {"elicitation": {"form": {}}}
 
 @pytest.fixture(scope="module")
 def mrtr_http(tmp_path_factory) -> Iterator[HttpServer]:
-    server = HttpServer(MRTR_SERVER, tmp_path_factory.mktemp("mrtr-http") / "server.log")
-    yield server
-    server.stop()
+    with HttpServer(MRTR_SERVER, tmp_path_factory.mktemp("mrtr-http") / "server.log") as server:
+        yield server
 
 
 @pytest.fixture
 def raw(mrtr_http) -> Iterator[McpHttp]:
-    client = McpHttp(mrtr_http)
-    yield client
-    client.close()
+    with McpHttp(mrtr_http) as client:
+        yield client
 
 
 def register(id: int, **mrtr: Any) -> dict[str, Any]:

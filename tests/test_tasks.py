@@ -22,6 +22,7 @@ from conftest import StdioServer, async_test, request, serve_command
 
 from modelctx import Client, ClientOptions, Server, ServerConfig
 from modelctx.errors import InvalidParams, MissingRequiredClientCapability, RateLimited, RegistrationError
+from modelctx.server import TaskStore
 
 TASKS = "io.modelcontextprotocol/tasks"
 WITH_TASKS = {"extensions": {TASKS: {}}}
@@ -184,6 +185,24 @@ def tasks_server(ttl_ms: int | None = 3_600_000) -> Server:
     return server
 
 
+def held_tasks_server(store: TaskStore | None = None, **config: Any) -> Server:
+    server = Server("owned", config=ServerConfig(task_poll_interval_ms=50, **config), task_store=store)
+    release = asyncio.Event()
+    server.release = release  # type: ignore[attr-defined]
+
+    @server.tool(task="required")
+    async def hold() -> str:
+        """Runs until the test sets ``server.release``."""
+        await release.wait()
+        return "released"
+
+    @server.tool(task="optional")
+    async def echo(text: str) -> str:
+        return f"echo {text}"
+
+    return server
+
+
 @async_test(deadline=240)
 async def test_thousands_of_concurrent_tasks_leave_nothing_behind() -> None:
     server = tasks_server(ttl_ms=15_000)
@@ -222,36 +241,26 @@ async def test_thousands_of_concurrent_tasks_leave_nothing_behind() -> None:
 @async_test()
 async def test_past_max_running_tasks_an_optional_tool_answers_in_place_and_a_required_one_is_refused() -> None:
     # 20,000 running tasks held 154 MB: without a cap a client could start handlers without bound.
-    server = Server("capped", config=ServerConfig(max_running_tasks=2, task_poll_interval_ms=50))
-    release = asyncio.Event()
-
-    @server.tool(task="required")
-    async def wait() -> str:
-        await release.wait()
-        return "released"
-
-    @server.tool(task="optional")
-    async def echo(n: int) -> str:
-        return f"echo {n}"
+    server = held_tasks_server(max_running_tasks=2)
 
     async with Client(server, options=ClientOptions(extensions={TASKS: {}})) as client:
-        first, second = [await client.session.request("tools/call", {"name": "wait"}) for _ in range(2)]
+        first, second = [await client.session.request("tools/call", {"name": "hold"}) for _ in range(2)]
         assert first["resultType"] == second["resultType"] == "task"
         with pytest.raises(RateLimited, match=r"at its limit of running tasks \(2, ") as refused:
-            await client.session.request("tools/call", {"name": "wait"})
+            await client.session.request("tools/call", {"name": "hold"})
         assert refused.value.code == -31429 and refused.value.data == {"retryAfterMs": 50}
-        in_place = await client.session.request("tools/call", {"name": "echo", "arguments": {"n": 1}})
+        in_place = await client.session.request("tools/call", {"name": "echo", "arguments": {"text": "1"}})
         assert in_place["resultType"] == "complete" and in_place["content"][0]["text"] == "echo 1"
 
         await client.session.request("tasks/cancel", {"taskId": first["taskId"]})
         end = time.monotonic() + 20
-        while (third := await client.session.request("tools/call", {"name": "echo", "arguments": {"n": 2}}))[
+        while (third := await client.session.request("tools/call", {"name": "echo", "arguments": {"text": "2"}}))[
             "resultType"
         ] != "task":  # room again once the cancelled handler has ended
             assert time.monotonic() < end, "a cancelled task still counted against the cap"
             await asyncio.sleep(0.05)
         assert "taskId" in third
-        release.set()
+        server.release.set()  # type: ignore[attr-defined]
 
 
 @async_test()

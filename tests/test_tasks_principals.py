@@ -29,33 +29,16 @@ import redis
 from conftest import DEADLINE, MODERN, async_test, free_port, request
 from joserfc import jwt
 from test_auth_resource import KEY, Issuer, served
+from test_tasks import held_tasks_server
 
-from modelctx import Server, ServerConfig
+from modelctx import Server
 from modelctx.auth import JwtVerifier, ProtectedResource
-from modelctx.server import SqliteTaskStore, TaskRecord, TaskStore
+from modelctx.server import SqliteTaskStore, TaskRecord
 from modelctx.server._redis_tasks import RedisTaskStore
 
 TASKS = "io.modelcontextprotocol/tasks"
 WITH_TASKS = {"extensions": {TASKS: {}}}
 run = async_test(60.0)
-
-
-def tasks_server(store: TaskStore | None = None, **config: Any) -> Server:
-    server = Server("owned", config=ServerConfig(task_poll_interval_ms=50, **config), task_store=store)
-    release = asyncio.Event()
-    server.release = release  # type: ignore[attr-defined]
-
-    @server.tool(task="required")
-    async def hold() -> str:
-        """Runs until the test releases it."""
-        await release.wait()
-        return "released"
-
-    @server.tool(task="optional")
-    async def echo(text: str) -> str:
-        return f"echo {text}"
-
-    return server
 
 
 class Protected:
@@ -124,7 +107,7 @@ def error_of(answer: dict[str, Any]) -> dict[str, Any]:
 @run
 async def test_a_task_of_a_token_without_sub_is_invisible_and_uncancellable_to_another_token_without_sub() -> None:
     # Both were owner [iss, "None"]: client Y read and cancelled client X's task.
-    async with protected(tasks_server()) as setup:
+    async with protected(held_tasks_server()) as setup:
         x, y = setup.token(client_id="client-x"), setup.token(client_id="client-y")
         task = await setup.start(x)
         for method in ("tasks/get", "tasks/cancel"):
@@ -138,7 +121,7 @@ async def test_a_task_of_a_token_without_sub_is_invisible_and_uncancellable_to_a
 
 @run
 async def test_a_subject_named_None_and_a_missing_subject_are_different_owners() -> None:
-    async with protected(tasks_server()) as setup:
+    async with protected(held_tasks_server()) as setup:
         missing, named = setup.token(client_id="app"), setup.token(sub="None", client_id="app")
         task = await setup.start(missing)
         assert error_of(await setup.rpc(named, "tasks/get", {"taskId": task}))["code"] == -32602
@@ -151,7 +134,7 @@ async def test_a_subject_named_None_and_a_missing_subject_are_different_owners()
 
 @run
 async def test_a_principal_naming_neither_subject_nor_client_is_refused_a_task_saying_why() -> None:
-    async with protected(tasks_server()) as setup:
+    async with protected(held_tasks_server()) as setup:
         nobody = setup.token()  # iss, aud, scope: no sub, no client_id, no azp
         refused = error_of(await setup.rpc(nobody, "tools/call", {"name": "hold", "arguments": {}}))
         assert refused["code"] == -32600
@@ -169,7 +152,7 @@ async def test_a_principal_naming_neither_subject_nor_client_is_refused_a_task_s
 @run
 async def test_tasks_stored_with_the_earlier_owner_form_stay_readable_by_their_subject_only(tmp_path: Path) -> None:
     store = SqliteTaskStore(tmp_path / "tasks.db")
-    async with protected(tasks_server(store)) as setup:
+    async with protected(held_tasks_server(store)) as setup:
         now = time.time()
 
         async def stored(task_id: str, owner: str) -> None:
@@ -189,7 +172,7 @@ async def test_tasks_stored_with_the_earlier_owner_form_stay_readable_by_their_s
 @run
 async def test_a_principal_at_its_cap_is_refused_while_another_still_gets_a_task() -> None:
     # One token created 9,997 tasks in 9 s and every other principal got -31429.
-    async with protected(tasks_server(max_running_tasks_per_principal=3)) as setup:
+    async with protected(held_tasks_server(max_running_tasks_per_principal=3)) as setup:
         a, b = setup.token(sub="a"), setup.token(sub="b")
         held = [await setup.start(a) for _ in range(3)]
         refused = error_of(await setup.rpc(a, "tools/call", {"name": "hold", "arguments": {}}))
@@ -209,7 +192,7 @@ async def test_a_principal_at_its_cap_is_refused_while_another_still_gets_a_task
 async def test_the_cap_of_a_principal_holds_across_replicas_sharing_redis(redis_url: str) -> None:
     def replica() -> Server:
         store = RedisTaskStore(redis_url, prefix="capped:tasks:")
-        return tasks_server(store, max_running_tasks_per_principal=2)
+        return held_tasks_server(store, max_running_tasks_per_principal=2)
 
     servers = [replica(), replica()]
     async with protected(*servers) as setup:
