@@ -199,3 +199,65 @@ async def test_no_outside_metadata_or_content_is_returned_while_a_directory_is_s
 
     assert race.leaks() == dict.fromkeys(calls, 0)
     race.assert_the_race_ran()
+
+
+CREATOR = """
+import os, signal, sys
+target = sys.argv[1]
+overwritten = 0
+def report(*_):
+    print(overwritten, flush=True)
+    raise SystemExit(0)
+signal.signal(signal.SIGTERM, report)
+print("creating", flush=True)
+while True:
+    try:
+        fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:  # the client's move landed first: clear it and go again
+        try:
+            os.unlink(target)
+        except FileNotFoundError:
+            pass
+        continue
+    os.write(fd, b"made here")
+    os.close(fd)
+    try:
+        with open(target, "rb") as file:
+            if file.read() != b"made here":
+                overwritten += 1
+        os.unlink(target)
+    except FileNotFoundError:
+        pass
+"""
+
+
+@async_test(deadline=90)
+async def test_move_file_never_replaces_a_file_another_process_creates_at_the_destination(tmp_path):
+    # "Fails if the destination exists" held only between a check and the rename: a file
+    # a local process created in that gap was replaced (and lost).
+    root = tmp_path / "root"
+    root.mkdir()
+    creator = subprocess.Popen(
+        [sys.executable, "-c", CREATOR, str(root / "dest.txt")], stdout=subprocess.PIPE, text=True
+    )
+    moved = refused = 0
+    try:
+        assert creator.stdout is not None and creator.stdout.readline() == "creating\n"
+        command = [sys.executable, "-m", "modelctx.servers.filesystem", str(root)]
+        async with Client(command, timeout=30) as client:
+            deadline = time.monotonic() + SECONDS
+            while time.monotonic() < deadline:
+                await client.call_tool("write_file", {"path": "moving.txt", "content": "moved"}, timeout=30)
+                result = await client.call_tool(
+                    "move_file", {"source": "moving.txt", "destination": "dest.txt"}, timeout=30
+                )
+                if result.is_error:
+                    assert "already exists" in _text(result), _text(result)
+                    refused += 1
+                else:
+                    moved += 1
+    finally:
+        creator.terminate()
+        out, _ = creator.communicate(timeout=15)
+    assert moved > 0 and refused > 0, (moved, refused)  # both sides of the race were met
+    assert int(out.strip().splitlines()[-1]) == 0  # files of the other process replaced
