@@ -667,6 +667,21 @@ def test_a_key_file_others_can_read_is_refused_with_what_to_do(tmp_path: Path) -
     assert "chmod 600" in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("kind", ["directory", "fifo"])
+def test_a_key_file_that_is_not_a_regular_file_is_refused_saying_so(tmp_path: Path, kind: str) -> None:
+    # The file is opened once and checked through that descriptor; a FIFO must not hang the start.
+    key_file = tmp_path / "signing-key.json"
+    key_file.mkdir() if kind == "directory" else os.mkfifo(key_file, 0o600)
+    result = subprocess.run(
+        [sys.executable, "-m", "modelctx", "auth-server", "--key-file", str(key_file)],
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+    )
+    assert result.returncode == 2, result.stderr
+    assert str(key_file) in result.stderr and "Traceback" not in result.stderr
+
+
 def test_importing_modelctx_auth_loads_neither_authlib_nor_starlette() -> None:
     code = "import sys, modelctx.auth; print(sorted(m for m in sys.modules if m.split('.')[0] in ('authlib', 'starlette')))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=DEADLINE)

@@ -49,15 +49,31 @@ class SigningKey:
         Raises ``ValueError`` when the file is readable by others than its owner (a
         private key), is not a private JWK, or holds a key for another algorithm.
         """
-        if not path.exists():
-            made = cls.generate(algorithm)
-            _write_private(path, json.dumps(made.key.as_dict(private=True)))
-            return made
-        mode = stat.S_IMODE(path.stat().st_mode)
-        if mode & 0o077:
-            raise ValueError(f"{path} holds a private key but is readable by others (mode {mode:o}); chmod 600 it")
+        # One descriptor is checked and read: a file swapped in after the mode check is
+        # never the one read (the check was on the path, the read by path again).
         try:
-            data = json.loads(path.read_text())
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO planted there must not block
+        except FileNotFoundError:
+            made = cls.generate(algorithm)
+            try:
+                _write_private(path, json.dumps(made.key.as_dict(private=True)))
+            except FileExistsError:  # another process made it meanwhile: use that one
+                return cls.load_or_create(path, algorithm)
+            return made
+        except OSError as exc:
+            raise ValueError(f"cannot read the key file {path}: {exc.strerror}") from None
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise ValueError(f"{path} is not a regular file; the key file must be one")
+            mode = stat.S_IMODE(info.st_mode)
+            if mode & 0o077:
+                raise ValueError(f"{path} holds a private key but is readable by others (mode {mode:o}); chmod 600 it")
+            raw = os.read(fd, 1 << 20)  # a JWK is a few KB
+        finally:
+            os.close(fd)
+        try:
+            data = json.loads(raw)
             kty = data.get("kty")
             key: ECKey | RSAKey = ECKey.import_key(data) if kty == "EC" else RSAKey.import_key(data)
         except (ValueError, AttributeError, TypeError) as exc:

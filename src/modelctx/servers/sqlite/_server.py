@@ -56,8 +56,7 @@ def _refused(exc: QueryError | UnknownTable) -> ToolError:
 def build_server(database: str | Path, limits: Limits | None = None) -> Server:
     """A server for the SQLite file ``database`` (created if missing)."""
     path = Path(database)
-    if not path.exists():
-        sqlite3.connect(path).close()  # an empty database, as the sqlite3 shell would make
+    sqlite3.connect(path).close()  # made empty if missing, as the sqlite3 shell would; no check first
     server = Server(
         "modelctx-sqlite",
         instructions=(
