@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import multiprocessing
 import statistics
 import subprocess
 import time
@@ -246,6 +247,37 @@ async def test_an_event_published_on_one_bus_reaches_another_and_its_own_subscri
     finally:
         await a.stop()
         await b.stop()
+
+
+def _publish_from_a_fork(bus: RedisBus, uri: str, listening: Any) -> None:
+    async def publish() -> None:
+        await bus.start()
+        bus.publish(Event("resource", uri))
+        await bus.stop()
+
+    listening.wait(DEADLINE)
+    asyncio.run(publish())
+
+
+@async_test()
+async def test_one_bus_made_before_a_fork_still_carries_events_between_the_processes(redis_url):
+    # A bus built by user code at import (Server(bus=RedisBus(...))) is copied into every
+    # worker by --workers, and each starts its copy: each must still take the others' events
+    # for its own subscribers, not drop them as its own echo (one origin id for all).
+    shared = RedisBus(redis_url)
+    fork = multiprocessing.get_context("fork")
+    listening = fork.Event()
+    child = fork.Process(target=_publish_from_a_fork, args=(shared, "notes://from-the-fork", listening))
+    child.start()
+    await shared.start()
+    try:
+        on_parent = shared.subscribe()
+        listening.set()
+        await asyncio.to_thread(child.join, DEADLINE)
+        assert child.exitcode == 0
+        assert await next_event(on_parent) == Event("resource", "notes://from-the-fork")
+    finally:
+        await shared.stop()
 
 
 @async_test()

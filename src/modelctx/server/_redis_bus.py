@@ -188,6 +188,10 @@ class RedisBus:
         Redis cannot be reached within ``timeout``."""
         if self._tasks:
             raise RuntimeError(f"the Redis bus on {self.channel!r} is already started")
+        # A new origin for each start: a bus built before --workers forks is one object
+        # copied into every worker, and with one origin each would drop the others'
+        # events as its own echo. Before start nothing crosses, so nothing is lost.
+        self.origin = secrets.token_hex(8)
         client = _client(self.url, self.timeout)  # StartupError without the redis package
         try:
             pubsub = await self._subscribed(client)
