@@ -51,8 +51,10 @@ from modelctx.client import (
 from modelctx.errors import (
     ConnectionClosed,
     InvalidParams,
+    LocalError,
     MethodNotFound,
     MissingRequiredClientCapability,
+    UnsendableMessage,
     UnsupportedProtocolVersion,
 )
 from modelctx.transports.memory import MemoryTransport
@@ -1064,6 +1066,24 @@ def sample_target(request) -> Any:
     if request.param == "stdio":
         return serve_command(SAMPLE_SERVER)
     return request.getfixturevalue("http_server").url
+
+
+@pytest.mark.parametrize("mode", ["auto", "handshake"])
+@pytest.mark.parametrize(
+    "arguments",
+    [{"text": "\ud800"}, {"text": {"nested": object()}}],
+    ids=["lone-surrogate", "no-json-type"],
+)
+@run
+async def test_arguments_json_cannot_carry_are_refused_before_sending_and_the_connection_goes_on(
+    sample_target, mode, arguments
+):
+    # A lone surrogate escaped as a raw UnicodeEncodeError from deep in a transport.
+    async with Client(sample_target, mode=mode, timeout=DEADLINE) as client:
+        with pytest.raises(UnsendableMessage, match=r"tools/call cannot be sent: its params are not JSON") as refused:
+            await client.call_tool("echo", arguments)
+        assert isinstance(refused.value, LocalError) and isinstance(refused.value, ValueError)
+        assert (await client.call_tool("echo", {"text": "still here"})).content[0].text == "still here"
 
 
 @pytest.mark.parametrize("mode", ["auto", "handshake"])

@@ -36,6 +36,8 @@
         ├── OutputSchemaViolation a tool's ``structuredContent`` breaks its ``outputSchema``
         ├── UrlRefused            the SSRF guard refused a URL (scheme, or an address in a
         │                         zone the ``UrlPolicy`` does not admit); nothing was sent
+        ├── UnsendableMessage     a request JSON cannot carry (a lone surrogate, a value of
+        │                         no JSON type; also a ValueError); nothing was sent
         └── AuthorizationError    the client could not obtain authorization (OAuth): what
                                   failed and what to do; never a token
 
@@ -78,6 +80,7 @@ __all__ = [  # noqa: RUF022 - in the order of the tree above
     "InputRoundsExceeded",
     "OutputSchemaViolation",
     "UrlRefused",
+    "UnsendableMessage",
     "AuthorizationError",
     "error_from_wire",
 ]
@@ -326,6 +329,12 @@ class UrlRefused(LocalError):
     """The SSRF guard refused a URL before connecting to it (``modelctx.client.UrlPolicy``):
     a scheme other than ``https``, or a host that resolves to a loopback, private,
     link-local or otherwise non-public address the policy does not admit."""
+
+
+class UnsendableMessage(LocalError, ValueError):
+    """A request JSON cannot carry: a string with a lone surrogate (UTF-8 has no bytes
+    for it), a value of no JSON type, an integer past 64 bits. Nothing was sent; the
+    connection goes on. Also a ``ValueError``, as the encoder's own errors are."""
 
 
 class AuthorizationError(LocalError):

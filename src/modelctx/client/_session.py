@@ -36,7 +36,17 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..errors import ConnectionClosed, InternalError, MCPError, MethodNotFound, ProtocolError, RequestTimeout
+import msgspec
+
+from ..errors import (
+    ConnectionClosed,
+    InternalError,
+    MCPError,
+    MethodNotFound,
+    ProtocolError,
+    RequestTimeout,
+    UnsendableMessage,
+)
 from ..protocol import _meta
 from ..protocol._connection import (
     Answer,
@@ -56,6 +66,14 @@ from ._options import _default_client_info
 __all__ = ["ClientSession", "RequestTimeout", "ProgressCallback"]
 
 log = logging.getLogger("modelctx.client")
+
+# What the encoders raise for a message JSON cannot carry. Every transport encodes in its
+# send, so these fail the send itself, before a byte is written.
+_UNENCODABLE = (UnicodeEncodeError, msgspec.EncodeError, TypeError, OverflowError)
+
+
+def _unsendable(method: str, exc: BaseException) -> UnsendableMessage:
+    return UnsendableMessage(f"{method} cannot be sent: its params are not JSON ({exc})")
 
 ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] | None]
 
@@ -513,6 +531,8 @@ class ClientSession:
             waiter.sending = True
             try:
                 await self.transport.send(Outgoing(outbound.message, headers, request_id, handshake))
+            except _UNENCODABLE as exc:
+                raise _unsendable(method, exc) from exc
             except asyncio.CancelledError:
                 if future.done() and not future.cancelled() and isinstance(future.exception(), _Expired):
                     task = asyncio.current_task()
@@ -601,7 +621,12 @@ class ClientSession:
         if outbound.deadline < self._timer_at:
             self._arm(outbound.deadline)
         outgoing = Outgoing(outbound.message, headers, request_id, not modern)
-        if not self.transport.send_nowait(outgoing):
+        try:
+            sent = self.transport.send_nowait(outgoing)
+        except _UNENCODABLE as exc:
+            self.request_failed(request_id, _unsendable(method, exc))
+            return callback.abandon
+        if not sent:
             task = loop.create_task(self._send_later(outgoing))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
@@ -614,11 +639,13 @@ class ClientSession:
 
     async def _send_later(self, outgoing: Outgoing) -> None:
         """``begin``'s send when the transport cannot send at once; a failure fails the request."""
+        assert outgoing.request_id is not None
         try:
             await self.transport.send(outgoing)
         except (MCPError, OSError) as exc:
-            assert outgoing.request_id is not None
             self.request_failed(outgoing.request_id, exc)
+        except _UNENCODABLE as exc:
+            self.request_failed(outgoing.request_id, _unsendable(str(outgoing.message.get("method")), exc))
 
     def _timeout(self, what: str) -> RequestTimeout:
         # Like every other failure, a timeout quotes what the transport saw (a stdio

@@ -177,12 +177,13 @@ class HttpClientTransport(ClientTransport):
                     except TimeoutError:
                         pass
             return
+        body = encode(outgoing.message)  # here, so what JSON cannot carry fails the send itself
         exchange = _Exchange(request_id, method, outgoing.handshake, self._session_for(outgoing))
         previous = self._exchanges.get(request_id)
         if previous is not None and previous.task is not None:
             previous.task.cancel()
         self._exchanges[request_id] = exchange
-        exchange.task = asyncio.get_running_loop().create_task(self._exchange(exchange, outgoing))
+        exchange.task = asyncio.get_running_loop().create_task(self._exchange(exchange, outgoing, body))
 
     async def cancel(self, request_id: str | int, reason: str | None = None) -> None:
         """Close the request's stream; on a handshake-era session also send
@@ -308,9 +309,9 @@ class HttpClientTransport(ClientTransport):
         return _Opened(self._http, method, self.url, headers, body, self._connect_timeout, wait)
 
     # -- one request -------------------------------------------------------------------------
-    async def _exchange(self, exchange: _Exchange, outgoing: Outgoing) -> None:
+    async def _exchange(self, exchange: _Exchange, outgoing: Outgoing, body: bytes) -> None:
         try:
-            failure = await self._post_request(exchange, outgoing)
+            failure = await self._post_request(exchange, outgoing, body)
         except HttpError as exc:
             failure = ConnectionClosed(f"{self.name}: {exchange.what} failed: {_cause(exc)}")
         except MCPError as exc:
@@ -324,9 +325,9 @@ class HttpClientTransport(ClientTransport):
         if failure is not None and self._events is not None:
             self._events.request_failed(exchange.id, failure)
 
-    async def _post_request(self, exchange: _Exchange, outgoing: Outgoing) -> BaseException | None:
-        """POST one request and deliver its reply; the error to report, or None if answered."""
-        body = encode(outgoing.message)
+    async def _post_request(self, exchange: _Exchange, outgoing: Outgoing, body: bytes) -> BaseException | None:
+        """POST one request (``body``, its encoding) and deliver its reply; the error to
+        report, or None if answered."""
         stream = SSEParser(self._max_message)
         for attempt in (1, 2, 3):
             headers = await self._post_headers(outgoing, exchange.session_id)
