@@ -29,12 +29,15 @@ from ._approval import (
     Approvals,
     ApprovalStore,
     ApprovalStoreError,
+    Asker,
     Decision,
+    NameFilter,
     ServerRules,
+    Verdict,
     tool_digest,
 )
 from ._config import HostConfig, HostConfigError, ServerSpec, ToolFilter, load_config
-from ._host import AllowAll, ApprovalCheck, Host, UnknownName
+from ._host import AllowAll, ApprovalCheck, Denied, Host, UnknownName
 from ._model import (
     Conversation,
     Final,
@@ -86,9 +89,11 @@ __all__ = [
     "ApprovalStore",
     "ApprovalStoreError",
     "Approvals",
+    "Asker",
     "Conversation",
     "DeclineUI",
     "Decision",
+    "Denied",
     "Final",
     "Gateway",
     "GatewayUI",
@@ -101,6 +106,7 @@ __all__ = [
     "ModelError",
     "ModelLoop",
     "ModelSetupError",
+    "NameFilter",
     "NameMap",
     "OpenAIModel",
     "RestartPolicy",
@@ -116,6 +122,7 @@ __all__ = [
     "ToolResultEvent",
     "ToolSet",
     "UnknownName",
+    "Verdict",
     "handlers_for",
     "load_config",
     "namespaced",
