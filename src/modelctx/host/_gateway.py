@@ -197,9 +197,12 @@ _current: contextvars.ContextVar[_Scope | None] = contextvars.ContextVar("modelc
 class GatewayUI:
     """The ``HostUI`` of a gateway: the person is behind the gateway's own client.
 
-    ``approve`` asks that client with a form elicitation; ``elicit`` relays what an
-    upstream server asks. Both reach the client of the call being served (see the
-    module docstring); outside a call there is no one to ask: denied, declined.
+    Approval questions do not come here: each call hands ``Approvals.check`` its own
+    ``_CallAsker`` (``approve`` here, asked without one, denies). ``elicit`` and
+    ``sample`` relay what an upstream server asks to the client of the call it belongs
+    to (a context variable the call handler sets, or the one call to that server in
+    flight); outside a call there is no one to ask: declined. ``client_scope`` names
+    the client of a call, for the "always" answers it gives.
     """
 
     def __init__(self) -> None:
