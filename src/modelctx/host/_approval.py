@@ -194,6 +194,14 @@ class Verdict:
         return self.allowed
 
 
+# The verdicts most calls get, made once (a frozen dataclass costs about a microsecond to build).
+_ALWAYS = "it was allowed always"
+_DENIED_BY_CONFIG = Verdict(False, "the configuration denies it")
+_ALLOWED_BY_CONFIG = Verdict(True, "the configuration allows it")
+_READ_ONLY = Verdict(True, "a trusted server says it is read-only")
+_ALWAYS_SHARED = Verdict(True, _ALWAYS, scope="")
+
+
 class Asker(Protocol):
     """Who answers an approval question: ``approve`` (as ``HostUI.approve``), and the
     ``scope`` its ``ALWAYS`` answers hold for (``""``: the host's one person; a gateway
@@ -459,7 +467,7 @@ class ApprovalPolicy:
             name: value if isinstance(value, ServerRules) else ServerRules.parse(value, server=name, fallback=default)
             for name, value in (servers or {}).items()
         }
-        self._from_specs: dict[tuple[str, str], ServerRules] = {}
+        self._from_specs: dict[tuple[str, int], tuple[_SpecLike, ServerRules]] = {}
 
     @classmethod
     def from_config(cls, config: _ConfigLike, *, default: Level = "ask") -> ApprovalPolicy:
@@ -477,10 +485,16 @@ class ApprovalPolicy:
         spec = None if isinstance(server, str) else server.spec
         if spec is None:
             return ServerRules.parse(None, fallback=self.default)
-        key = (name, json.dumps([spec.approval, *_settings(spec).values()], sort_keys=True, default=str))
-        if key not in self._from_specs:
-            self._from_specs[key] = _rules_of(name, spec, self.default)
-        return self._from_specs[key]
+        # Parsed once per spec object (specs are frozen; the entry holds the spec, so its
+        # id cannot be reused while it is cached).
+        cached = self._from_specs.get((name, id(spec)))
+        if cached is not None and cached[0] is spec:
+            return cached[1]
+        if len(self._from_specs) >= _DIGEST_CACHE_SIZE:
+            self._from_specs.clear()
+        rules = _rules_of(name, spec, self.default)
+        self._from_specs[(name, id(spec))] = (spec, rules)
+        return rules
 
     def level(self, server: ServerLike | str, tool: Tool) -> Level:
         """ "allow", "ask" or "deny" for calls of ``tool`` (the server's own definition)."""
@@ -676,11 +690,11 @@ class Approvals:
         rules = self.policy.rules(server)
         level, source = rules.resolve(tool)
         if level == "deny":
-            return Verdict(False, "the configuration denies it")
+            return _DENIED_BY_CONFIG
         if level == "allow" and source != "readOnlyHint":
-            return Verdict(True, "the configuration allows it")
+            return _ALLOWED_BY_CONFIG
+        scope = HOST_SCOPE if asker is None or rules.always_scope == "shared" else asker.scope
         who: Asker = asker if asker is not None else _HostAsker(self.ui)
-        scope = HOST_SCOPE if rules.always_scope == "shared" else who.scope
         identity = server_identity(server)
         key = (identity if identity is not None else f"unidentified:{server.name}", tool.name)
         if scope is None:  # nothing is remembered for it: no question to wait on together
@@ -712,15 +726,15 @@ class Approvals:
         digest = self._digest(tool)
         remembered = self._remembered(scope, identity, key)
         if remembered is not None and remembered.digest == digest:
-            return Verdict(True, "it was allowed always", scope=scope)
+            return _ALWAYS_SHARED if scope == HOST_SCOPE else Verdict(True, _ALWAYS, scope=scope)
         if not ask and remembered is None:
             # Allowed by readOnlyHint (a trusted server): the definition first allowed is pinned for the run.
             hinted = self._hinted.get(key)
             if hinted is None:
                 self._hinted[key] = _Pin.of(tool)
-                return Verdict(True, "a trusted server says it is read-only")
+                return _READ_ONLY
             if hinted.digest == digest:
-                return Verdict(True, "a trusted server says it is read-only")
+                return _READ_ONLY
         earlier = remembered or (self._seen.get(key) if ask else self._hinted.get(key))
         changed = earlier is not None and earlier.digest != digest
         request = ApprovalRequest(
@@ -742,7 +756,7 @@ class Approvals:
         if scope is None:
             return Verdict(True, "'always' was taken as allow once: the asker has no identity to remember it for", decision)
         await self._remember(scope, identity, key, pin)
-        return Verdict(True, "it was allowed always", decision, scope)
+        return Verdict(True, _ALWAYS, decision, scope)
 
     def _digest(self, tool: Tool) -> str:
         # A host hands the same Tool object to every call until the list changes: a
