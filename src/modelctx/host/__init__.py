@@ -8,9 +8,11 @@ server running and its lists fresh (``HostServer``).
 A person stays in the loop through a ``HostUI`` (``approve``, ``elicit``, ``show``;
 ``DeclineUI`` when there is no one to ask, ``ScriptedUI`` for tests). Before each call
 ``Approvals`` applies the configuration's ``ApprovalPolicy`` (allow, ask, deny), asks the
-UI with an ``ApprovalRequest`` and remembers a ``Decision.ALWAYS`` pinned to the tool's
-definition (``tool_digest``), across runs in an ``ApprovalStore``. ``AllowAll`` is the
-hook for a host that wants no approval. ``handlers_for`` answers a server's elicitation,
+UI (or the ``Asker`` it is handed: a gateway's client) with an ``ApprovalRequest``,
+answers a ``Verdict``, and remembers a ``Decision.ALWAYS`` for that asker, pinned to the
+tool's definition (``tool_digest``), across runs in an ``ApprovalStore``. The policy also
+says which resources and prompts a server offers (``NameFilter`` globs; ``Denied`` for one
+it does not). ``AllowAll`` is the hook for a host that wants no approval. ``handlers_for`` answers a server's elicitation,
 sampling and roots requests.
 
 ``ModelLoop`` runs a ``Conversation`` with a ``Model`` (``AnthropicModel``,
