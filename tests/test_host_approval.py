@@ -36,6 +36,7 @@ from modelctx.host import (
     HostConfig,
     HostUI,
     ScriptedUI,
+    ServerRules,
     ServerSpec,
     handlers_for,
     tool_digest,
@@ -51,6 +52,9 @@ ERAS = ["auto", "handshake"]
 class Spec:
     identity: str
     approval: Any = None
+    # The servers here are trusted ("trusted": true): their readOnlyHint counts. What an
+    # untrusted server's hint does is in test_host_gateway_policy.py.
+    trusted: bool = True
 
 
 @dataclass(frozen=True)
@@ -141,7 +145,8 @@ READ = tool("weather", read_only=True)
 def test_policy_levels_follow_tool_glob_then_read_only_hint_then_server_default(approval, definition, expected):
     server = Configured("files", Spec("files-server", approval))
     assert ApprovalPolicy().level(server, definition) == expected
-    assert ApprovalPolicy({"files": approval}).level("files", definition) == expected
+    trusted = ServerRules.parse(approval, server="files", trusted=True)
+    assert ApprovalPolicy({"files": trusted}).level("files", definition) == expected
     assert ApprovalPolicy().hidden(server, definition) == (expected == "deny")
 
 
@@ -372,7 +377,7 @@ async def test_calls_waiting_on_the_same_question_ask_the_person_once():
     checks = [asyncio.ensure_future(approvals.check(FILES, WRITE, {"path": p})) for p in "abc"]
     await asyncio.sleep(0)
     release.set()
-    assert await asyncio.gather(*checks) == [True, True, True]
+    assert [verdict.allowed for verdict in await asyncio.gather(*checks)] == [True, True, True]
     assert len(ui.requests) == 1
 
 
@@ -469,8 +474,11 @@ def test_no_sample_callback_and_no_folders_offer_neither_capability():
 
 # -- through the host -------------------------------------------------------------------------------
 def files_spec(approval: Any = None) -> ServerSpec:
-    """The approval server as a configuration starts it, with its ``"approval"``."""
-    return ServerSpec("files", command=sys.executable, args=("-m", "modelctx", "serve", str(SERVER)), approval=approval)
+    """The approval server as a configuration starts it, with its ``"approval"``; trusted,
+    so its readOnlyHint tools are allowed."""
+    return ServerSpec(
+        "files", command=sys.executable, args=("-m", "modelctx", "serve", str(SERVER)), approval=approval, trusted=True
+    )
 
 
 def texts(result: CallToolResult) -> str:

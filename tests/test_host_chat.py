@@ -103,7 +103,8 @@ def write_config(tmp_path: Path, servers: dict[str, Any]) -> Path:
 
 
 def stdio(server: Path) -> dict[str, Any]:
-    return {"command": sys.executable, "args": ["-m", "modelctx", "serve", str(server)]}
+    # Trusted: the test servers' readOnlyHint tools run without asking, as the chats here expect.
+    return {"command": sys.executable, "args": ["-m", "modelctx", "serve", str(server)], "trusted": True}
 
 
 CHAT = [sys.executable, "-m", "modelctx", "chat", "--config", "host.json"]

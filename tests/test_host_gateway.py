@@ -28,7 +28,8 @@ MODES = ["auto", "handshake"]
 
 
 def _upstream(path: Path, **settings: Any) -> dict[str, Any]:
-    return {"command": sys.executable, "args": ["-m", "modelctx", "serve", str(path)], **settings}
+    # Trusted: the counting server's readOnlyHint tools (the counts) run without asking.
+    return {"command": sys.executable, "args": ["-m", "modelctx", "serve", str(path)], "trusted": True, **settings}
 
 
 def _config(tmp_path: Path, **servers: dict[str, Any]) -> Path:

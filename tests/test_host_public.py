@@ -13,12 +13,12 @@ def test_host_names():
     assert sorted(modelctx.host.__all__) == sorted(
         [
             "NAME_PATTERN", "AllowAll", "AnthropicModel", "ApprovalCheck", "ApprovalConfigError",
-            "ApprovalPolicy", "ApprovalRequest", "ApprovalStore", "ApprovalStoreError", "Approvals",
-            "Conversation", "DeclineUI", "Decision", "Final", "Gateway", "GatewayUI", "Host", "HostConfig",
+            "ApprovalPolicy", "ApprovalRequest", "ApprovalStore", "ApprovalStoreError", "Approvals", "Asker",
+            "Conversation", "DeclineUI", "Decision", "Denied", "Final", "Gateway", "GatewayUI", "Host", "HostConfig",
             "HostConfigError", "HostServer", "HostUI", "Model", "ModelError", "ModelLoop", "ModelSetupError",
-            "NameMap", "OpenAIModel", "RestartPolicy", "SampleCallback", "ScriptExhausted", "ScriptedUI",
+            "NameFilter", "NameMap", "OpenAIModel", "RestartPolicy", "SampleCallback", "ScriptExhausted", "ScriptedUI",
             "ServerRules", "ServerSpec", "ServerUnavailable", "TextDelta", "ToolCallRequested", "ToolFilter",
-            "ToolResultEvent", "ToolSet", "UnknownName", "handlers_for", "load_config", "namespaced",
+            "ToolResultEvent", "ToolSet", "UnknownName", "Verdict", "handlers_for", "load_config", "namespaced",
             "serve_gateway", "tool_digest",
         ]
     )
@@ -27,7 +27,7 @@ def test_host_names():
 
 def test_host_errors_are_local_errors_under_the_one_root():
     host = modelctx.host
-    errors = (host.HostConfigError, host.ServerUnavailable, host.UnknownName, host.ApprovalConfigError,
+    errors = (host.HostConfigError, host.ServerUnavailable, host.UnknownName, host.Denied, host.ApprovalConfigError,
               host.ApprovalStoreError, host.ScriptExhausted)
     for cls in errors:
         assert issubclass(cls, modelctx.errors.LocalError), cls

@@ -8,9 +8,11 @@ server running and its lists fresh (``HostServer``).
 A person stays in the loop through a ``HostUI`` (``approve``, ``elicit``, ``show``;
 ``DeclineUI`` when there is no one to ask, ``ScriptedUI`` for tests). Before each call
 ``Approvals`` applies the configuration's ``ApprovalPolicy`` (allow, ask, deny), asks the
-UI with an ``ApprovalRequest`` and remembers a ``Decision.ALWAYS`` pinned to the tool's
-definition (``tool_digest``), across runs in an ``ApprovalStore``. ``AllowAll`` is the
-hook for a host that wants no approval. ``handlers_for`` answers a server's elicitation,
+UI (or the ``Asker`` it is handed: a gateway's client) with an ``ApprovalRequest``,
+answers a ``Verdict``, and remembers a ``Decision.ALWAYS`` for that asker, pinned to the
+tool's definition (``tool_digest``), across runs in an ``ApprovalStore``. The policy also
+says which resources and prompts a server offers (``NameFilter`` globs; ``Denied`` for one
+it does not). ``AllowAll`` is the hook for a host that wants no approval. ``handlers_for`` answers a server's elicitation,
 sampling and roots requests.
 
 ``ModelLoop`` runs a ``Conversation`` with a ``Model`` (``AnthropicModel``,
@@ -29,12 +31,15 @@ from ._approval import (
     Approvals,
     ApprovalStore,
     ApprovalStoreError,
+    Asker,
     Decision,
+    NameFilter,
     ServerRules,
+    Verdict,
     tool_digest,
 )
 from ._config import HostConfig, HostConfigError, ServerSpec, ToolFilter, load_config
-from ._host import AllowAll, ApprovalCheck, Host, UnknownName
+from ._host import AllowAll, ApprovalCheck, Denied, Host, UnknownName
 from ._model import (
     Conversation,
     Final,
@@ -86,9 +91,11 @@ __all__ = [
     "ApprovalStore",
     "ApprovalStoreError",
     "Approvals",
+    "Asker",
     "Conversation",
     "DeclineUI",
     "Decision",
+    "Denied",
     "Final",
     "Gateway",
     "GatewayUI",
@@ -101,6 +108,7 @@ __all__ = [
     "ModelError",
     "ModelLoop",
     "ModelSetupError",
+    "NameFilter",
     "NameMap",
     "OpenAIModel",
     "RestartPolicy",
@@ -116,6 +124,7 @@ __all__ = [
     "ToolResultEvent",
     "ToolSet",
     "UnknownName",
+    "Verdict",
     "handlers_for",
     "load_config",
     "namespaced",

@@ -8,7 +8,9 @@
     host = Host(config, ui=ui, approval_store="~/.config/modelctx/approvals.json")
 
 Theory of operation. Before each tool call the host asks ``Approvals.check(server, tool,
-arguments)``. The ``ApprovalPolicy`` gives the tool a level from the configuration:
+arguments, asker=...)``, which returns a ``Verdict`` (allowed or not, why, and the scope an
+"always" answer was remembered under). The ``ApprovalPolicy`` gives the tool a level from
+the configuration:
 
 - ``deny``: the call never reaches the server (and ``hidden`` tells the host to leave the
   tool out of what a model sees);
@@ -17,20 +19,39 @@ arguments)``. The ``ApprovalPolicy`` gives the tool a level from the configurati
   tool, its annotations, the full arguments, and why it asks) and answers with a
   ``Decision``: ``ALLOW_ONCE``, ``ALWAYS`` or ``DENY``.
 
+Who is asked is handed in: an ``Asker`` (``approve(request)`` and its ``scope``), by
+default the host's ``HostUI`` (one person: scope ``""``). ``ALWAYS`` is remembered for
+that scope only, so a gateway's clients (each its own scope: its principal, handshake
+session or connection) never approve calls for one another; a server configured with
+``"alwaysScope": "shared"`` keeps one "always" for every asker, and the store across
+runs holds only those of the shared scope.
+
 ``ALWAYS`` is remembered bound to the server's identity (its command line or URL, so a
 different program under the same name is asked about afresh), the tool's name, and the
 tool's definition digest (``tool_digest``). This is *pinning*: when a server later
 changes the definition of a tool the person approved (``list_changed`` is the usual
 vector: a harmless description swapped for one that instructs the model), the digest no
-longer matches and the person is asked again, told which fields changed. Tools allowed
-only because they say ``readOnlyHint: true`` are pinned the same way for the run: the
-hint is the server's claim, so a changed definition behind it is asked about too. Tools
+longer matches and the person is asked again, told which fields changed.
+
+Annotations are the server's claims: a client MUST treat them as untrusted unless the
+server is trusted (server/tools.mdx, "Tool Annotations"). So ``readOnlyHint: true`` gives
+a tool the server's ``readOnly`` level only on a server configured ``"trusted": true``;
+elsewhere the hint can only make a tool stricter (a ``readOnly`` level stricter than the
+default), never looser. Tools allowed because of the hint are pinned for the run: a
+changed definition behind it is asked about too. Tools
 the configuration allows outright are not pinned: the person trusted the server as a
 whole.
 
 ``ApprovalStore`` keeps ``ALWAYS`` decisions in a JSON file across runs, written
 atomically with mode 0600; a file that is corrupt, or that others may write (they could
 plant approvals), is reported through ``HostUI.show`` and ignored.
+
+Resources and prompts. ``ApprovalPolicy.permits(server, kind, name)`` says whether a
+server's resource (by URI; templates by their URI template) or prompt (by its own name)
+is offered at all: not when the server's default level is ``deny``, nor when the server's
+``"resources"``/``"prompts"`` globs exclude it. There is no question for them: reading a
+resource or getting a prompt sends nothing to a tool and changes nothing, so "ask" means
+allowed, and what must not be read is denied by a glob (or the whole server).
 """
 
 from __future__ import annotations
@@ -57,15 +78,19 @@ if TYPE_CHECKING:
     from ._ui import HostUI
 
 __all__ = [
+    "ALWAYS_SCOPES",
     "ApprovalConfigError",
     "ApprovalPolicy",
     "ApprovalRequest",
     "ApprovalStore",
     "ApprovalStoreError",
     "Approvals",
+    "Asker",
     "Decision",
     "Level",
+    "NameFilter",
     "ServerRules",
+    "Verdict",
     "server_identity",
     "tool_digest",
 ]
@@ -75,10 +100,16 @@ log = logging.getLogger("modelctx.host")
 Level = Literal["allow", "ask", "deny"]
 LEVELS: tuple[Level, ...] = ("allow", "ask", "deny")
 _STRICTNESS = {"allow": 0, "ask": 1, "deny": 2}
+AlwaysScope = Literal["client", "shared"]
+ALWAYS_SCOPES: tuple[AlwaysScope, ...] = ("client", "shared")
+#: The scope of the host's own person (a terminal chat, a host with one ``HostUI``).
+HOST_SCOPE = ""
 #: The fields a definition digest covers, by their wire names.
 PINNED_FIELDS = ("name", "description", "inputSchema", "outputSchema")
 STORE_VERSION = 1
 _DIGEST_CACHE_SIZE = 4096
+#: "Always" answers kept for single askers (gateway clients) at once; the oldest go first.
+MAX_SCOPED = 10_000
 
 
 class ApprovalConfigError(LocalError, ValueError):
@@ -141,6 +172,61 @@ class ApprovalRequest:
             lines.append(f"annotations: {json.dumps(msgspec.to_builtins(self.annotations), sort_keys=True)}")
         lines.append(f"arguments: {json.dumps(self.arguments, sort_keys=True, default=str)}")
         return "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What ``Approvals.check`` decided about one call.
+
+    ``allowed``: the call may go on (a ``Verdict`` is truthy exactly then, so ``if await
+    approvals.check(...)`` reads as before); ``reason``: why, in words for the caller
+    ("the configuration denies it", "the person denied it", ...); ``decision``: the
+    answer when someone was asked, else None; ``scope``: the scope an ``ALWAYS`` answer
+    was remembered under, or that remembered it earlier (``""``: the host's person or
+    every asker; None: nothing remembered)."""
+
+    allowed: bool
+    reason: str
+    decision: Decision | None = None
+    scope: str | None = None
+
+    def __bool__(self) -> bool:
+        return self.allowed
+
+
+# The verdicts most calls get, made once (a frozen dataclass costs about a microsecond to build).
+_ALWAYS = "it was allowed always"
+_DENIED_BY_CONFIG = Verdict(False, "the configuration denies it")
+_ALLOWED_BY_CONFIG = Verdict(True, "the configuration allows it")
+_READ_ONLY = Verdict(True, "a trusted server says it is read-only")
+_ALWAYS_SHARED = Verdict(True, _ALWAYS, scope="")
+
+
+class Asker(Protocol):
+    """Who answers an approval question: ``approve`` (as ``HostUI.approve``), and the
+    ``scope`` its ``ALWAYS`` answers hold for (``""``: the host's one person; a gateway
+    client's principal, session or connection; None: no stable identity, so an
+    ``ALWAYS`` is taken as allow once). ``approve`` may answer a refusing ``Verdict``
+    instead of ``Decision.DENY`` to say why, when it was not the person's own answer
+    (the client cannot be asked, ...)."""
+
+    @property
+    def scope(self) -> str | None: ...
+
+    async def approve(self, request: ApprovalRequest) -> Decision | Verdict: ...
+
+
+class _HostAsker:
+    """The host's ``HostUI`` as an ``Asker``: one person, one scope."""
+
+    __slots__ = ("ui",)
+    scope = HOST_SCOPE
+
+    def __init__(self, ui: HostUI) -> None:
+        self.ui = ui
+
+    async def approve(self, request: ApprovalRequest) -> Decision:
+        return await self.ui.approve(request)
 
 
 # -- who a server is -----------------------------------------------------------------------------
@@ -218,24 +304,81 @@ class _Pin:
 
 # -- the policy ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
+class NameFilter:
+    """Which names (tool names, resource URIs, prompt names) a server offers: ``allow``
+    globs (empty: every one), then ``deny`` globs (a match excludes it, whatever
+    ``allow`` says). Shell-style, case-sensitive (``fnmatch.fnmatchcase``)."""
+
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+
+    def permits(self, name: str) -> bool:
+        if self.allow and not any(fnmatch.fnmatchcase(name, glob) for glob in self.allow):
+            return False
+        return not any(fnmatch.fnmatchcase(name, glob) for glob in self.deny)
+
+
+Kind = Literal["tool", "resource", "prompt"]
+
+
+@dataclass(frozen=True)
 class ServerRules:
     """One server's approval settings.
 
     ``tools``: globs over the server's own tool names to a level; ``read_only``: the level
-    of tools annotated ``readOnlyHint: true``; ``default``: every other tool. Read from
+    of tools annotated ``readOnlyHint: true`` (honoured when ``trusted``; otherwise only
+    when it is stricter than ``default``); ``default``: every other tool. Read from
     the configuration's ``"approval"``: a level (``"ask"``), or an object
     ``{"default": "ask", "readOnly": "allow", "tools": {"<glob>": "allow"|"ask"|"deny"}}``.
+
+    From the server's other keys: ``trusted`` (``"trusted": true``: its annotations are
+    believed), ``always_scope`` (``"alwaysScope"``: "client", an "always" holds for the
+    asker who gave it; "shared", for every asker), ``resources`` and ``prompts``
+    (``{"allow": [...], "deny": [...]}`` globs over resource URIs, template URIs and
+    prompt names: see ``permits``).
     """
 
     default: Level = "ask"
     read_only: Level = "allow"
     tools: Mapping[str, Level] = field(default_factory=dict)
+    trusted: bool = False
+    always_scope: AlwaysScope = "client"
+    resources: NameFilter = NameFilter()
+    prompts: NameFilter = NameFilter()
 
     @classmethod
-    def parse(cls, value: object, *, server: str = "?", fallback: Level = "ask") -> ServerRules:
-        """The rules an ``"approval"`` value says; ``None`` gives ``fallback`` as the
-        default. A server denied as a whole denies its read-only tools too, unless
-        ``readOnly`` says otherwise. Raises ``ApprovalConfigError``."""
+    def parse(
+        cls,
+        value: object,
+        *,
+        server: str = "?",
+        fallback: Level = "ask",
+        trusted: bool = False,
+        always_scope: AlwaysScope = "client",
+        resources: NameFilter | None = None,
+        prompts: NameFilter | None = None,
+    ) -> ServerRules:
+        """The rules an ``"approval"`` value says (with the server's other settings as
+        given); ``None`` gives ``fallback`` as the default. A server denied as a whole
+        denies its read-only tools too, unless ``readOnly`` says otherwise. Raises
+        ``ApprovalConfigError``."""
+        if always_scope not in ALWAYS_SCOPES:
+            raise ApprovalConfigError(
+                f"server {server!r}: 'alwaysScope' must be 'client' or 'shared', not {always_scope!r}"
+            )
+        rules = cls._parse_approval(value, server, fallback)
+        return cls(
+            rules.default,
+            rules.read_only,
+            rules.tools,
+            trusted=trusted,
+            always_scope=always_scope,
+            resources=resources or NameFilter(),
+            prompts=prompts or NameFilter(),
+        )
+
+    @classmethod
+    def _parse_approval(cls, value: object, server: str, fallback: Level) -> ServerRules:
         where = f"server {server!r}: 'approval'"
         if value is None:
             return cls(default=fallback, read_only="deny" if fallback == "deny" else "allow")
@@ -258,14 +401,27 @@ class ServerRules:
 
     def resolve(self, tool: Tool) -> tuple[Level, str]:
         """The tool's level and where it came from: "tool" (a glob), "readOnlyHint" or
-        "server"."""
+        "server". The hint counts on a trusted server; on another only when its level is
+        the stricter (an untrusted server's claim never loosens the policy)."""
         by_glob = self._by_glob(tool.name)
         if by_glob is not None:
             return by_glob, "tool"
         annotations = tool.annotations
         if annotations is not msgspec.UNSET and annotations.read_only_hint is True:
-            return self.read_only, "readOnlyHint"
+            if self.trusted or _STRICTNESS[self.read_only] > _STRICTNESS[self.default]:
+                return self.read_only, "readOnlyHint"
         return self.default, "server"
+
+    def permits(self, kind: Kind, name: str) -> bool:
+        """Whether the server offers its resource (``name`` a URI, or a template's URI
+        template) or prompt (its own name) at all: not when the server is denied as a
+        whole (its default level), nor when its globs for that kind exclude it. Tools
+        are ``resolve``'s (a tool is never refused here)."""
+        if kind == "tool":
+            return True
+        if self.default == "deny":
+            return False
+        return (self.resources if kind == "resource" else self.prompts).permits(name)
 
     def _by_glob(self, name: str) -> Level | None:
         # An exact name wins; then the longest matching glob (the most specific); two
@@ -296,8 +452,9 @@ class ApprovalPolicy:
     """Per server and per tool: allow, ask or deny.
 
     Precedence, most specific first: a tool's glob in the server's ``"tools"`` >
-    ``readOnlyHint: true`` (the server's ``"readOnly"`` level; "allow" unless the server
-    is denied as a whole) > the server's default > ``default`` here ("ask").
+    ``readOnlyHint: true`` on a ``trusted`` server (the server's ``"readOnly"`` level;
+    "allow" unless the server is denied as a whole) > the server's default > ``default``
+    here ("ask"). Resources and prompts: ``permits``.
 
     ``servers``: a server name to its ``"approval"`` value (or ``ServerRules``). A server
     not named here is read from its spec's ``approval`` when it has one (servers added
@@ -310,13 +467,15 @@ class ApprovalPolicy:
             name: value if isinstance(value, ServerRules) else ServerRules.parse(value, server=name, fallback=default)
             for name, value in (servers or {}).items()
         }
-        self._from_specs: dict[tuple[str, str], ServerRules] = {}
+        self._from_specs: dict[tuple[str, int], tuple[_SpecLike, ServerRules]] = {}
 
     @classmethod
     def from_config(cls, config: _ConfigLike, *, default: Level = "ask") -> ApprovalPolicy:
         """The policy of a ``HostConfig``: each server's ``"approval"``. Raises
         ``ApprovalConfigError`` for a setting that cannot be used."""
-        return cls({name: spec.approval for name, spec in config.servers.items()}, default=default)
+        return cls(
+            {name: _rules_of(name, spec, default) for name, spec in config.servers.items()}, default=default
+        )
 
     def rules(self, server: ServerLike | str) -> ServerRules:
         """The rules of ``server`` (a host's server, or a name)."""
@@ -324,12 +483,18 @@ class ApprovalPolicy:
         if name in self._rules:
             return self._rules[name]
         spec = None if isinstance(server, str) else server.spec
-        if spec is None or spec.approval is None:
+        if spec is None:
             return ServerRules.parse(None, fallback=self.default)
-        key = (name, json.dumps(spec.approval, sort_keys=True, default=str))
-        if key not in self._from_specs:
-            self._from_specs[key] = ServerRules.parse(spec.approval, server=name, fallback=self.default)
-        return self._from_specs[key]
+        # Parsed once per spec object (specs are frozen; the entry holds the spec, so its
+        # id cannot be reused while it is cached).
+        cached = self._from_specs.get((name, id(spec)))
+        if cached is not None and cached[0] is spec:
+            return cached[1]
+        if len(self._from_specs) >= _DIGEST_CACHE_SIZE:
+            self._from_specs.clear()
+        rules = _rules_of(name, spec, self.default)
+        self._from_specs[(name, id(spec))] = (spec, rules)
+        return rules
 
     def level(self, server: ServerLike | str, tool: Tool) -> Level:
         """ "allow", "ask" or "deny" for calls of ``tool`` (the server's own definition)."""
@@ -339,6 +504,26 @@ class ApprovalPolicy:
         """True when every call of the tool would be denied: a host leaves it out of the
         tools a model sees."""
         return self.level(server, tool) == "deny"
+
+    def permits(self, server: ServerLike | str, kind: Kind, name: str) -> bool:
+        """Whether ``server`` offers the resource or prompt ``name`` (``ServerRules.permits``):
+        a host leaves one it does not out of its lists and refuses to read or get it."""
+        return self.rules(server).permits(kind, name)
+
+
+def _settings(spec: _SpecLike) -> dict[str, Any]:
+    # The server keys beside "approval" that the rules hold (a spec-like object from
+    # before they existed has none: an untrusted server, client scope, no globs).
+    return {
+        "trusted": getattr(spec, "trusted", False) is True,
+        "always_scope": getattr(spec, "always_scope", "client"),
+        "resources": getattr(spec, "resources", None),
+        "prompts": getattr(spec, "prompts", None),
+    }
+
+
+def _rules_of(name: str, spec: _SpecLike, default: Level) -> ServerRules:
+    return ServerRules.parse(spec.approval, server=name, fallback=default, **_settings(spec))
 
 
 # -- remembering -----------------------------------------------------------------------------------
@@ -411,6 +596,8 @@ def _decode_store(text: str) -> dict[_Key, _Pin]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"not JSON: {exc}") from None
+    except RecursionError:  # nested deeper than the decoder goes: not a store either
+        raise ValueError("nested too deeply to be JSON a store holds") from None
     if not isinstance(data, dict) or data.get("version") != STORE_VERSION or not isinstance(data.get("always"), list):
         raise ValueError(f'expected {{"version": {STORE_VERSION}, "always": [...]}}')
     pins: dict[_Key, _Pin] = {}
@@ -429,12 +616,13 @@ def _decode_store(text: str) -> dict[_Key, _Pin]:
 
 # -- the check -------------------------------------------------------------------------------------
 class Approvals:
-    """The host's approval hook: ``check(server, tool, arguments) -> bool``.
+    """The host's approval hook: ``check(server, tool, arguments, asker=) -> Verdict``.
 
-    ``policy`` decides first; ``ask`` goes to ``ui.approve``. ``store``: a path (or an
-    ``ApprovalStore``) that keeps ``ALWAYS`` across runs; without one they last for this
-    object's life. ``ask_timeout``: seconds a question may stay unanswered before it
-    counts as ``DENY`` (a person who walked away approves nothing).
+    ``policy`` decides first; ``ask`` goes to the ``asker`` (default: ``ui.approve``).
+    ``store``: a path (or an ``ApprovalStore``) that keeps the shared scope's ``ALWAYS``
+    across runs; without one they last for this object's life. ``ask_timeout``: seconds
+    a question may stay unanswered before it counts as ``DENY`` (a person who walked
+    away approves nothing).
     """
 
     def __init__(
@@ -451,9 +639,11 @@ class Approvals:
         self.ask_timeout = ask_timeout
         self._always: dict[_Key, _Pin] = {}  # identity-bound, saved to the store
         self._session: dict[_Key, _Pin] = {}  # servers without an identity: this run only
+        # Scoped to one asker (a gateway client): (scope, key), this run only, oldest first.
+        self._scoped: dict[tuple[str, _Key], _Pin] = {}
         self._seen: dict[_Key, _Pin] = {}  # the last definition a person approved, this run
         self._hinted: dict[_Key, _Pin] = {}  # read-only tools: the definition first allowed
-        self._locks: dict[_Key, asyncio.Lock] = {}
+        self._locks: dict[tuple[str, _Key], asyncio.Lock] = {}
         self._digests: dict[int, tuple[Tool, str]] = {}
         self._loaded = False
         self._store_corrupt = False
@@ -485,34 +675,66 @@ class Approvals:
         tools a model sees (``ApprovalPolicy.hidden``)."""
         return self.policy.hidden(server, tool)
 
-    async def check(self, server: ServerLike, tool: Tool, arguments: dict[str, Any]) -> bool:
-        """True: the call may go on; False: it is denied and must not reach the server."""
+    def permits(self, server: ServerLike, kind: Kind, name: str) -> bool:
+        """Whether the host offers ``server``'s resource or prompt ``name`` (``ApprovalPolicy.permits``)."""
+        return self.policy.permits(server, kind, name)
+
+    async def check(
+        self, server: ServerLike, tool: Tool, arguments: dict[str, Any], *, asker: Asker | None = None
+    ) -> Verdict:
+        """May this call go on? A ``Verdict``, truthy when it may; when it may not, the
+        call must not reach the server. ``asker``: who answers an "ask" (default: this
+        object's ``ui``, the host's one person); its ``scope`` is what an "always" it
+        gives holds for, unless the server's ``alwaysScope`` is "shared"."""
         await self.load()
-        level, source = self.policy.rules(server).resolve(tool)
+        rules = self.policy.rules(server)
+        level, source = rules.resolve(tool)
         if level == "deny":
-            return False
+            return _DENIED_BY_CONFIG
         if level == "allow" and source != "readOnlyHint":
-            return True
+            return _ALLOWED_BY_CONFIG
+        scope = HOST_SCOPE if asker is None or rules.always_scope == "shared" else asker.scope
+        who: Asker = asker if asker is not None else _HostAsker(self.ui)
         identity = server_identity(server)
         key = (identity if identity is not None else f"unidentified:{server.name}", tool.name)
-        async with self._locks.setdefault(key, asyncio.Lock()):
-            return await self._check_pinned(server, identity, key, tool, arguments, ask=level == "ask")
+        if scope is None:  # nothing is remembered for it: no question to wait on together
+            return await self._check_pinned(server, identity, key, tool, arguments, who, scope, ask=level == "ask")
+        if len(self._locks) >= MAX_SCOPED:
+            self._locks = {held: lock for held, lock in self._locks.items() if lock.locked()}
+        async with self._locks.setdefault((scope, key), asyncio.Lock()):
+            return await self._check_pinned(server, identity, key, tool, arguments, who, scope, ask=level == "ask")
+
+    def _remembered(self, scope: str | None, identity: str | None, key: _Key) -> _Pin | None:
+        if scope is None:
+            return None
+        if scope != HOST_SCOPE:
+            return self._scoped.get((scope, key))
+        return self._always.get(key) if identity is not None else self._session.get(key)
 
     async def _check_pinned(
-        self, server: ServerLike, identity: str | None, key: _Key, tool: Tool, arguments: dict[str, Any], *, ask: bool
-    ) -> bool:
+        self,
+        server: ServerLike,
+        identity: str | None,
+        key: _Key,
+        tool: Tool,
+        arguments: dict[str, Any],
+        asker: Asker,
+        scope: str | None,
+        *,
+        ask: bool,
+    ) -> Verdict:
         digest = self._digest(tool)
-        remembered = self._always.get(key) if identity is not None else self._session.get(key)
+        remembered = self._remembered(scope, identity, key)
         if remembered is not None and remembered.digest == digest:
-            return True
+            return _ALWAYS_SHARED if scope == HOST_SCOPE else Verdict(True, _ALWAYS, scope=scope)
         if not ask and remembered is None:
-            # Allowed by readOnlyHint: the definition first allowed is pinned for the run.
+            # Allowed by readOnlyHint (a trusted server): the definition first allowed is pinned for the run.
             hinted = self._hinted.get(key)
             if hinted is None:
                 self._hinted[key] = _Pin.of(tool)
-                return True
+                return _READ_ONLY
             if hinted.digest == digest:
-                return True
+                return _READ_ONLY
         earlier = remembered or (self._seen.get(key) if ask else self._hinted.get(key))
         changed = earlier is not None and earlier.digest != digest
         request = ApprovalRequest(
@@ -524,14 +746,17 @@ class Approvals:
             changed=earlier.changed(tool) if earlier is not None and changed else (),
             previous=earlier.tool if earlier is not None and changed else None,
         )
-        decision = await self._ask(request)
+        decision, refusal = await self._ask(asker, request)
         if decision is Decision.DENY:
-            return False
+            return Verdict(False, refusal or "it was not approved", decision)
         pin = _Pin.of(tool)
         self._seen[key] = pin
-        if decision is Decision.ALWAYS:
-            await self._remember(key, pin, stored=identity is not None)
-        return True
+        if decision is not Decision.ALWAYS:
+            return Verdict(True, "it was allowed once", decision)
+        if scope is None:
+            return Verdict(True, "'always' was taken as allow once: the asker has no identity to remember it for", decision)
+        await self._remember(scope, identity, key, pin)
+        return Verdict(True, _ALWAYS, decision, scope)
 
     def _digest(self, tool: Tool) -> str:
         # A host hands the same Tool object to every call until the list changes: a
@@ -546,18 +771,22 @@ class Approvals:
         self._digests[id(tool)] = (tool, digest)
         return digest
 
-    async def _ask(self, request: ApprovalRequest) -> Decision:
+    async def _ask(self, asker: Asker, request: ApprovalRequest) -> tuple[Decision, str | None]:
+        """The asker's decision, and when it denied for a reason of its own (a refusing
+        ``Verdict``: the client cannot be asked, ...), that reason."""
         try:
-            decision = await asyncio.wait_for(self.ui.approve(request), self.ask_timeout)
+            answer = await asyncio.wait_for(asker.approve(request), self.ask_timeout)
         except TimeoutError:
             log.warning("no answer within %gs to: %s; denied", self.ask_timeout, request.describe())
-            return Decision.DENY
-        if not isinstance(decision, Decision):
+            return Decision.DENY, f"no answer within {self.ask_timeout:g}s"
+        if isinstance(answer, Verdict) and not answer.allowed:
+            return Decision.DENY, answer.reason
+        if not isinstance(answer, Decision):
             raise LocalError(
-                f"HostUI.approve returned {decision!r}; it must return a Decision "
+                f"HostUI.approve returned {answer!r}; it must return a Decision "
                 "(Decision.ALLOW_ONCE, Decision.ALWAYS or Decision.DENY)"
             )
-        return decision
+        return answer, None
 
     async def remembered(self) -> list[_Key]:
         """The ``ALWAYS`` answers in force, sorted: ``(server identity, tool name)``, those of
@@ -574,13 +803,25 @@ class Approvals:
         key = (identity, tool)
         stored = self._always.pop(key, None) is not None
         this_run = self._session.pop(key, None) is not None
+        scoped = [entry for entry in self._scoped if entry[1] == key]
+        for entry in scoped:
+            del self._scoped[entry]
+        this_run = this_run or bool(scoped)
         self._seen.pop(key, None)
         if stored:
             await self._save()
         return stored or this_run
 
-    async def _remember(self, key: _Key, pin: _Pin, *, stored: bool) -> None:
-        if not stored:
+    async def _remember(self, scope: str, identity: str | None, key: _Key, pin: _Pin) -> None:
+        if scope != HOST_SCOPE:
+            # One asker's: this run only (a session or connection id means nothing in the
+            # next), at most MAX_SCOPED of them, the oldest forgotten first.
+            self._scoped.pop((scope, key), None)
+            while len(self._scoped) >= MAX_SCOPED:
+                del self._scoped[next(iter(self._scoped))]
+            self._scoped[(scope, key)] = pin
+            return
+        if identity is None:
             self._session[key] = pin
             return
         self._always[key] = pin

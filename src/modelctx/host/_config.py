@@ -20,8 +20,19 @@ A server entry is stdio (``command``, optional ``args``/``env``/``cwd``) or HTTP
 (``url``, optional ``headers``); ``type`` may say which ("stdio", "http",
 "streamable-http"). Per server: ``approval`` ("allow" | "ask" | "deny", or an object
 ``{"default": ..., "readOnly": ..., "tools": {"<glob>": ...}}``, see ``ServerRules``;
-checked when the configuration is read; unset: ask, with ``readOnlyHint`` tools allowed), ``tools`` (``allow``/``deny`` lists of shell-style globs over the
-server's own tool names; deny wins), ``timeout`` (seconds to connect, default 30),
+checked when the configuration is read; unset: ask), ``trusted`` (true: the server's tool
+annotations are believed, so its ``readOnlyHint`` tools get the ``readOnly`` level,
+"allow" by default; otherwise they are asked about like any other tool, the spec's
+"untrusted unless from a trusted server"), ``alwaysScope`` ("client", the default: an
+"always allow" holds only for the client that gave it, a gateway client's principal when
+it authenticated, else its handshake session or connection, and the terminal chat's one
+person; "shared": one "always" for every client, kept in ``approvalStore``), ``tools``
+(``allow``/``deny`` lists of shell-style globs over the server's own tool names; deny
+wins), ``resources`` and ``prompts`` (the same ``allow``/``deny`` globs, over resource
+URIs and URI templates, and over prompt names: what they exclude is left out of the lists
+and refused when read or got; a server whose approval is "deny" offers none of its
+resources and prompts; "ask" asks nothing for them: reading changes nothing, so what must
+not be read is denied by a glob), ``timeout`` (seconds to connect, default 30),
 ``roots`` (folders offered to this server instead of the top-level ``roots``),
 ``disabled`` (true: skip it).
 
@@ -44,7 +55,6 @@ Every mistake is a ``HostConfigError`` naming the server and the key.
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import os
 import re
@@ -54,7 +64,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LocalError
-from ._approval import ApprovalConfigError, ServerRules
+from ._approval import ALWAYS_SCOPES, AlwaysScope, ApprovalConfigError, NameFilter, ServerRules
 
 __all__ = ["AuthSpec", "HostConfig", "HostConfigError", "ServerSpec", "ToolFilter", "load_config"]
 
@@ -65,7 +75,7 @@ AUTHORIZATION_WAIT = 300.0
 
 _SERVER_KEYS = frozenset(
     {"type", "command", "args", "env", "cwd", "url", "headers", "approval", "tools", "timeout", "roots",
-     "disabled", "description", "auth"}
+     "disabled", "description", "auth", "trusted", "alwaysScope", "resources", "prompts"}
 )
 _TOP_KEYS = frozenset({"mcpServers", "roots", "approvalStore", "tokenStore", "$schema"})
 _AUTH_KEYS = {
@@ -83,18 +93,10 @@ class HostConfigError(LocalError, ValueError):
     and the key, and says what is expected."""
 
 
-@dataclass(frozen=True)
-class ToolFilter:
-    """Which of a server's tools the host offers: ``allow`` globs (empty: every tool), then
-    ``deny`` globs (a match hides the tool, whatever ``allow`` says)."""
-
-    allow: tuple[str, ...] = ()
-    deny: tuple[str, ...] = ()
-
-    def permits(self, tool: str) -> bool:
-        if self.allow and not any(fnmatch.fnmatchcase(tool, glob) for glob in self.allow):
-            return False
-        return not any(fnmatch.fnmatchcase(tool, glob) for glob in self.deny)
+#: Which of a server's tools the host offers: ``allow`` globs (empty: every tool), then
+#: ``deny`` globs (a match hides the tool, whatever ``allow`` says). The same filter
+#: covers resource URIs and prompt names (``NameFilter``).
+ToolFilter = NameFilter
 
 
 @dataclass(frozen=True)
@@ -139,6 +141,12 @@ class ServerSpec:
     timeout: float = DEFAULT_TIMEOUT
     roots: tuple[str, ...] | None = None
     auth: AuthSpec | None = None
+    #: Its tool annotations are believed (``readOnlyHint`` tools get the ``readOnly`` level).
+    trusted: bool = False
+    #: "client": an "always" holds for the client that gave it; "shared": for every one.
+    always_scope: AlwaysScope = "client"
+    resources: NameFilter = NameFilter()
+    prompts: NameFilter = NameFilter()
 
     def __post_init__(self) -> None:
         if (self.command is None) == (self.url is None):
@@ -148,7 +156,7 @@ class ServerSpec:
         # A setting the approval policy cannot use fails here, with the server named, not
         # at the first call of one of its tools.
         try:
-            ServerRules.parse(self.approval, server=self.name)
+            ServerRules.parse(self.approval, server=self.name, always_scope=self.always_scope)
         except ApprovalConfigError as exc:
             raise HostConfigError(str(exc)) from None
 
@@ -254,6 +262,10 @@ def _server_spec(name: object, entry: object, env: Mapping[str, str]) -> ServerS
     common: dict[str, Any] = {
         "approval": entry.get("approval"),  # ServerSpec checks it
         "tools": _tool_filter(where, entry.get("tools")),
+        "resources": _tool_filter(where, entry.get("resources"), "resources"),
+        "prompts": _tool_filter(where, entry.get("prompts"), "prompts"),
+        "trusted": _flag(where, "trusted", entry.get("trusted", False)),
+        "always_scope": _always_scope(where, entry.get("alwaysScope", "client")),
         "timeout": _timeout(where, entry.get("timeout", DEFAULT_TIMEOUT)),
         "roots": _paths(f"{where}: 'roots'", entry["roots"]) if "roots" in entry else None,
     }
@@ -394,18 +406,34 @@ def _expanded(where: str, key: str, value: object, env: Mapping[str, str]) -> di
     return {item: expand(item, text) for item, text in value.items()}
 
 
-def _tool_filter(where: str, value: object) -> ToolFilter:
+def _tool_filter(where: str, value: object, key: str = "tools") -> NameFilter:
     if value is None:
-        return ToolFilter()
+        return NameFilter()
     if not isinstance(value, dict):
-        raise HostConfigError(f"{where}: 'tools' must be an object with 'allow' and/or 'deny' globs")
+        raise HostConfigError(f"{where}: {key!r} must be an object with 'allow' and/or 'deny' globs")
     unknown = sorted(set(value) - {"allow", "deny"})
     if unknown:
-        raise HostConfigError(f"{where}: unknown key 'tools.{unknown[0]}'; the keys are 'allow' and 'deny'")
-    return ToolFilter(
-        tuple(_strings(where, "tools.allow", value.get("allow", []))),
-        tuple(_strings(where, "tools.deny", value.get("deny", []))),
+        raise HostConfigError(f"{where}: unknown key '{key}.{unknown[0]}'; the keys are 'allow' and 'deny'")
+    return NameFilter(
+        tuple(_strings(where, f"{key}.allow", value.get("allow", []))),
+        tuple(_strings(where, f"{key}.deny", value.get("deny", []))),
     )
+
+
+def _flag(where: str, key: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise HostConfigError(f"{where}: {key!r} must be true or false, not {value!r}")
+    return value
+
+
+def _always_scope(where: str, value: object) -> AlwaysScope:
+    if value not in ALWAYS_SCOPES:
+        raise HostConfigError(
+            f"{where}: 'alwaysScope' must be 'client' (an \"always\" holds for the client that gave it) "
+            f"or 'shared' (for every client), not {value!r}"
+        )
+    scope: AlwaysScope = value
+    return scope
 
 
 def _timeout(where: str, value: object) -> float:

@@ -20,13 +20,21 @@ streams, errors, ``input_required`` sealing) is the ordinary server machinery.
   tools the approval policy denies are left out of the list, and a call to one is
   refused without reaching the server.
 - **Approval** ``ask`` becomes a form elicitation (allow once / always / deny, with the
-  server, the tool and the arguments) to the gateway's own client, through the
-  ``GatewayUI`` the gateway gives the host. The UI finds the request it belongs to in a
-  context variable the call handler sets (asyncio copies it into the tasks the host's
-  approval check starts). On 2026-07-28 the question travels as ``input_required`` and
+  server, the tool and the arguments) to the gateway's own client: the call handler
+  hands ``Approvals.check`` an ``Asker`` for the call being served (``_CallAsker``), and
+  gets a ``Verdict`` back. On 2026-07-28 the question travels as ``input_required`` and
   the retry replays the call with the answer; in the handshake era it is a request on
   the same connection. Declined, cancelled, unanswered, or a client that cannot elicit:
-  the call never reaches the upstream server and the result is an ``isError`` saying so.
+  the call never reaches the upstream server and the result is an ``isError`` saying why.
+  "Always" holds for the client that answered it (the asker's ``scope``): its
+  authenticated principal (issuer, subject, client id), else its handshake session, else
+  its stdio connection; a 2026-07-28 client over HTTP with no principal has no identity,
+  and its "always" counts as allow once. A server configured ``"alwaysScope": "shared"``
+  has one "always" for every client.
+- **Resources and prompts** the configuration denies (a server at "deny", or its
+  ``"resources"``/``"prompts"`` globs) are left out of the lists and refused on
+  ``resources/read``, ``prompts/get``, ``completion/complete`` and subscriptions, with
+  an error that says so; nothing is asked of the upstream.
 - **What an upstream asks** while one of our calls runs (elicitation, sampling) is
   asked of the gateway's client the same way.
 - **Changes**: the host tells its listeners when an upstream list changed; the gateway
@@ -62,6 +70,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import itertools
+import json
 import logging
 import os
 import stat
@@ -90,9 +100,10 @@ from ..server import Context, Server, ServerConfig, StartupError
 from ..server._bus import Event
 from ..server._context import Call, ElicitResult, InputRequired
 from ..server._methods import _input_required, _load_answers
-from ._approval import ApprovalPolicy, ApprovalRequest, Approvals, Decision
+from ..server._tasks import _identity as principal_identity
+from ._approval import ApprovalPolicy, ApprovalRequest, Approvals, Decision, Verdict
 from ._gateway_relays import ResourceWatches, complete
-from ._host import AllowAll, Host, UnknownName
+from ._host import AllowAll, Denied, Host, UnknownName
 from ._server import HostServer
 
 if TYPE_CHECKING:
@@ -149,12 +160,35 @@ def _allowing(approvals: object, server: HostServer, tool: Tool) -> Approvals | 
 
 @dataclass
 class _Scope:
-    """One gateway ``tools/call`` in flight: its context and, when it was refused, why."""
+    """One gateway ``tools/call`` in flight: its context, for what its upstream asks."""
 
     ctx: Context
     server: str
-    refused: str | None = None
     questions: int = field(default=0)
+
+
+class _CallAsker:
+    """The ``Asker`` of one gateway call: its client, asked with a form elicitation.
+    ``scope``: who that client is (see ``GatewayUI.client_scope``)."""
+
+    __slots__ = ("ctx", "scope")
+
+    def __init__(self, ctx: Context, scope: str | None) -> None:
+        self.ctx = ctx
+        self.scope = scope
+
+    async def approve(self, request: ApprovalRequest) -> Decision | Verdict:
+        message = "Approve this tool call?\n" + request.describe()
+        try:
+            answer = await self.ctx.elicit(message, DECISION_FORM, key="gateway-approval")
+        except ProtocolError as exc:  # the client cannot elicit (MissingRequiredClientCapability), ...
+            return Verdict(False, f"it needs approval and the gateway's client cannot be asked ({exc.message})")
+        if answer.action != "accept" or not isinstance(answer.content, dict):
+            return Verdict(False, f"the gateway's client answered {answer.action!r} to the approval")
+        decision = _DECISIONS.get(str(answer.content.get("decision")), Decision.DENY)
+        if decision is Decision.DENY:
+            return Verdict(False, "the gateway's client denied it")
+        return decision
 
 
 _current: contextvars.ContextVar[_Scope | None] = contextvars.ContextVar("modelctx_gateway_call", default=None)
@@ -163,13 +197,38 @@ _current: contextvars.ContextVar[_Scope | None] = contextvars.ContextVar("modelc
 class GatewayUI:
     """The ``HostUI`` of a gateway: the person is behind the gateway's own client.
 
-    ``approve`` asks that client with a form elicitation; ``elicit`` relays what an
-    upstream server asks. Both reach the client of the call being served (see the
-    module docstring); outside a call there is no one to ask: denied, declined.
+    Approval questions do not come here: each call hands ``Approvals.check`` its own
+    ``_CallAsker`` (``approve`` here, asked without one, denies). ``elicit`` and
+    ``sample`` relay what an upstream server asks to the client of the call it belongs
+    to (a context variable the call handler sets, or the one call to that server in
+    flight); outside a call there is no one to ask: declined. ``client_scope`` names
+    the client of a call, for the "always" answers it gives.
     """
 
     def __init__(self) -> None:
         self._inflight: dict[str, list[_Scope]] = {}
+        # A name for each duplex connection (stdio, in-process) while it lives.
+        self._connections: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
+        self._numbers = itertools.count(1)
+
+    def client_scope(self, call: Call) -> str | None:
+        """Who sent ``call``, as an "always" answer is remembered for: its authenticated
+        principal (issuer, subject, client id), else its handshake session, else its
+        duplex connection; None when nothing tells it from another client (2026-07-28
+        over HTTP without authorization)."""
+        if call.principal is not None:
+            identity = principal_identity(call.principal)
+            if identity is not None:
+                return "principal:" + json.dumps(identity, sort_keys=True, separators=(",", ":"))
+        if call.session is not None:
+            return f"session:{call.session.id}"
+        connection = call.connection
+        if connection is None:
+            return None
+        name = self._connections.get(connection)
+        if name is None:
+            name = self._connections[connection] = f"connection:{next(self._numbers)}"
+        return name
 
     def enter(self, scope: _Scope) -> contextvars.Token[_Scope | None]:
         self._inflight.setdefault(scope.server, []).append(scope)
@@ -195,23 +254,13 @@ class GatewayUI:
         return calls[0] if len(calls) == 1 else None
 
     async def approve(self, request: ApprovalRequest) -> Decision:
-        scope = self._scope_for(request.server)
-        if scope is None:
-            log.warning("denied %r of server %r: no gateway call to ask through", request.tool.name, request.server)
-            return Decision.DENY
-        message = "Approve this tool call?\n" + request.describe()
-        try:
-            answer = await scope.ctx.elicit(message, DECISION_FORM, key="gateway-approval")
-        except ProtocolError as exc:  # the client cannot elicit (MissingRequiredClientCapability), ...
-            scope.refused = f"it needs approval and the gateway's client cannot be asked ({exc.message})"
-            return Decision.DENY
-        if answer.action != "accept" or not isinstance(answer.content, dict):
-            scope.refused = f"the gateway's client answered {answer.action!r} to the approval"
-            return Decision.DENY
-        decision = _DECISIONS.get(str(answer.content.get("decision")), Decision.DENY)
-        if decision is Decision.DENY:
-            scope.refused = "the gateway's client denied it"
-        return decision
+        """Asked without the call's ``Asker`` (a caller of ``Approvals.check`` that did not
+        hand one in): there is no one to ask here, denied."""
+        log.warning(
+            "denied %r of server %r: approvals are asked through the gateway call's own asker", request.tool.name,
+            request.server,
+        )
+        return Decision.DENY
 
     async def elicit(self, server: str | HostServer, elicitation: Elicitation) -> dict[str, Any]:
         # The configured name (the host of this writing passes its HostServer instead).
@@ -259,7 +308,8 @@ class Gateway(Server):
     started already. ``name``/``version``: what the gateway calls itself.
 
     The host is given a ``GatewayUI`` (``gateway.ui``); a host with no approval hook of
-    its own gets ``Approvals`` over its configuration's policy and that UI.
+    its own gets ``Approvals`` over its configuration's policy and that UI. Each call's
+    approval is asked of its own client (``_CallAsker``).
 
     ``bare_names``: offer each tool under its server's own name when no other server
     has a tool of that name (the namespaced name otherwise): a gateway in front of one
@@ -425,21 +475,29 @@ class Gateway(Server):
         ctx = Context(call)
         scope = _Scope(ctx, server.name)
         token = self.ui.enter(scope)
+        asker = _CallAsker(ctx, self.ui.client_scope(call))
         try:
-            return await self._forward(call, scope, found, dict(arguments or {}))
+            return await self._forward(call, scope, asker, found, dict(arguments or {}))
         except InputRequired as asked:
             return _input_required(call, asked)
         finally:
             self.ui.leave(scope, token)
 
-    async def _forward(self, call: Call, scope: _Scope, route: _Route, arguments: dict[str, Any]) -> dict[str, Any]:
+    async def _forward(
+        self, call: Call, scope: _Scope, asker: _CallAsker, route: _Route, arguments: dict[str, Any]
+    ) -> dict[str, Any]:
         server, tool = route.server, route.tool
+        approvals = self.host.approvals
         # The policy allows this tool outright (no question, no pin): no check per call,
         # as long as the host still has the approvals the route was made with.
-        preapproved = route.allowed_by is not None and route.allowed_by is self.host.approvals
-        if not preapproved and not await self.host.approvals.check(server, tool, arguments):
-            why = scope.refused or "the approval policy denies it"
-            return _error(f"{tool.name!r} of server {server.name!r} was not run: {why}")
+        if route.allowed_by is None or route.allowed_by is not approvals:
+            if isinstance(approvals, Approvals):
+                verdict: Verdict | bool = await approvals.check(server, tool, arguments, asker=asker)
+            else:
+                verdict = await approvals.check(server, tool, arguments)
+            if not verdict:
+                why = verdict.reason if isinstance(verdict, Verdict) else "the approval policy denies it"
+                return _error(f"{tool.name!r} of server {server.name!r} was not run: {why}")
         try:
             client = await server.ready()
             if client not in self._hooked:
@@ -604,20 +662,15 @@ class Gateway(Server):
             result = await self.host.get_prompt(name, arguments if isinstance(arguments, dict) else None)
         except UnknownName:
             raise InvalidParams(f"Unknown prompt: {name}") from None
+        except Denied as exc:
+            raise InvalidParams(f"Invalid params: {exc}") from None
         return _passthrough(result)
 
     async def _resources_list(self, call: Call) -> dict[str, Any]:
         return {"resources": [_wire(resource) for _, resource in await self.host.resources()]}
 
     async def _templates_list(self, call: Call) -> dict[str, Any]:
-        templates: list[dict[str, Any]] = []
-        for client in self.host.mcp_clients():
-            if client.server_capabilities.resources:
-                try:
-                    templates.extend(_wire(t) for t in await client.resource_templates())
-                except MCPError as exc:
-                    log.warning("server %r: could not list its resource templates: %s", client.name, exc)
-        return {"resourceTemplates": templates}
+        return {"resourceTemplates": [_wire(template) for _, template in await self.host.resource_templates()]}
 
     # -- completions and resource subscriptions (_gateway_relays.py) ---------------------------
     async def _complete(self, call: Call) -> dict[str, Any]:
@@ -675,13 +728,21 @@ class Gateway(Server):
             return _passthrough(await self.host.read_resource(uri))
         except UnknownName:
             pass
-        # Not listed by exactly one server: a template's URI, say. Ask each that serves resources.
+        except Denied as exc:
+            raise InvalidParams(f"Invalid params: {exc}") from None
+        # Not listed by exactly one server: a template's URI, say. Ask each that serves
+        # resources and whose configuration offers it (the host refuses the others).
+        denied: Denied | None = None
         for client in self.host.mcp_clients():
             if client.server_capabilities.resources:
                 try:
-                    return _passthrough(await client.read_resource(uri))
+                    return _passthrough(await self.host.read_resource(uri, server=client.name))
+                except Denied as exc:
+                    denied = exc
                 except ResourceNotFound:
                     continue
+        if denied is not None:
+            raise InvalidParams(f"Invalid params: {denied}")
         raise ResourceNotFound(uri)
 
 

@@ -24,7 +24,7 @@ import msgspec
 
 from ..errors import InternalError, InvalidParams, MCPError, ProtocolError
 from ..server._uri_template import UriTemplate
-from ._host import Host, UnknownName
+from ._host import Denied, Host, UnknownName
 from ._server import HostServer
 
 if TYPE_CHECKING:
@@ -43,26 +43,17 @@ _NO_COMPLETIONS: dict[str, Any] = {"completion": {"values": [], "total": 0, "has
 async def resource_owner(host: Host, uri: str) -> HostServer | None:
     """The one server that lists the resource ``uri``, or else the one whose resource
     template it is (the template's text itself, or a URI the template matches); None
-    when no server, or several, could be meant."""
+    when no server, or several, could be meant, or the configuration denies it there
+    (a denied resource is neither completed nor watched)."""
     listed = sorted({name for name, resource in await host.resources() if resource.uri == uri})
-    if len(listed) == 1:
-        return host.servers.get(listed[0])
-    if listed:
+    if len(listed) > 1:
         return None
-    owners: list[HostServer] = []
-    for client in host.mcp_clients():
-        if not client.server_capabilities.resources:
-            continue
-        try:
-            templates = await client.resource_templates()
-        except MCPError as exc:
-            log.info("server %r: could not list its resource templates: %s", client.name, exc)
-            continue
-        if any(_names_or_matches(template.uri_template, uri) for template in templates):
-            server = host.servers.get(client.name)
-            if server is not None:
-                owners.append(server)
-    return owners[0] if len(owners) == 1 else None
+    if not listed:
+        listed = sorted(
+            {name for name, template in await host.resource_templates() if _names_or_matches(template.uri_template, uri)}
+        )
+    server = host.servers.get(listed[0]) if len(listed) == 1 else None
+    return server if server is not None and host.offers(server, "resource", uri) else None
 
 
 def _names_or_matches(template: str, uri: str) -> bool:
@@ -94,6 +85,8 @@ async def complete(host: Host, params: dict[str, Any]) -> dict[str, Any]:
             server, own = await host.find_prompt(prompt)
         except UnknownName:
             raise InvalidParams(f"Unknown prompt: {prompt}") from None
+        except Denied as exc:
+            raise InvalidParams(f"Invalid params: {exc}") from None
         upstream_ref: dict[str, Any] = {"type": "ref/prompt", "name": own.name}
     elif ref.get("type") == "ref/resource":
         uri = ref.get("uri")

@@ -16,12 +16,16 @@ exactly. ``call_tool`` maps a name back, asks the approval hook, then calls.
 
 Approval. By default the hook is ``Approvals(ApprovalPolicy.from_config(config), ui)``:
 each server's ``"approval"`` (allow, ask, deny; per tool globs; ``readOnlyHint`` tools
-allowed unless configured otherwise) decides, ``ask`` goes to ``ui.approve``, and with the
+allowed on servers configured ``"trusted": true``) decides, ``ask`` goes to ``ui.approve``, and with the
 default ``DeclineUI`` (no person to ask) an ``ask`` is a denied call whose result says how
 to allow it. Tools a policy denies outright are left out of ``tools()`` and refused by
 ``call_tool``. "Always" answers last for the host's life, or across runs in the file
 ``approval_store`` names (``Host(approval_store=path)``, or ``"approvalStore"`` in the
 configuration). A host that wants no approval at all passes ``approvals=AllowAll()``.
+Resources (and templates) and prompts: a server whose approval is "deny" offers none, and
+its ``"resources"``/``"prompts"`` globs exclude others; those are left out of the lists,
+and reading or getting one raises ``Denied`` (no question is asked for them: see
+``ApprovalPolicy.permits``).
 
 Authorization. An HTTP server with an ``"auth"`` block gets an OAuth provider from
 ``modelctx.auth`` (``OAuthClientProvider`` or ``ClientCredentialsProvider``), all of them
@@ -48,7 +52,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Self
 import msgspec
 
 from ..errors import LocalError, MCPError
-from ._approval import ApprovalPolicy, Approvals
+from ._approval import ApprovalPolicy, Approvals, Kind, Verdict
 from ._config import DEFAULT_TOKEN_STORE, HostConfig, ServerSpec, load_config
 from ._names import NameMap, _clean
 from ._server import HostServer, RestartPolicy, ServerUnavailable
@@ -58,9 +62,17 @@ if TYPE_CHECKING:
     from ..auth import TokenStore
     from ..client import Client
     from ..client._session import ProgressCallback
-    from ..protocol.types.v2026_07_28 import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, Tool
+    from ..protocol.types.v2026_07_28 import (
+        CallToolResult,
+        GetPromptResult,
+        Prompt,
+        ReadResourceResult,
+        Resource,
+        ResourceTemplate,
+        Tool,
+    )
 
-__all__ = ["AllowAll", "ApprovalCheck", "Host", "UnknownName"]
+__all__ = ["AllowAll", "ApprovalCheck", "Denied", "Host", "UnknownName"]
 
 log = logging.getLogger("modelctx.host")
 
@@ -74,13 +86,15 @@ AuthorizationHandler = Callable[[str, str], Awaitable[None]]
 class ApprovalCheck(Protocol):
     """The seam before every tool call (``Approvals`` is the host's own).
 
-    ``check`` returns True to let the call go on, False to deny it (the call never reaches
-    the server; the caller gets an ``isError`` result saying it was denied). ``tool`` is
+    ``check`` returns a truthy value to let the call go on (``Approvals`` returns a
+    ``Verdict``; True does), a falsy one to deny it (the call never reaches the server;
+    the caller gets an ``isError`` result saying it was denied, with the ``Verdict``'s
+    reason when there is one). ``tool`` is
     the server's own definition (original name); ``arguments`` are exactly what will be
     sent. ``hidden`` is True for a tool every call of which would be denied: ``tools()``
     leaves it out."""
 
-    async def check(self, server: HostServer, tool: Tool, arguments: dict[str, Any]) -> bool: ...
+    async def check(self, server: HostServer, tool: Tool, arguments: dict[str, Any]) -> Verdict | bool: ...
 
     def hidden(self, server: HostServer, tool: Tool) -> bool: ...
 
@@ -98,6 +112,12 @@ class AllowAll:
 
 class UnknownName(LocalError, LookupError):
     """No server offers a tool (or prompt, or resource) by that name."""
+
+
+class Denied(LocalError, PermissionError):
+    """The configuration denies the resource or prompt asked for (the server is denied
+    as a whole, or its ``"resources"``/``"prompts"`` globs exclude it); nothing was
+    asked of the server. The message names it, the server and the setting."""
 
 
 class Host:
@@ -156,6 +176,7 @@ class Host:
         self._tool_index: dict[str, tuple[HostServer, Tool]] = {}
         self._hidden: set[str] = set()
         self._prompt_index: dict[str, tuple[HostServer, Prompt]] = {}
+        self._hidden_prompts: set[str] = set()
         self._listeners: list[ChangeListener] = []
 
     @classmethod
@@ -354,8 +375,10 @@ class Host:
             return _error_result(f"there is no tool named {name!r}; the tools are: {', '.join(offered)}")
         server, tool = found
         sent = dict(arguments or {})
-        if not await self.approvals.check(server, tool, sent):
-            why = "the configuration denies it" if name in self._hidden else "it was not approved"
+        verdict = await self.approvals.check(server, tool, sent)
+        if not verdict:
+            why = verdict.reason if isinstance(verdict, Verdict) else None
+            why = why or ("the configuration denies it" if name in self._hidden else "it was not approved")
             return _error_result(
                 f"the call to {name} (tool {tool.name!r} of server {server.name!r}) was denied: {why}; "
                 "it was not run"
@@ -364,40 +387,92 @@ class Host:
         return await client.call_tool(tool.name, sent, timeout=timeout, progress=progress)
 
     # -- prompts and resources ------------------------------------------------------------------------
+    def offers(self, server: HostServer, kind: Kind, name: str) -> bool:
+        """Whether the host offers ``server``'s resource (``name``: its URI, or a
+        template's URI template) or prompt (its own name): the server's ``"resources"``
+        or ``"prompts"`` globs, then the approval hook's ``permits`` when it has one (a
+        server at "deny" offers none)."""
+        spec = server.spec
+        if spec is not None and kind != "tool":
+            globs = spec.resources if kind == "resource" else spec.prompts
+            if not globs.permits(name):
+                return False
+        permits = getattr(self.approvals, "permits", None)
+        return permits is None or bool(permits(server, kind, name))
+
+    def _refuse(self, server: HostServer, kind: Kind, name: str) -> None:
+        if not self.offers(server, kind, name):
+            key = "resources" if kind == "resource" else "prompts"
+            raise Denied(
+                f"the {kind} {name!r} of server {server.name!r} is denied by the configuration (the "
+                f"server's 'approval' is 'deny', or its {key!r} globs exclude it); it was not asked for"
+            )
+
     async def prompts(self) -> list[Prompt]:
-        """Every prompt of every registered server, named ``<server>_<prompt>`` as tools are."""
+        """Every prompt of every registered server, named ``<server>_<prompt>`` as tools
+        are, less those the configuration denies (their names are kept, as tools' are)."""
         listed = await self._gather("prompts", lambda server: server.prompts())
         pairs = [(server, prompt) for server, prompts in listed for prompt in prompts]
         names = NameMap((server.name, prompt.name) for server, prompt in pairs)
         self._prompt_index = {names.name_for(s.name, p.name): (s, p) for s, p in pairs}
-        return [msgspec.structs.replace(p, name=names.name_for(s.name, p.name)) for s, p in pairs]
+        self._hidden_prompts = {
+            names.name_for(s.name, p.name) for s, p in pairs if not self.offers(s, "prompt", p.name)
+        }
+        return [
+            msgspec.structs.replace(p, name=name)
+            for s, p in pairs
+            if (name := names.name_for(s.name, p.name)) not in self._hidden_prompts
+        ]
 
     async def find_prompt(self, name: str) -> tuple[HostServer, Prompt]:
         """The server of the prompt ``name`` (a name from ``prompts()``) and that server's
-        own definition of it; ``UnknownName``."""
+        own definition of it; ``UnknownName``, ``Denied`` for one the configuration denies."""
         found = self._prompt_index.get(name)
         if found is None:
             await self.prompts()
             found = self._prompt_index.get(name)
         if found is None:
-            raise UnknownName(f"no prompt named {name!r}; the prompts are {sorted(self._prompt_index)}")
+            offered = sorted(set(self._prompt_index) - self._hidden_prompts)
+            raise UnknownName(f"no prompt named {name!r}; the prompts are {offered}")
+        self._refuse(found[0], "prompt", found[1].name)
         return found
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None = None) -> GetPromptResult:
-        """The messages of the prompt ``name`` (a name from ``prompts()``); ``UnknownName``."""
+        """The messages of the prompt ``name`` (a name from ``prompts()``); ``UnknownName``,
+        ``Denied``."""
         server, prompt = await self.find_prompt(name)
         return await (await server.ready()).get_prompt(prompt.name, arguments)
 
     async def resources(self) -> list[tuple[str, Resource]]:
-        """Every resource of every registered server, as (server name, resource)."""
+        """Every resource of every registered server, as (server name, resource), less
+        those the configuration denies."""
+        return [(server.name, resource) for server, resource in await self._resources() if self.offers(server, "resource", resource.uri)]
+
+    async def _resources(self) -> list[tuple[HostServer, Resource]]:
         listed = await self._gather("resources", lambda server: server.resources())
-        return [(server.name, resource) for server, resources in listed for resource in resources]
+        return [(server, resource) for server, resources in listed for resource in resources]
+
+    async def resource_templates(self) -> list[tuple[str, ResourceTemplate]]:
+        """Every resource template of every registered server, as (server name,
+        template), less those the configuration denies (globs over the URI template)."""
+
+        async def fetch(server: HostServer) -> list[ResourceTemplate]:
+            return list(await (await server.ready()).resource_templates())
+
+        listed = await self._gather("resources", fetch)
+        return [
+            (server.name, template)
+            for server, templates in listed
+            for template in templates
+            if self.offers(server, "resource", template.uri_template)
+        ]
 
     async def read_resource(self, uri: str, *, server: str | None = None) -> ReadResourceResult:
         """Read ``uri`` from ``server``, or from the one server that lists it; raises
-        ``UnknownName`` when none or several do (then name the server)."""
+        ``UnknownName`` when none or several do (then name the server), ``Denied`` when
+        the configuration denies it (nothing is sent to the server)."""
         if server is None:
-            owners = sorted({name for name, resource in await self.resources() if resource.uri == uri})
+            owners = sorted({s.name for s, resource in await self._resources() if resource.uri == uri})
             if len(owners) != 1:
                 why = f"servers {owners} all list it" if owners else "no server lists it"
                 raise UnknownName(f"cannot tell which server to read {uri!r} from ({why}); pass server=")
@@ -405,6 +480,7 @@ class Host:
         target = self.servers.get(server)
         if target is None:
             raise UnknownName(f"no server named {server!r}; the servers are {sorted(self.servers)}")
+        self._refuse(target, "resource", uri)
         return await (await target.ready()).read_resource(uri)
 
     async def _gather(

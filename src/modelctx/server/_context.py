@@ -125,6 +125,7 @@ class Call:
         "capabilities",
         "carried",
         "client_info",
+        "connection",
         "id",
         "features",
         "log_rank",
@@ -151,6 +152,7 @@ class Call:
         send: Send,
         principal: Any = None,
         stream: ResponseStream | None = None,
+        connection: Any = None,
     ) -> None:
         self.server = server
         self.id = request.id
@@ -164,6 +166,9 @@ class Call:
         self.send = send
         self.principal = principal
         self.stream = stream
+        #: The duplex transport's connection of the peer (stdio, in-process), None on HTTP:
+        #: who sent it, when neither a principal nor a handshake session says.
+        self.connection = connection
         meta = params.get("_meta")
         self.progress_token = meta.get(_meta.PROGRESS_TOKEN) if isinstance(meta, dict) else None
         self.log_rank = caller.log_rank

@@ -157,7 +157,7 @@ class Dispatcher:
             )
         # Only 2025-11-25 sessions can close a reply early and resume it (SEP-1699).
         resumable = stream if Feature.SSE_POLLING in caller.features else None
-        call = Call(self.server, request, caller, send, peer.principal, resumable)
+        call = Call(self.server, request, caller, send, peer.principal, resumable, peer.connection)
         middleware = self.server.middleware
         if middleware:
             result = await _chain(middleware, handler)(call)
@@ -190,7 +190,7 @@ class Dispatcher:
         """``initialize`` through the middleware, like every other method: its caller is
         what the request declares (the session opens inside, when the chain reaches it)."""
         version, caps, info = self._initialize_params(request)
-        call = Call(self.server, request, Caller(version, caps, info, None), send, peer.principal)
+        call = Call(self.server, request, Caller(version, caps, info, None), send, peer.principal, None, peer.connection)
 
         async def initialize(call: Call) -> dict[str, Any] | None:
             return self._initialize(request, peer)
