@@ -11,6 +11,7 @@ from modelctx.protocol._framing import (
     LineBuffer,
     LineTooLong,
     SSEParser,
+    request_id,
     response_id,
 )
 
@@ -102,3 +103,19 @@ class TestResponseId:
     )
     def test_no_id_unless_the_frame_is_a_response_with_a_readable_id(self, frame):
         assert response_id(frame) is None
+
+
+class TestRequestId:
+    @pytest.mark.parametrize(
+        ("head", "expected"),
+        [
+            (b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"a":"', 7),
+            (b'{"method":"tools/call","id":"r-1","params":{"id":5,"x":"', "r-1"),  # the nested id is not it
+            (b'{"params":{"id":5,"pad":"', None),  # no top-level id or method in the head
+            (b'{"jsonrpc":"2.0","id":7,"result":{"a":"', None),  # a response is never answered
+            (b'{"jsonrpc":"2.0","id":7,"pad":"', None),  # no method: not known to be a request
+            (b'[{"id":1,"method":"x"}', None),  # a batch
+        ],
+    )
+    def test_the_id_of_a_request_too_long_to_decode_is_read_from_its_top_level_only(self, head, expected):
+        assert request_id(head) == expected

@@ -155,16 +155,23 @@ def test_a_cancellation_naming_a_list_is_ignored_on_a_handshake_session(http_ser
         assert answer.json()["result"]["content"][0]["text"] == "ok"
 
 
-def test_a_line_too_long_to_hold_is_refused_and_its_neighbours_are_served(stdio_server):
-    long_line = b'{"jsonrpc":"2.0","id":99,"method":"x","params":{"pad":"' + b"a" * (17 << 20) + b'"}}'
+def test_a_line_too_long_to_hold_is_refused_with_its_own_id_and_its_neighbours_are_served(stdio_server):
+    # The refusal names the request when its head does (id and method in the first 16 KiB),
+    # so the sender stops waiting at once; a line whose id comes only after 16 MiB gets id null.
+    pad = b"a" * (17 << 20)
+    long_line = b'{"jsonrpc":"2.0","id":99,"method":"x","params":{"pad":"' + pad + b'"}}'
+    id_last = b'{"jsonrpc":"2.0","method":"x","params":{"pad":"' + pad + b'"},"id":98}'
     before, after = _echo(1, "before"), _echo(2, "after")
     import json
 
-    stdio_server.send_raw(json.dumps(before).encode() + b"\n" + long_line + b"\n" + json.dumps(after).encode())
+    stdio_server.send_raw(
+        json.dumps(before).encode() + b"\n" + long_line + b"\n" + id_last + b"\n" + json.dumps(after).encode()
+    )
 
-    answers = {m.get("id"): m for m in [stdio_server.recv(), stdio_server.recv(), stdio_server.recv()]}
+    answers = {m.get("id"): m for m in [stdio_server.recv() for _ in range(4)]}
     assert answers[1]["result"]["content"][0]["text"] == "before"
     assert answers[2]["result"]["content"][0]["text"] == "after"
+    assert answers[99]["error"]["code"] == -32600 and "exceeded" in answers[99]["error"]["message"]
     assert answers[None]["error"]["code"] == -32600
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "LineBuffer",
     "LineTooLong",
     "SSEParser",
+    "request_id",
     "response_id",
     "sse_event",
 ]
@@ -212,29 +213,45 @@ def response_id(frame: bytes) -> str | int | None:
     top-level ``result`` or ``error`` key has been seen and no ``method``: a request
     from the peer reuses the number space of our own ids, and must never fail one.
     """
+    found, method, answer = _top_level(frame)
+    return found if answer and not method else None
+
+
+def request_id(frame: bytes) -> str | int | None:
+    """The ``id`` of a JSON-RPC request that could not be decoded whole (a line past the
+    frame bound), or None: read like ``response_id``, it counts only beside a top-level
+    ``method`` in the first 16 KiB and no ``result`` or ``error``, so the refusal can
+    answer the very request (its sender stops waiting) and never a response."""
+    found, method, answer = _top_level(frame)
+    return found if method and not answer else None
+
+
+def _top_level(frame: bytes) -> tuple[str | int | None, bool, bool]:
+    """(the top-level ``id``, whether a top-level ``method`` key was seen, whether a
+    ``result`` or ``error`` key was) in the first 16 KiB of ``frame``."""
     data = frame[:_HEAD]
     depth = 0
     found: str | int | None = None
-    answer = False
+    method = answer = False
     for match in _TOKEN.finditer(data):
         token = match.group()
         if token in (b"{", b"["):
             depth += 1
             if depth == 1 and token == b"[":
-                return None  # a batch or garbage, not one response
+                return None, False, False  # a batch or garbage, not one message
         elif token in (b"}", b"]"):
             depth -= 1
             if depth <= 0:
                 break
         elif depth == 1 and _KEY_END.match(data, match.end()):
             if token == b'"method"':
-                return None
-            if token in (b'"result"', b'"error"'):
+                method = True
+            elif token in (b'"result"', b'"error"'):
                 answer = True
             elif token == b'"id"' and (value := _ID_VALUE.match(data, match.end())):
                 try:
                     decoded = msgspec.json.decode(value.group(1))
                 except msgspec.DecodeError:
-                    return None
+                    return None, method, answer
                 found = decoded if isinstance(decoded, (str, int)) else None
-    return found if answer else None
+    return found, method, answer

@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO, cast
 
 from ..errors import InvalidRequest
-from ..protocol._framing import LineBuffer, LineTooLong
+from ..protocol._framing import LineBuffer, LineTooLong, request_id
 from ..protocol._jsonrpc import encode, error_response
 from ._duplex import DuplexServer
 from ._seam import ServerApp
@@ -186,7 +186,9 @@ class _StdinLines(asyncio.Protocol):
             if line.strip():
                 served.receive_data(line)
         if too_long is not None:
-            reply = error_response(None, InvalidRequest(f"Invalid Request: {too_long}"))
+            # Answered with the request's own id when its head names one, so its sender
+            # stops waiting at once instead of at its deadline; else with id null.
+            reply = error_response(request_id(too_long.head), InvalidRequest(f"Invalid Request: {too_long}"))
             sending = self._loop.create_task(self._writer.send(reply))
             self._sends.add(sending)
             sending.add_done_callback(self._sends.discard)
