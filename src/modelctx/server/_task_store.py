@@ -7,14 +7,24 @@ record, so no caller needs a lock around it. Status changes are guarded in the s
 a terminal task (completed, failed, cancelled) never changes again, whoever writes.
 
 ``SqliteTaskStore`` runs every SQLite call on one thread of its own, so the event loop
-never waits on the disk; tasks and their results survive a restart of the process. One
-process per database file: at start (``recover``) every task left unfinished is failed,
-since no other process can be running it.
+never waits on the disk; tasks and their results survive a restart of the process.
+
+Processes sharing one file (``--workers N``: every worker opens the same file). A task
+records the process running it (``runner``: host name, pid and that process's start
+time, so a pid the system reused for another process is not taken for the one that
+died; and an epoch, so a server run again in one process fails its previous run's). At start (``fail_unfinished``) a process fails only the unfinished tasks whose
+runner is gone, never those of a live sibling; a ``get`` fails a task whose runner is
+gone, too, so a worker that died and was not restarted yet does not leave its tasks
+"working" for their TTL. A runner on another host (the file on a shared volume) cannot
+be checked from here and is taken to be alive: share tasks between hosts through Redis.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import secrets
+import socket
 import sqlite3
 import time
 from collections.abc import Callable
@@ -106,9 +116,10 @@ class TaskStore(Protocol):
 
     async def fail_unfinished(self, error: dict[str, Any], message: str) -> int:
         """Fail every task that is not terminal and whose runner is gone; how many.
-        Called once per process, before its first use of the store. A store of one
-        process (SQLite) fails every unfinished task then; a store shared by replicas
-        only those whose runner stopped (see ``RedisTaskStore``)."""
+        Called once per process (per server run), before its first use of the store.
+        Only tasks whose runner stopped are failed, never a live sibling's: the
+        processes of one host sharing a SQLite file (``--workers``), or replicas sharing
+        Redis (see ``RedisTaskStore``)."""
 
     def watch(self, ended: Callable[[str, TaskRecord | None], None]) -> None:
         """Call ``ended(task_id, record)`` (on the event loop) when a task of this
@@ -126,6 +137,96 @@ class TaskStore(Protocol):
     # creates the task unless its owner has ``limit`` unfinished tasks in the store (False
     # then, nothing stored), so the per-principal cap holds across processes. Without it
     # the ``TaskManager`` counts each owner's tasks in its own process.
+
+
+_LOST = "The process running this task stopped; its work was lost. Call the tool again."
+
+
+def _stat(pid: int) -> tuple[str, str] | None:
+    """The state and start time (clock ticks since boot) of process ``pid``, from
+    Linux ``/proc``; None where that cannot be read (another system, or no such process)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rpartition(b")")[2].split()  # after the command, which may hold spaces
+        # Fields 3 and 22 of proc_pid_stat(5): the 1st and the 20th after the command.
+        return fields[0].decode(), fields[19].decode()
+    except (OSError, IndexError, UnicodeDecodeError):
+        return None
+
+
+def _started(pid: int) -> str | None:
+    stat = _stat(pid)
+    return None if stat is None else stat[1]
+
+
+def _alive(pid: int, start: str) -> bool:
+    """Is ``pid`` the live process that started at ``start`` (``r...``: not known)?"""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: it exists
+        pass
+    stat = _stat(pid)
+    if stat is None:  # no /proc: the pid alone says
+        return True
+    state, started = stat
+    # A zombie (killed, not reaped yet) runs nothing; a reused pid is another process.
+    return state != "Z" and (start.startswith("r") or started == start)
+
+
+class _Runner:
+    """This process as the runner of tasks, ``host:pid:start:epoch``, and whether another
+    runner named in a record is still running. ``start`` (the process's start time, or a
+    random ``r...`` without ``/proc``) tells a reused pid from the process that died;
+    ``epoch`` is renewed by each recovery (``renew``), so a server that runs again in the
+    same process fails what its previous run left unfinished, as a new process would,
+    while another store of the same process (another epoch it never had) is left alone."""
+
+    def __init__(self) -> None:
+        self._pid = 0
+        self._host = socket.gethostname()
+        self._process = ""  # host:pid:start
+        self._id = ""
+        self._earlier: set[str] = set()  # this process's earlier ids: their runs ended
+
+    def _fresh(self) -> None:
+        pid = os.getpid()
+        if pid != self._pid:  # made again in a forked worker: one per process
+            self._pid = pid
+            start = _started(pid)
+            # Without /proc, a random token: the pid alone is then checked.
+            self._process = f"{self._host}:{pid}:{start if start is not None else 'r' + secrets.token_hex(8)}"
+            self._id = f"{self._process}:{secrets.token_hex(4)}"
+            self._earlier = set()
+
+    @property
+    def id(self) -> str:
+        self._fresh()
+        return self._id
+
+    def renew(self) -> None:
+        """Begin a new run: what the previous one left unfinished is gone from now on."""
+        self._fresh()
+        self._earlier.add(self._id)
+        self._id = f"{self._process}:{secrets.token_hex(4)}"
+
+    def gone(self, runner: str | None) -> bool:
+        """Is the process run ``runner`` (a record's) gone? A record with none was
+        written by a process that kept no runner (one process per file): gone once we run."""
+        if runner is None:
+            return True
+        if runner == self.id:
+            return False
+        if runner in self._earlier:
+            return True
+        parts = runner.rsplit(":", 3)
+        if len(parts) != 4 or not parts[1].isdigit():
+            return True  # not a runner this store wrote
+        host, pid, start = parts[0], int(parts[1]), parts[2]
+        if host != self._host:
+            return False  # another host's process: not ours to judge
+        return not _alive(pid, start)
 
 
 _SCHEMA = """
@@ -149,6 +250,14 @@ class SqliteTaskStore:
         # One thread owns the connection: calls are serialized there, the loop never blocks.
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="modelctx-tasks")
         self._db: sqlite3.Connection | None = None
+        self._runner = _Runner()
+        # What a task whose runner is gone is failed with (``fail_unfinished`` sets it).
+        self._lost: tuple[dict[str, Any], str] = ({"code": -32603, "message": _LOST}, _LOST)
+
+    @property
+    def runner_id(self) -> str:
+        """This process as the runner of the tasks it creates (``host:pid:start:epoch``)."""
+        return self._runner.id
 
     # -- the thread -----------------------------------------------------------------
     def _connection(self) -> sqlite3.Connection:
@@ -195,10 +304,27 @@ class SqliteTaskStore:
 
     # -- TaskStore --------------------------------------------------------------------
     async def create(self, record: TaskRecord) -> None:
+        if record.runner is None:
+            record.runner = self._runner.id
         await self._run(lambda db: self._save(db, record))
 
     async def get(self, task_id: str) -> TaskRecord | None:
-        return await self._run(lambda db: self._load(db, task_id))
+        """The task; an unfinished one whose runner is gone is failed first (with the
+        error and message ``fail_unfinished`` last used, else a generic one)."""
+
+        def read(db: sqlite3.Connection) -> TaskRecord | None:
+            record = self._load(db, task_id)
+            if record is not None and not record.terminal and record.runner is not None:
+                if self._runner.gone(record.runner):
+                    self._fail(db, record, *self._lost)
+            return record
+
+        return await self._run(read)
+
+    def _fail(self, db: sqlite3.Connection, record: TaskRecord, error: dict[str, Any], message: str) -> None:
+        record.status, record.status_message, record.error = "failed", message, error
+        record.input_requests, record.responses, record.updated_at = {}, {}, time.time()
+        self._save(db, record)
 
     async def set_status(
         self,
@@ -276,20 +402,26 @@ class SqliteTaskStore:
         return await self._run(purge)
 
     async def fail_unfinished(self, error: dict[str, Any], message: str) -> int:
+        """Fail the unfinished tasks whose runner is gone (a live sibling worker's are
+        left running); how many."""
+        self._lost = (error, message)
+        self._runner.renew()
+
         def fail(db: sqlite3.Connection) -> int:
             rows = db.execute("SELECT record FROM tasks WHERE status IN ('working', 'input_required')").fetchall()
-            now = time.time()
+            failed = 0
             for (data,) in rows:
                 record = TaskRecord.from_json(data)
-                record.status, record.status_message, record.error = "failed", message, error
-                record.input_requests, record.responses, record.updated_at = {}, {}, now
-                self._save(db, record)
-            return len(rows)
+                if self._runner.gone(record.runner):
+                    self._fail(db, record, error, message)
+                    failed += 1
+            return failed
 
         return await self._run(fail)
 
     def watch(self, ended: Callable[[str, TaskRecord | None], None]) -> None:
-        """One process per file: no task ends by another hand, ``ended`` is never called."""
+        """Not called: a task ends by another hand only through ``get`` or ``fail_unfinished``,
+        which fail tasks of processes that are gone (no handler of theirs to stop)."""
 
     async def count(self) -> int:
         def count(db: sqlite3.Connection) -> int:
