@@ -1,10 +1,15 @@
-"""Tasks under ``--workers N``: every worker opens the same SQLite task file.
+"""Tasks under ``--workers N``.
 
-A task records the process running it (host, pid and start time); when a worker starts
+With a SQLite task file every worker opens the same file. A task records the process running it (host, pid and start time); when a worker starts
 (a restart after one died) it fails only the unfinished tasks of processes that are
 gone, never those a live sibling is running, and a ``tasks/get`` on any worker fails a
 task whose runner died. Real workers (``server.run("http", workers=2)``), killed with
 SIGKILL as a crash would.
+
+With no task file nor Redis each worker keeps its tasks in memory: a task's id names
+its worker (``w1-...``) and a request for it outside a session (2026-07-28, whose
+``Mcp-Name`` is the task id) that reaches another worker is relayed to it, as requests
+of a handshake session are (``transports._siblings``); the start warning says so.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ TASKS_SERVER = textwrap.dedent('''
 
     from modelctx import Server, ServerConfig
 
-    server = Server("workers-tasks", "1.0", config=ServerConfig(task_db=os.environ["TASK_DB"]))
+    server = Server("workers-tasks", "1.0", config=ServerConfig(task_db=os.environ.get("TASK_DB")))
 
 
     @server.tool(task="required")
@@ -41,7 +46,12 @@ TASKS_SERVER = textwrap.dedent('''
         """Note which worker runs task `tag`, then run until the test ends."""
         with Path(os.environ["TASK_LOG"]).open("a") as log:
             log.write(f"{tag} {os.getpid()}\\n")
-        await asyncio.sleep(3600)
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            with Path(os.environ["TASK_LOG"]).open("a") as log:
+                log.write(f"cancelled-{tag} {os.getpid()}\\n")
+            raise
         return tag
 
 
@@ -210,3 +220,34 @@ def test_a_server_run_again_in_one_process_fails_what_its_previous_run_left(tmp_
         return *statuses, failed
 
     assert asyncio.run(main()) == ("failed", "working", 1)
+
+
+def test_without_a_task_file_a_request_for_a_task_reaching_the_other_worker_is_relayed_to_it(procs, tmp_path):
+    # Each worker kept its own tasks in memory: tasks/get reaching the other said "no task".
+    script, log = tmp_path / "tasks_server.py", tmp_path / "started"
+    script.write_text(TASKS_SERVER)
+    replica = procs.start_script(script, env={"TASK_DB": None, "TASK_LOG": str(log)})
+    output = replica.log()
+    assert "tasks are kept in memory by the worker that created them" in output and "task_db" in output
+    task = start_beside_a_held_worker(replica.port, "mem")
+    runner = wait_until(lambda: started(log).get("mem"), "the task's handler to start")
+    relayed = 0
+    for _ in range(12):  # until a tasks/get surely reached the other worker: the runner was held
+        held: list[int] = []
+        holding = threading.Thread(target=lambda held=held: held.append(pid_of(replica.port, 0.6)))
+        holding.start()
+        time.sleep(0.15)
+        try:
+            assert status(replica.port, task) == "working"
+        finally:
+            holding.join()
+        relayed += held == [runner]
+        if relayed:
+            break
+    assert relayed, "no tasks/get reached the other worker"
+    # A cancel from either worker reaches the task's handler in its worker.
+    assert rpc(replica.port, "tasks/cancel", {"taskId": task}, task)["resultType"] == "complete"
+    assert wait_until(lambda: started(log).get("cancelled-mem"), "the handler to be cancelled") == runner
+    for _ in range(4):
+        assert status(replica.port, task) == "cancelled"
+    replica.check_alive()

@@ -132,6 +132,10 @@ class TaskStore(Protocol):
 
     async def close(self) -> None: ...
 
+    # Optional: ``per_process`` (a bool attribute), True for a store only this process
+    # sees (``SqliteTaskStore(":memory:")``); with ``--workers`` its task ids then name
+    # their worker and requests for them are relayed there. Absent: shared.
+    #
     # Optional, for a store shared by processes (``RedisTaskStore``):
     #     async def create_within(self, record: TaskRecord, limit: int) -> bool
     # creates the task unless its owner has ``limit`` unfinished tasks in the store (False
@@ -253,6 +257,12 @@ class SqliteTaskStore:
         self._runner = _Runner()
         # What a task whose runner is gone is failed with (``fail_unfinished`` sets it).
         self._lost: tuple[dict[str, Any], str] = ({"code": -32603, "message": _LOST}, _LOST)
+
+    @property
+    def per_process(self) -> bool:
+        """Whether only this process sees these tasks (``":memory:"``): with ``--workers``
+        each worker has its own, and requests for a task are relayed to its worker."""
+        return self.path == ":memory:"
 
     @property
     def runner_id(self) -> str:

@@ -218,6 +218,10 @@ class TaskManager:
         self._owner_of: dict[str, str] = {}  # task id -> owner, for tasks counted per owner
         self._recovered = False
         self._recovering: asyncio.Lock | None = None
+        #: Put before every new task id: a worker of ``--workers`` whose store is its own
+        #: (``per_process``) names itself there (``w1-``), so a request for the task that
+        #: reaches a sibling is relayed here (``transports._siblings``).
+        self.id_prefix = ""
         self._last_purge = 0.0
         # Optional for a store of one process (a store written before ``watch`` existed).
         watch = getattr(store, "watch", None)
@@ -364,7 +368,7 @@ class TaskManager:
         config = self.server.config
         now = time.time()
         record = TaskRecord(
-            task_id=secrets.token_urlsafe(24),  # unguessable: the id is a bearer handle
+            task_id=self.id_prefix + secrets.token_urlsafe(24),  # unguessable: the id is a bearer handle
             status="working",
             created_at=now,
             updated_at=now,
