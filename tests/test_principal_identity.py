@@ -25,8 +25,9 @@ from conftest import DEADLINE, async_test, free_port, request
 from joserfc import jwt
 from test_auth_resource import KEY, Issuer, served
 
-from modelctx import Context, Server
+from modelctx import Context, Server, ServerConfig
 from modelctx.auth import JwtVerifier, ProtectedResource
+from modelctx.server.middleware import RateLimit
 from modelctx.transports._identity import principal_key
 
 LEGACY = "2025-11-25"
@@ -35,8 +36,8 @@ ELICITING = {"elicitation": {"form": {}}}
 run = async_test(60.0)
 
 
-def identity_server() -> Server:
-    server = Server("identity")
+def identity_server(*middleware: Any, **config: Any) -> Server:
+    server = Server("identity", config=ServerConfig(middleware=list(middleware), **config))
 
     @server.tool
     def echo(text: str) -> str:
@@ -51,11 +52,12 @@ def identity_server() -> Server:
 
 
 class Setup:
-    """A protected server on loopback, and what a test sends it."""
+    """A protected server (or replicas of one) on loopback, and what a test sends it."""
 
-    def __init__(self, issuer: Issuer, url: str) -> None:
+    def __init__(self, issuer: Issuer, urls: list[str]) -> None:
         self.issuer = issuer
-        self.url = url
+        self.urls = urls
+        self.url = urls[0]  # the resource, every replica's audience
 
     def token(self, **claims: Any) -> str:
         """A valid access token (no ``sub``, no ``client_id`` unless given); a new ``jti`` each time."""
@@ -64,7 +66,9 @@ class Setup:
                    "exp": now + 300, "jti": uuid.uuid4().hex, **claims}  # fmt: skip
         return jwt.encode({"alg": "RS256", "kid": KEY.kid}, payload, KEY)
 
-    async def post(self, token: str, message: dict[str, Any], session: str | None = None) -> httpx.Response:
+    async def post(
+        self, token: str, message: dict[str, Any], session: str | None = None, on: int = 0
+    ) -> httpx.Response:
         headers = {"accept": ACCEPT, "content-type": "application/json", "authorization": f"Bearer {token}"}
         if session is not None:
             headers |= {"mcp-session-id": session, "mcp-protocol-version": LEGACY}
@@ -74,7 +78,7 @@ class Setup:
             if name is not None:
                 headers["mcp-name"] = name
         async with httpx.AsyncClient(timeout=DEADLINE) as client:
-            return await client.post(self.url, json=message, headers=headers)
+            return await client.post(self.urls[on], json=message, headers=headers)
 
     async def open_session(self, token: str) -> str:
         init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -86,21 +90,31 @@ class Setup:
         assert initialized.status_code == 202, initialized.text
         return session
 
-    async def echo_in(self, session: str, token: str) -> int:
-        """The status of a tools/call in ``session`` sent with ``token``."""
-        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}}}
-        return (await self.post(token, call, session)).status_code
+    async def echo_in(self, session: str, token: str, on: int = 0) -> int:
+        """The status of a tools/call in ``session`` sent with ``token`` to replica ``on``."""
+        call = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": "hi"}},
+        }
+        return (await self.post(token, call, session, on)).status_code
 
 
 @contextlib.asynccontextmanager
-async def protected(**http_options: Any) -> AsyncIterator[Setup]:
-    issuer_port, port = free_port(), free_port()
+async def protected(*servers: Server, **http_options: Any) -> AsyncIterator[Setup]:
+    """``servers`` (default: one ``identity_server``) on loopback, each a protected resource of one issuer."""
+    servers = servers or (identity_server(),)
+    issuer_port, ports = free_port(), [free_port() for _ in servers]
     issuer = Issuer(f"http://127.0.0.1:{issuer_port}")
-    url = f"http://127.0.0.1:{port}/mcp"
-    resource = ProtectedResource(url, authorization_servers=[issuer.url], verifier=JwtVerifier(issuer.url, url))
-    app = identity_server().http_app(auth=resource, **http_options)
-    async with served(issuer, issuer_port), served(app, port):
-        yield Setup(issuer, url)
+    urls = [f"http://127.0.0.1:{port}/mcp" for port in ports]
+    async with contextlib.AsyncExitStack() as stack:
+        await stack.enter_async_context(served(issuer, issuer_port))
+        for server, port in zip(servers, ports, strict=True):
+            resource = ProtectedResource(urls[0], authorization_servers=[issuer.url],
+                                         verifier=JwtVerifier(issuer.url, urls[0]))  # fmt: skip
+            await stack.enter_async_context(served(server.http_app(auth=resource, **http_options), port))
+        yield Setup(issuer, urls)
 
 
 # -- handshake sessions are bound to the principal that opened them -------------------------------------------------
@@ -133,6 +147,17 @@ async def test_a_subject_named_None_cannot_use_the_session_of_a_token_without_su
         assert await setup.echo_in(named, setup.token(client_id="app")) == 404
 
 
+@run
+async def test_a_session_in_redis_is_not_restored_for_another_client_without_sub(redis_url: str) -> None:
+    # Redis kept a digest of (iss, None) for both: Y restored X's session on another replica.
+    replicas = [identity_server(redis_url=redis_url) for _ in range(2)]
+    async with protected(*replicas) as setup:
+        session = await setup.open_session(setup.token(client_id="x"))
+        assert await setup.echo_in(session, setup.token(client_id="y"), on=1) == 404
+        assert await setup.echo_in(session, setup.token(), on=1) == 404  # a token naming no one
+        assert await setup.echo_in(session, setup.token(client_id="x"), on=1) == 200
+
+
 # -- the per-principal session quota -----------------------------------------------------------------------------
 @run
 async def test_two_clients_without_sub_each_have_their_own_session_quota() -> None:
@@ -158,7 +183,9 @@ async def test_two_tokens_naming_no_one_each_have_their_own_session_quota() -> N
 
 # -- requestState is bound to the principal it was issued to ---------------------------------------------------
 async def _sealed_for(setup: Setup, token: str) -> str:
-    first = await setup.post(token, request(1, "tools/call", {"name": "confirm", "arguments": {}}, capabilities=ELICITING))
+    first = await setup.post(
+        token, request(1, "tools/call", {"name": "confirm", "arguments": {}}, capabilities=ELICITING)
+    )
     result = first.json()["result"]
     assert result["resultType"] == "input_required", result
     return str(result["requestState"])
@@ -182,6 +209,24 @@ async def test_a_request_state_of_a_token_without_sub_does_not_open_for_sub_None
         other = await _retry(setup, setup.token(client_id="other"), state)
         assert "issued to a different principal" in other["error"]["message"]
         assert "error" not in await _retry(setup, setup.token(client_id="app"), state)
+
+
+# -- rate limits count per principal --------------------------------------------------------------------------
+@run
+async def test_tokens_naming_no_one_each_have_their_own_rate_limit_bucket() -> None:
+    # One bucket for every token of the issuer without sub and client_id: one starved all.
+    limit = RateLimit(rate=0.01, burst=1, methods={"tools/call"})
+    async with protected(identity_server(limit)) as setup:
+
+        async def echo(token: str) -> dict[str, Any]:
+            call = request(1, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})
+            answer: dict[str, Any] = (await setup.post(token, call)).json()
+            return answer
+
+        first, second = setup.token(), setup.token()
+        assert "result" in await echo(first)
+        assert "result" in await echo(second)
+        assert (await echo(first))["error"]["code"] == -31429  # its own bucket holds
 
 
 # -- the rule itself --------------------------------------------------------------------------------------------
