@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import signal
 import textwrap
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -39,27 +38,31 @@ TASKS_SERVER = textwrap.dedent('''
     from modelctx import Server, ServerConfig
 
     server = Server("workers-tasks", "1.0", config=ServerConfig(task_db=os.environ.get("TASK_DB")))
+    LOG = Path(os.environ["TASK_LOG"])
+
+
+    def note(event):
+        with LOG.open("a") as log:
+            log.write(f"{event} {os.getpid()}\\n")
 
 
     @server.tool(task="required")
     async def hold(tag: str) -> str:
-        """Note which worker runs task `tag`, then run until the test ends."""
-        with Path(os.environ["TASK_LOG"]).open("a") as log:
-            log.write(f"{tag} {os.getpid()}\\n")
+        """Note which worker runs task `tag`, then run until cancelled. While a file
+        `block-<tag>` appears beside the log, hold this worker's loop for a second (so
+        the other worker takes the connections made meanwhile)."""
+        note(tag)
+        block = LOG.with_name(f"block-{tag}")
         try:
-            await asyncio.sleep(3600)
+            while True:
+                await asyncio.sleep(0.02)
+                if block.exists():
+                    block.unlink()
+                    note(f"blocked-{tag}")
+                    time.sleep(1.0)
         except asyncio.CancelledError:
-            with Path(os.environ["TASK_LOG"]).open("a") as log:
-                log.write(f"cancelled-{tag} {os.getpid()}\\n")
+            note(f"cancelled-{tag}")
             raise
-        return tag
-
-
-    @server.tool
-    async def whoami(hold: float = 0.0) -> str:
-        """This worker's pid, after holding its event loop for `hold` seconds."""
-        time.sleep(hold)
-        return str(os.getpid())
 
 
     if __name__ == "__main__":
@@ -81,12 +84,8 @@ def rpc(port: int, method: str, params: dict[str, Any], name: str | None = None)
     return answer["result"]
 
 
-def pid_of(port: int, hold: float = 0.0) -> int:
-    return int(rpc(port, "tools/call", {"name": "whoami", "arguments": {"hold": hold}}, "whoami")["content"][0]["text"])
-
-
 def started(log: Path) -> dict[str, int]:
-    """Tag -> the pid of the worker running that task."""
+    """Event (a task's tag, ``blocked-<tag>``, ``cancelled-<tag>``) -> the pid of its worker."""
     if not log.exists():
         return {}
     return {tag: int(pid) for tag, pid in (line.split() for line in log.read_text().splitlines())}
@@ -96,17 +95,29 @@ def status(port: int, task: str) -> str:
     return str(rpc(port, "tasks/get", {"taskId": task}, task)["status"])
 
 
-def start_beside_a_held_worker(port: int, tag: str) -> str:
-    """Create task ``tag`` while a ``whoami`` holds one worker's loop: the other takes it."""
-    holding = threading.Thread(target=pid_of, args=(port, 0.6))
-    holding.start()
-    time.sleep(0.15)
-    try:
-        result = rpc(port, "tools/call", {"name": "hold", "arguments": {"tag": tag}}, "hold")
-    finally:
-        holding.join()
+def start(port: int, log: Path, tag: str) -> tuple[str, int]:
+    """Create task ``tag``; its id and the pid of the worker running it."""
+    result = rpc(port, "tools/call", {"name": "hold", "arguments": {"tag": tag}}, "hold")
     assert result["resultType"] == "task", result
-    return str(result["taskId"])
+    return str(result["taskId"]), wait_until(lambda: started(log).get(tag), f"task {tag} to start")
+
+
+def while_blocked(log: Path, tag: str, send: Any) -> Any:
+    """``send()``'s answer, sent while the worker running task ``tag`` holds its loop:
+    the connection goes to the other worker."""
+    log.with_name(f"block-{tag}").touch()
+    wait_until(lambda: f"blocked-{tag}" in started(log), f"task {tag} to hold its worker", timeout=5)
+    answer = send()
+    log.write_text(
+        "".join(line + "\n" for line in log.read_text().splitlines() if not line.startswith(f"blocked-{tag} "))
+    )
+    return answer
+
+
+def serve(procs: Processes, tmp_path: Path, task_db: str | None) -> tuple[Any, Path]:
+    script, log = tmp_path / "tasks_server.py", tmp_path / "events"
+    script.write_text(TASKS_SERVER)
+    return procs.start_script(script, env={"TASK_DB": task_db, "TASK_LOG": str(log)}), log
 
 
 @pytest.fixture
@@ -117,40 +128,46 @@ def procs(tmp_path: Path) -> Any:
 
 def test_a_worker_restarted_after_a_crash_fails_only_the_tasks_of_the_dead_one(procs, tmp_path):
     # The restarted worker failed every unfinished task in the file, its live sibling's too.
-    script, log = tmp_path / "tasks_server.py", tmp_path / "started"
-    script.write_text(TASKS_SERVER)
-    env = {"TASK_DB": str(tmp_path / "tasks.db"), "TASK_LOG": str(log)}
-    replica = procs.start_script(script, env=env)
-    tasks: dict[str, str] = {}
-    for attempt in range(12):  # until each worker runs one task
-        tag = f"t{attempt}"
-        tasks[tag] = start_beside_a_held_worker(replica.port, tag)
-        wait_until(lambda tag=tag: tag in started(log), "the task's handler to start")
-        if len(set(started(log).values())) == 2:
-            break
-    runners = started(log)
-    assert len(set(runners.values())) == 2, runners
-    victim = runners[tag]
-    survivor_tasks = [tasks[t] for t, pid in runners.items() if pid != victim]
-    victim_tasks = [tasks[t] for t, pid in runners.items() if pid == victim]
+    replica, log = serve(procs, tmp_path, str(tmp_path / "tasks.db"))
+    port = replica.port
+    survivor_task, survivor = start(port, log, "a")
+    victim_task, victim = while_blocked(log, "a", lambda: start(port, log, "b"))
+    assert victim != survivor
 
     os.kill(victim, signal.SIGKILL)
-    # Any worker that reads a task of the dead one fails it at once (the survivor, here,
-    # before the supervisor's restart is done or after).
-    wait_until(
-        lambda: all(status(replica.port, t) == "failed" for t in victim_tasks), "the dead worker's tasks to fail"
-    )
+    # Any worker that reads a task of the dead one fails it at once.
+    assert wait_until(lambda: status(port, victim_task) == "failed", "the dead worker's task to fail")
+    assert status(port, survivor_task) == "working"
     # The restarted worker recovers the store before its first use: make it run a task.
-    for attempt in range(12):
-        tag = f"after{attempt}"
-        tasks[tag] = start_beside_a_held_worker(replica.port, tag)
-        wait_until(lambda tag=tag: tag in started(log), "the task's handler to start")
-        if started(log)[tag] not in runners.values():
-            break
-    assert started(log)[tag] not in runners.values(), "no task reached the restarted worker"
-    for task in survivor_tasks:
-        assert status(replica.port, task) == "working"  # the live sibling's tasks run on
-    assert status(replica.port, tasks[tag]) == "working"
+    _, restarted = while_blocked(log, "a", lambda: start(port, log, "c"))
+    assert restarted not in (survivor, victim)
+    assert status(port, survivor_task) == "working"  # the live sibling's task runs on
+    assert started(log).get("cancelled-a") is None
+    replica.check_alive()
+
+
+def test_a_task_cancelled_through_the_other_worker_stops_its_handler(procs, tmp_path):
+    # The cancel was written to the file, and the handler ran on in its worker until its end.
+    replica, log = serve(procs, tmp_path, str(tmp_path / "tasks.db"))
+    task, runner = start(replica.port, log, "c")
+    answer = while_blocked(log, "c", lambda: rpc(replica.port, "tasks/cancel", {"taskId": task}, task))
+    assert answer["resultType"] == "complete"
+    assert wait_until(lambda: started(log).get("cancelled-c"), "the handler to be cancelled") == runner
+    assert status(replica.port, task) == "cancelled"
+
+
+def test_without_a_task_file_a_request_for_a_task_reaching_the_other_worker_is_relayed_to_it(procs, tmp_path):
+    # Each worker kept its own tasks in memory: tasks/get reaching the other said "no task".
+    replica, log = serve(procs, tmp_path, None)
+    output = replica.log()
+    assert "tasks are kept in memory by the worker that created them" in output and "task_db" in output
+    task, runner = start(replica.port, log, "m")
+    assert while_blocked(log, "m", lambda: status(replica.port, task)) == "working"
+    # A cancel reaching the other worker reaches the handler in its worker.
+    answer = while_blocked(log, "m", lambda: rpc(replica.port, "tasks/cancel", {"taskId": task}, task))
+    assert answer["resultType"] == "complete"
+    assert wait_until(lambda: started(log).get("cancelled-m"), "the handler to be cancelled") == runner
+    assert status(replica.port, task) == "cancelled"
     replica.check_alive()
 
 
@@ -220,34 +237,3 @@ def test_a_server_run_again_in_one_process_fails_what_its_previous_run_left(tmp_
         return *statuses, failed
 
     assert asyncio.run(main()) == ("failed", "working", 1)
-
-
-def test_without_a_task_file_a_request_for_a_task_reaching_the_other_worker_is_relayed_to_it(procs, tmp_path):
-    # Each worker kept its own tasks in memory: tasks/get reaching the other said "no task".
-    script, log = tmp_path / "tasks_server.py", tmp_path / "started"
-    script.write_text(TASKS_SERVER)
-    replica = procs.start_script(script, env={"TASK_DB": None, "TASK_LOG": str(log)})
-    output = replica.log()
-    assert "tasks are kept in memory by the worker that created them" in output and "task_db" in output
-    task = start_beside_a_held_worker(replica.port, "mem")
-    runner = wait_until(lambda: started(log).get("mem"), "the task's handler to start")
-    relayed = 0
-    for _ in range(12):  # until a tasks/get surely reached the other worker: the runner was held
-        held: list[int] = []
-        holding = threading.Thread(target=lambda held=held: held.append(pid_of(replica.port, 0.6)))
-        holding.start()
-        time.sleep(0.15)
-        try:
-            assert status(replica.port, task) == "working"
-        finally:
-            holding.join()
-        relayed += held == [runner]
-        if relayed:
-            break
-    assert relayed, "no tasks/get reached the other worker"
-    # A cancel from either worker reaches the task's handler in its worker.
-    assert rpc(replica.port, "tasks/cancel", {"taskId": task}, task)["resultType"] == "complete"
-    assert wait_until(lambda: started(log).get("cancelled-mem"), "the handler to be cancelled") == runner
-    for _ in range(4):
-        assert status(replica.port, task) == "cancelled"
-    replica.check_alive()

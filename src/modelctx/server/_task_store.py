@@ -17,11 +17,16 @@ runner is gone, never those of a live sibling; a ``get`` fails a task whose runn
 gone, too, so a worker that died and was not restarted yet does not leave its tasks
 "working" for their TTL. A runner on another host (the file on a shared volume) cannot
 be checked from here and is taken to be alive: share tasks between hosts through Redis.
+A task cancelled by a sibling (``tasks/cancel`` reaching another worker) is seen by its
+runner within ``check_interval`` seconds (it reads the status of the tasks it runs, one
+query for all), which stops the handler (``watch``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
+import logging
 import os
 import secrets
 import socket
@@ -34,6 +39,8 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import msgspec
+
+log = logging.getLogger("modelctx.server")
 
 __all__ = ["TERMINAL", "SqliteTaskStore", "TaskRecord", "TaskStore"]
 
@@ -249,8 +256,16 @@ class SqliteTaskStore:
     """A ``TaskStore`` in one SQLite file (``path``), or in memory for ``":memory:"``
     (the default: nothing survives the process; give a path for durable tasks)."""
 
-    def __init__(self, path: str | Path = ":memory:") -> None:
+    def __init__(self, path: str | Path = ":memory:", *, check_interval: float = 0.5) -> None:
+        if check_interval <= 0:
+            raise ValueError(f"check_interval must be positive, not {check_interval!r}")
         self.path = str(path)
+        self.check_interval = check_interval
+        # The unfinished tasks this process runs, checked every ``check_interval`` for an
+        # end by another process's hand (a cancel on a sibling worker), for ``watch``.
+        self._mine: set[str] = set()
+        self._ended: Callable[[str, TaskRecord | None], None] | None = None
+        self._checking: asyncio.Task[None] | None = None
         # One thread owns the connection: calls are serialized there, the loop never blocks.
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="modelctx-tasks")
         self._db: sqlite3.Connection | None = None
@@ -317,6 +332,38 @@ class SqliteTaskStore:
         if record.runner is None:
             record.runner = self._runner.id
         await self._run(lambda db: self._save(db, record))
+        watched = self._ended is not None and not self.per_process
+        if watched and record.runner == self._runner.id and not record.terminal:
+            self._mine.add(record.task_id)
+            if self._checking is None or self._checking.done():
+                self._checking = asyncio.get_running_loop().create_task(self._check())
+
+    @staticmethod
+    def _ended_among(db: sqlite3.Connection, ids: list[str]) -> list[str]:
+        """Those of ``ids`` that are terminal or gone (read 500 at a time)."""
+        open_: set[str] = set()
+        for at in range(0, len(ids), 500):
+            chunk = ids[at : at + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = db.execute(f"SELECT task_id, status FROM tasks WHERE task_id IN ({marks})", chunk).fetchall()
+            open_.update(task_id for task_id, status in rows if status not in TERMINAL)
+        return [task_id for task_id in ids if task_id not in open_]
+
+    async def _check(self) -> None:
+        """Every ``check_interval`` while this process runs tasks: tell ``watch`` of each
+        that ended by another hand (cancelled by a sibling worker; gone)."""
+        while self._mine:
+            await asyncio.sleep(self.check_interval)
+            ids = list(self._mine)
+            try:
+                done = await self._run(functools.partial(self._ended_among, ids=ids))
+            except sqlite3.Error as exc:  # the file is busy or gone: look again next time
+                log.warning("could not check the tasks this process runs: %s", exc)
+                continue
+            for task_id in done:
+                self._mine.discard(task_id)
+                if self._ended is not None:
+                    self._ended(task_id, None)  # whoever ended it told its own listeners
 
     async def get(self, task_id: str) -> TaskRecord | None:
         """The task; an unfinished one whose runner is gone is failed first (with the
@@ -357,6 +404,8 @@ class SqliteTaskStore:
             self._save(db, record)
             return record
 
+        if status in TERMINAL:
+            self._mine.discard(task_id)  # ended here: nothing to watch
         return await self._run(change)
 
     async def ask(self, task_id: str, requests: dict[str, Any]) -> TaskRecord | None:
@@ -430,8 +479,10 @@ class SqliteTaskStore:
         return await self._run(fail)
 
     def watch(self, ended: Callable[[str, TaskRecord | None], None]) -> None:
-        """Not called: a task ends by another hand only through ``get`` or ``fail_unfinished``,
-        which fail tasks of processes that are gone (no handler of theirs to stop)."""
+        """Call ``ended(task_id, None)`` when a task this process runs ended by another
+        process's hand (a file shared by ``--workers``: cancelled on a sibling), within
+        ``check_interval`` seconds. A store in memory has no other hand: never called."""
+        self._ended = ended
 
     async def count(self) -> int:
         def count(db: sqlite3.Connection) -> int:
@@ -441,6 +492,10 @@ class SqliteTaskStore:
         return await self._run(count)
 
     async def close(self) -> None:
+        if self._checking is not None:
+            self._checking.cancel()
+            self._checking = None
+
         def close() -> None:
             if self._db is not None:
                 self._db.close()
