@@ -20,6 +20,9 @@ every scope needed at once, so the client steps up once.
 The raw token is not kept anywhere after verification: the ``AccessToken`` a
 handler sees (``ctx.principal``) has no field for it, so a tool cannot pass the
 client's token on to another service (security best practices, Token Passthrough).
+Only a token that names neither a subject nor a client carries its SHA-256
+(``token_digest``), which cannot be turned back into the token: what its sessions and
+limits are keyed by (``transports._identity``), since nothing else names who it is.
 """
 
 from __future__ import annotations
