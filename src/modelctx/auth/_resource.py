@@ -20,11 +20,15 @@ every scope needed at once, so the client steps up once.
 The raw token is not kept anywhere after verification: the ``AccessToken`` a
 handler sees (``ctx.principal``) has no field for it, so a tool cannot pass the
 client's token on to another service (security best practices, Token Passthrough).
+Only a token that names neither a subject nor a client carries its SHA-256
+(``token_digest``), which cannot be turned back into the token: what its sessions and
+limits are keyed by (``transports._identity``), since nothing else names who it is.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import re
 import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
@@ -33,6 +37,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ..errors import InsufficientScope, InvalidToken
+from ..transports._identity import identity
 
 if TYPE_CHECKING:
     from ._dpop import DPoPVerifier
@@ -50,7 +55,10 @@ class AccessToken:
     one); ``scopes`` are those granted; ``audience`` the resources it was issued for;
     ``expires_at`` a Unix time; ``claims`` everything the issuer said (read only);
     ``jkt`` the thumbprint of the key a DPoP-bound token is bound to. The token text
-    itself is deliberately absent.
+    itself is deliberately absent. ``token_digest``: the SHA-256 (hex) of the token
+    text, set by ``ProtectedResource.authenticate`` only on a token that names neither
+    a subject nor a client: such a token is no one but itself, so a handshake session,
+    quota or ``requestState`` is bound to the token (``transports._identity``).
     """
 
     subject: str | None
@@ -61,6 +69,7 @@ class AccessToken:
     expires_at: float | None = None
     claims: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     jkt: str | None = None
+    token_digest: str | None = field(default=None, repr=False)
 
     def __repr__(self) -> str:
         return (
@@ -209,6 +218,11 @@ class ProtectedResource:
                 )
         principal = self._with_implied_scopes(principal)
         self.check_scopes(principal, self.required_scopes)
+        if identity(principal) is None:
+            # Neither sub nor client_id: nothing names who it is but the token itself.
+            token = (authorization or "").strip().partition(" ")[2].strip()
+            digest = hashlib.sha256(token.encode()).hexdigest()
+            principal = dataclasses.replace(principal, token_digest=digest)
         return principal
 
     def _with_implied_scopes(self, principal: AccessToken) -> AccessToken:

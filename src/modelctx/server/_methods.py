@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import inspect
-import json
 import logging
 from typing import Any
 
@@ -19,7 +18,8 @@ import msgspec
 from ..errors import InternalError, InvalidParams, ProtocolError, ResourceNotFound, ToolError
 from ..protocol import _meta
 from ..protocol._versions import Feature
-from ..transports._session import HandshakeSession, principal_key
+from ..transports._identity import principal_key
+from ..transports._session import HandshakeSession
 from ._bus import Event
 from ._content import (
     EmbeddedResource,
@@ -125,8 +125,10 @@ def _load_answers(call: Call) -> None:
         raise InvalidParams("Invalid params: inputResponses must be an object")
     if "requestState" not in params:
         return
+    # A round is bound to who asked: the one identity rule (transports._identity), so a
+    # token without sub and one with sub "None" cannot open each other's state.
     sealed = call.server.sealer.open_round(
-        params["requestState"], call.method, params, _principal_id(call.principal)
+        params["requestState"], call.method, params, principal_key(call.principal)
     )
     answers = dict(sealed.answers)
     for key in sealed.asked:
@@ -137,22 +139,12 @@ def _load_answers(call: Call) -> None:
     call.carried = sealed.carried
 
 
-def _principal_id(principal: Any) -> str | None:
-    if principal is None:
-        return None
-    subject = str(getattr(principal, "subject", principal))
-    issuer = getattr(principal, "issuer", None)
-    # An OAuth principal is its issuer and subject: the same sub from another issuer
-    # is someone else (a JSON pair, so no separator can be forged into either part).
-    return subject if issuer is None else json.dumps([str(issuer), subject])
-
-
 def _input_required(call: Call, asked: InputRequired) -> dict[str, Any]:
     state = call.server.sealer.seal(
         call.method,
         call.params,
         call.answers,
-        _principal_id(call.principal),
+        principal_key(call.principal),
         asked=tuple(asked.requests),
         notices=call.notices_so_far(),
         carried=call.carried,

@@ -36,7 +36,7 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +48,7 @@ from ..errors import (
     ProtocolError,
     RateLimited,
 )
+from ..transports._identity import identity, identity_key
 from ._context import Call, InputRequired
 from ._task_store import TaskRecord, TaskStore
 
@@ -107,56 +108,25 @@ def require_declared(call: Call, what: str) -> None:
         )
 
 
-# The stored owner of a task: a JSON object of the principal's issuer, subject and client
-# id, each a string or null (never a stringified None: a token without ``sub`` and one
-# with ``sub: "None"`` are different principals), keys sorted, so that two different
-# principals never share one. Records written before (``[iss, sub]`` or the bare
-# subject) are still read: see ``owns``.
-def _part(value: Any) -> str | int | None:
-    """A part of an identity as typed: a non-empty string or an int; anything else is absent."""
-    if isinstance(value, str):
-        return value or None
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    return None
-
-
-def _identity(principal: Any) -> dict[str, Any] | None:
-    """``{"iss", "sub", "client_id"}`` of an authenticated principal (an ``AccessToken``,
-    any object with a ``subject``, a claims mapping, or a plain string or int naming it);
-    None when it names neither a subject nor a client, so it has no stable identity."""
-    if isinstance(principal, Mapping):
-        get: Callable[[str], Any] = principal.get
-        parts = {"iss": get("iss"), "sub": get("sub"), "client_id": get("client_id")}
-    elif isinstance(principal, (str, int)) and not isinstance(principal, bool):
-        parts = {"iss": None, "sub": principal, "client_id": None}
-    else:
-        parts = {
-            "iss": getattr(principal, "issuer", None),
-            "sub": getattr(principal, "subject", None),
-            "client_id": getattr(principal, "client_id", None),
-        }
-    identity = {key: _part(value) for key, value in parts.items()}
-    if identity["sub"] is None and identity["client_id"] is None:
-        return None
-    return identity
-
-
+# The stored owner of a task: the principal's identity (``transports._identity``, the one
+# rule sessions, requestState and rate limits key by too): a JSON object of its issuer,
+# subject and client id, each a string or null (never a stringified None), keys sorted.
+# Records written before (``[iss, sub]`` or the bare subject) are still read: see ``owns``.
 def owner_of(principal: Any) -> str | None:
     """The owner a task of ``principal`` is stored with: None without authentication
     (the unguessable task id is then the only handle), else its identity as a JSON
     object. Raises ``InvalidRequest`` for a principal with no stable identity."""
     if principal is None:
         return None
-    identity = _identity(principal)
-    if identity is None:
+    key = identity_key(principal)
+    if key is None:
         raise InvalidRequest(f"Invalid request: {NO_OWNER_MESSAGE}")
-    return json.dumps(identity, sort_keys=True, separators=(",", ":"))
+    return key
 
 
 def can_own(principal: Any) -> bool:
     """Whether ``principal`` may own tasks (it is None, or has a stable identity)."""
-    return principal is None or _identity(principal) is not None
+    return principal is None or identity(principal) is not None
 
 
 def owns(stored: str | None, principal: Any) -> bool:
@@ -166,15 +136,15 @@ def owns(stored: str | None, principal: Any) -> bool:
     it is the ambiguous ``"None"`` every token without ``sub`` was stored with."""
     if principal is None:
         return stored is None
-    identity = _identity(principal)
-    if identity is None or stored is None:
+    named = identity(principal)
+    if named is None or stored is None:
         return False
     if stored.startswith("{"):
-        return stored == json.dumps(identity, sort_keys=True, separators=(",", ":"))
-    subject = identity["sub"]
+        return stored == identity_key(principal)
+    subject = named["sub"]
     if subject is None or subject == "None":
         return False
-    issuer = identity["iss"]
+    issuer = named["iss"]
     return stored == (str(subject) if issuer is None else json.dumps([str(issuer), str(subject)]))
 
 
@@ -248,6 +218,10 @@ class TaskManager:
         self._owner_of: dict[str, str] = {}  # task id -> owner, for tasks counted per owner
         self._recovered = False
         self._recovering: asyncio.Lock | None = None
+        #: Put before every new task id: a worker of ``--workers`` whose store is its own
+        #: (``per_process``) names itself there (``w1-``), so a request for the task that
+        #: reaches a sibling is relayed here (``transports._siblings``).
+        self.id_prefix = ""
         self._last_purge = 0.0
         # Optional for a store of one process (a store written before ``watch`` existed).
         watch = getattr(store, "watch", None)
@@ -394,7 +368,7 @@ class TaskManager:
         config = self.server.config
         now = time.time()
         record = TaskRecord(
-            task_id=secrets.token_urlsafe(24),  # unguessable: the id is a bearer handle
+            task_id=self.id_prefix + secrets.token_urlsafe(24),  # unguessable: the id is a bearer handle
             status="working",
             created_at=now,
             updated_at=now,

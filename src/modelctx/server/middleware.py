@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RATE_LIMITED, ProtocolError, RateLimited
-from ..transports._session import principal_key
+from ..transports._identity import principal_key
 from ._telemetry import Tracing, target_of
 
 if TYPE_CHECKING:
@@ -178,17 +178,14 @@ class RequestLog(_Observer):
 
 
 def _default_key(call: Any) -> Any:
-    """Who a request counts against: the authenticated principal (its client, for a
-    token without a subject); else the handshake session; else the client's declared name (anyone can claim one: rate limit
-    unauthenticated HTTP traffic by address in front of the server, e.g. nginx's
-    ``limit_req``)."""
+    """Who a request counts against: the authenticated principal, by the one identity
+    rule (``transports._identity.principal_key``: issuer, subject and client id, so two
+    clients without a subject of one issuer are two buckets; a token naming neither is
+    its own); else the handshake session; else the client's declared name (anyone can
+    claim one: rate limit unauthenticated HTTP traffic by address in front of the
+    server, e.g. nginx's ``limit_req``)."""
     principal = call.principal
     if principal is not None:
-        client_id = getattr(principal, "client_id", None)
-        if getattr(principal, "subject", None) is None and isinstance(client_id, str):
-            # No subject (a client credentials token, RFC 7662 without sub): the client is
-            # who it is, or every such client of one issuer would share one bucket.
-            return ("client_id", getattr(principal, "issuer", None), client_id)
         return ("principal", principal_key(principal))
     if call.session is not None:
         return ("session", call.session.id)

@@ -57,7 +57,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..protocol._connection import ServerConnection
-from ._session import HandshakeSession, SessionTable, principal_key
+from ._identity import principal_key
+from ._session import HandshakeSession, SessionTable
 
 __all__ = [
     "RedisSessionStore",

@@ -20,6 +20,7 @@ from typing import Any
 from ..errors import ConnectionClosed, RequestTimeout, error_from_wire
 from ..protocol._connection import Answer, Cancel, Event, Ignore, Notify, Outbound, ServerConnection
 from ..protocol._jsonrpc import Notification, Response
+from ._identity import principal_key
 
 __all__ = [
     "HandshakeSession",
@@ -149,23 +150,6 @@ class HandshakeSession:
         self._waiting.clear()
 
 
-def principal_key(principal: Any) -> Any:
-    """What principals are compared and counted by: their ``subject`` when they have one
-    (as ``requestState`` binds them), so a hook may return a new object on each request;
-    with an ``issuer`` too (an OAuth ``AccessToken``), the pair, since two issuers may
-    name different users alike. Never the token: a refreshed token is the same principal.
-    An unhashable key (a dict of claims) is counted by its ``repr``."""
-    key = getattr(principal, "subject", principal)
-    issuer = getattr(principal, "issuer", None)
-    if issuer is not None:
-        key = (issuer, key)
-    try:
-        hash(key)
-    except TypeError:
-        return repr(key)
-    return key
-
-
 # Sessions in use skipped, at most, to find an idle one to evict (SessionTable).
 EVICTION_TRIES = 32
 
@@ -182,7 +166,8 @@ class SessionTable:
     more than ``EVICTION_TRIES`` sessions in use before it gives up and refuses.
     Another principal's sessions count only against the table's cap, so a principal
     flooding initialize evicts its own sessions first and never refuses anyone else's
-    while the table has room.
+    while the table has room. Principals are told apart by ``principal_key`` (the one
+    identity rule, ``_identity``): a session is found only for the principal that opened it.
     """
 
     __slots__ = ("max_sessions", "per_principal", "idle_seconds", "_all", "_owned")
@@ -197,7 +182,7 @@ class SessionTable:
         self._all: OrderedDict[str, HandshakeSession] = OrderedDict()
         # Per principal key, only while it holds a session (an empty one is deleted, so
         # a flood of distinct principals leaves nothing behind).
-        self._owned: dict[Any, OrderedDict[str, HandshakeSession]] = {}
+        self._owned: dict[str | None, OrderedDict[str, HandshakeSession]] = {}
 
     def __len__(self) -> int:
         return len(self._all)

@@ -14,6 +14,11 @@ the worker holding it:
   same uvicorn, the same app); a worker restarted in the slot inherits the socket again,
   so a connection made while it restarts waits in the backlog instead of failing.
 - A session's id names the slot of the worker that opened it (``w1-<32 hex digits>``).
+- Tasks, when each worker keeps its own (a task store in memory, ``per_process``): a
+  task's id names the worker that created it (``w1-...``), and a request outside a
+  session for a task (``tasks/get``, ``tasks/update``, ``tasks/cancel`` of 2026-07-28,
+  whose ``Mcp-Name`` header is its ``taskId``) goes to that worker like a session's.
+  A task is lost with its worker; a task file or Redis keeps tasks for every worker.
 - A request naming another slot's session (POST, GET, DELETE) is relayed whole to that
   worker's socket before this worker reads or checks anything of it but its body's size
   and arrival (``max_body``, ``body_timeout``), and the reply, JSON or SSE, is streamed

@@ -84,7 +84,7 @@ from ..errors import (
 from ..protocol import _meta
 from ..protocol._connection import Ignore, Reject, Serve, ServerConnection
 from ..protocol._framing import SSE_KEEPALIVE, sse_event
-from ..protocol._headers import check_headers, header_paths
+from ..protocol._headers import check_headers, header_paths, name_source
 from ..protocol._jsonrpc import Message, Notification, Request, decode, encode, error_response
 from ..protocol._versions import HTTP_HANDSHAKE_HEADER_VERSIONS, Feature, has, is_modern
 from ._asgi import (
@@ -274,6 +274,7 @@ class HttpApp:
                     settle_heap()
                 if self._store is not None:
                     self._follow_store(self._store)
+                self._name_tasks()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 self.close()
@@ -307,9 +308,8 @@ class HttpApp:
             await send_json(send, 400, error_response(None, _repeated(repeated)))
             return
         if self._siblings is not None:
-            session_id = headers.get("mcp-session-id")
-            holder = self._siblings.holder(session_id) if session_id is not None else None
-            if holder is not None:  # another worker's session: it answers (and checks) all
+            holder = self._sibling_for(headers)
+            if holder is not None:  # another worker's session or task: it answers (and checks) all
                 await self._relay(holder, scope, headers, receive, send)
                 return
         refusal = self._guard(headers)
@@ -841,7 +841,28 @@ class HttpApp:
             await send_plain(send, 404, b"Session not found")
         return session
 
-    # -- sessions of another worker (_siblings) ---------------------------------------------
+    # -- sessions and tasks of another worker (_siblings) -------------------------------------
+    def _sibling_for(self, headers: dict[str, str]) -> int | None:
+        """The other worker a request belongs to, by its headers alone: the one holding
+        the session it names, or (a request outside a session for a task, whose
+        ``Mcp-Name`` is its ``taskId``) the one whose own store holds the task (its id
+        names it: ``_name_tasks``). The holder checks the headers against the body."""
+        assert self._siblings is not None
+        session_id = headers.get("mcp-session-id")
+        if session_id is not None:
+            return self._siblings.holder(session_id)
+        method = headers.get("mcp-method")
+        task_id = headers.get("mcp-name") if method is not None and name_source(method) == "taskId" else None
+        return self._siblings.holder(task_id) if task_id is not None else None
+
+    def _name_tasks(self) -> None:
+        """In a worker whose task store is its own (memory), start task ids with the
+        worker's name, so a request for one that reaches a sibling is relayed here."""
+        tasks = getattr(self.server, "tasks", None)
+        if self._siblings is not None and self._siblings.slot is not None and tasks is not None:
+            if getattr(tasks.store, "per_process", False):
+                tasks.id_prefix = self._siblings.name("")
+
     async def _relay(
         self, holder: int, scope: Scope, headers: dict[str, str], receive: Receive, send: ASGISend
     ) -> None:
@@ -1522,12 +1543,23 @@ def serve_http(
                 check(workers)
             except ValueError as exc:
                 raise SystemExit(f"modelctx: {exc}") from None
+        tasks = getattr(server, "tasks", None)
+        own_tasks = tasks is not None and getattr(tasks.store, "per_process", False)
         if not shared:
             print(
                 f"modelctx: warning: {workers} workers without Redis: each handshake-era session lives in "
                 "one worker, and requests for it that reach another are relayed to it; subscriptions/listen "
                 "streams and changes made in one worker are not heard in the others; give --redis URL "
-                "(or MODELCTX_REDIS_URL) to share them",
+                "(or MODELCTX_REDIS_URL) to share them"
+                + (_OWN_TASKS if own_tasks else ""),
+                file=sys.stderr,
+                flush=True,
+            )
+        elif own_tasks:  # a memory store given with Redis configured: nothing relays to it
+            print(
+                f"modelctx: warning: {workers} workers and a task store in memory: each worker sees only "
+                "the tasks it created, so tasks/get reaching another worker finds no task; give a task "
+                "file (ServerConfig(task_db=...)) or leave the task store to Redis",
                 file=sys.stderr,
                 flush=True,
             )
@@ -1538,6 +1570,14 @@ def serve_http(
         listening.close()
     if status:
         raise SystemExit(status)
+
+
+# The warning's sentence for tasks kept in each worker's memory (no Redis, no task file).
+_OWN_TASKS = (
+    "; tasks are kept in memory by the worker that created them (requests for one are relayed "
+    "to it, and it is lost if that worker dies): give --redis URL or a task file "
+    "(ServerConfig(task_db=...)) to keep them"
+)
 
 
 def _uvicorn_config(host: str, port: int, log_level: str, header_timeout: float) -> dict[str, Any]:
