@@ -71,7 +71,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import itertools
-import json
 import logging
 import os
 import stat
@@ -100,7 +99,7 @@ from ..server import Context, Server, ServerConfig, StartupError
 from ..server._bus import Event
 from ..server._context import Call, ElicitResult, InputRequired
 from ..server._methods import _input_required, _load_answers
-from ..server._tasks import _identity as principal_identity
+from ..transports._identity import principal_key
 from ._approval import ApprovalPolicy, ApprovalRequest, Approvals, Decision, Verdict
 from ._gateway_relays import ResourceWatches, complete
 from ._host import AllowAll, Denied, Host, UnknownName
@@ -216,10 +215,9 @@ class GatewayUI:
         principal (issuer, subject, client id), else its handshake session, else its
         duplex connection; None when nothing tells it from another client (2026-07-28
         over HTTP without authorization)."""
-        if call.principal is not None:
-            identity = principal_identity(call.principal)
-            if identity is not None:
-                return "principal:" + json.dumps(identity, sort_keys=True, separators=(",", ":"))
+        principal = principal_key(call.principal)  # the one identity rule (transports._identity)
+        if principal is not None:
+            return "principal:" + principal
         if call.session is not None:
             return f"session:{call.session.id}"
         connection = call.connection
