@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,19 @@ async def poll(ctx: Context, notes: int = 0, pause_ms: int = 0, early: bool = Fa
         await ctx.info(f"note {i}")
     await asyncio.sleep(pause_ms / 1000)
     return f"polled {notes}"
+
+
+@server.resource("notes://board")
+def board() -> str:
+    return "the board"
+
+
+@server.tool
+def update(times: int = 1) -> str:
+    """Announce the board changed ``times`` times (notifications of no request)."""
+    for _ in range(times):
+        server.resource_updated("notes://board")
+    return "updated"
 '''
 
 
@@ -268,6 +282,49 @@ def test_another_sessions_event_id_is_not_replayed(http):
     with mine.stream(priming["id"]) as standalone:
         assert standalone.status_code == 200  # the standalone stream, not their replay
         assert mine.get(priming["id"]).status_code == 409
+
+
+def updates_on(session: Session, count: int, last_event_id: str | None = None) -> list[dict[str, Any]]:
+    """Open the standalone stream (retrying while the server still holds the previous
+    one: 409) and read ``count`` resource updates from it."""
+    end = time.monotonic() + DEADLINE
+    while True:
+        with session.stream(last_event_id) as stream:
+            if stream.status_code == 409 and time.monotonic() < end:
+                continue
+            assert stream.status_code == 200
+            got: list[dict[str, Any]] = []
+            buffer = ""
+            for chunk in stream.iter_text():
+                buffer += chunk
+                got = [e for e in events(buffer.rpartition("\n\n")[0]) if "data" in e]
+                if len(got) >= count:
+                    return got[:count]
+            raise AssertionError(f"the stream ended after {got}")
+
+
+def test_the_standalone_stream_keeps_what_a_broken_get_missed_and_replays_it(http):
+    # A notification of no request sent while the GET stream was away was lost: the
+    # standalone stream had no event ids and no buffer. Now it is kept (bounded), and a
+    # GET that comes back gets it, after its Last-Event-ID or after the last event sent.
+    session = Session(http)
+    subscribe = {"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": "notes://board"}}
+    assert session.post(subscribe).status_code == 200
+    update = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "update", "arguments": {}}}
+
+    with session.stream() as first:  # the stream exists from its first GET
+        assert first.status_code == 200
+    assert session.post(update).status_code == 200
+    (seen,) = updates_on(session, 1)
+    assert seen["data"]["method"] == "notifications/resources/updated" and seen["id"].endswith(":1")
+
+    update["id"], update["params"]["arguments"] = 3, {"times": 2}
+    assert session.post(update).status_code == 200  # no GET attached: kept for the next one
+    missed = updates_on(session, 2)
+    assert [e["id"] for e in missed] == [seen["id"][:-1] + "2", seen["id"][:-1] + "3"]
+
+    replayed = updates_on(session, 2, last_event_id=seen["id"])  # what came after the first one
+    assert [e["id"] for e in replayed] == [e["id"] for e in missed]
 
 
 # -- 2026-07-28 has no resumption ---------------------------------------------------------------

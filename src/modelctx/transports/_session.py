@@ -68,6 +68,8 @@ class HandshakeSession:
         # Responses ended early that the client may resume with GET and Last-Event-ID,
         # by stream id, oldest first (transports/_sse_resume.py keeps and bounds them).
         self.streams: dict[str, Any] = {}
+        #: The standalone GET stream's kept events (``_sse_resume.standalone``), once a GET came.
+        self.standalone: Any = None
         #: Who opened the session (the authenticated principal, if any).
         self.principal: Any = None
         #: When its record in a shared store was last written or renewed (monotonic);
@@ -139,6 +141,8 @@ class HandshakeSession:
         for stream in self.streams.values():
             stream.end()  # a client resuming it gets what is kept, then the end
         self.streams.clear()
+        if self.standalone is not None:
+            self.standalone.end()  # its GET, if one is attached, ends now
         callbacks, self._on_close = self._on_close, []
         for callback in callbacks:
             callback()

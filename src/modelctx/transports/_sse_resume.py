@@ -42,6 +42,7 @@ __all__ = [
     "parse_event_id",
     "resume",
     "resume_shared",
+    "standalone",
 ]
 
 log = logging.getLogger("modelctx.http")
@@ -69,7 +70,7 @@ class KeptStream:
     ``mirror`` (a ``StreamMirror``) gets each event too.
     """
 
-    __slots__ = ("id", "events", "done", "changed", "mirror", "readers", "read_at", "_next", "_bytes")
+    __slots__ = ("id", "events", "done", "changed", "mirror", "readers", "read_at", "sent", "_next", "_bytes")
 
     def __init__(self, stream_id: str, mirror: Any = None) -> None:
         self.id = stream_id
@@ -79,6 +80,7 @@ class KeptStream:
         self.mirror = mirror
         self.readers = 0  # GETs following it now
         self.read_at = 0.0  # when the last of them ended (monotonic)
+        self.sent = 0  # the number of the last event a GET following it here sent
         self._next = 1
         self._bytes = 0
 
@@ -151,6 +153,25 @@ class KeptStream:
         self.changed = asyncio.Event()
 
 
+def standalone(session: Any) -> KeptStream:
+    """The session's standalone GET stream, made by its first GET: from then on every
+    message of no request (notifications, requests of the session) is one of its events,
+    kept as a reply's are (``KEPT_EVENTS``, ``KEPT_BYTES``), whether a GET is attached or
+    not. So a GET that comes back, with ``Last-Event-ID`` or without (then from the last
+    event sent), gets what the broken one missed. It ends with the session; it is not
+    one of ``session.streams`` (it never finishes, and must not hold the session in
+    use), and it is this replica's own (never mirrored to Redis)."""
+    kept: KeptStream | None = session.standalone
+    if kept is None:
+        kept = session.standalone = KeptStream(secrets.token_hex(8))
+
+        async def outbound(message: dict[str, Any]) -> None:
+            kept.add(message)
+
+        session.outbound = outbound
+    return kept
+
+
 def parse_event_id(last_event_id: str | None) -> tuple[str, int] | None:
     """``(stream id, n)`` of a ``Last-Event-ID`` this server could have minted, else None
     (so nothing a client makes up ever names a Redis key beyond that shape)."""
@@ -186,6 +207,7 @@ async def resume(session: Any, kept: KeptStream, after: int, receive: Receive, s
             events = kept.after(cursor)
             for cursor, event in events:  # noqa: B007 - the last one read is where to go on
                 await send({"type": "http.response.body", "body": event, "more_body": True})
+                kept.sent = cursor
             if events:
                 continue  # more may have come while we sent
             if kept.done:

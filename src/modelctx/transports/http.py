@@ -104,7 +104,6 @@ from ._asgi import (
     send_plain,
     split_host,
     wait_disconnect,
-    wait_or_keepalive,
 )
 from ._redis_sessions import (
     RedisSessionStore,
@@ -116,7 +115,15 @@ from ._redis_streams import StreamMirror
 from ._seam import Peer, ServerApp
 from ._session import HandshakeSession, SessionTable, act
 from ._siblings import BUSY, Siblings
-from ._sse_resume import RESUME_GRACE, KeptStream, kept_after, parse_event_id, resume, resume_shared
+from ._sse_resume import (
+    RESUME_GRACE,
+    KeptStream,
+    kept_after,
+    parse_event_id,
+    resume,
+    resume_shared,
+    standalone,
+)
 from ._tuning import settle_heap
 
 __all__ = ["HttpApp", "ResourceAuth", "serve_http"]
@@ -760,37 +767,17 @@ class HttpApp:
                 "per session (close it before opening another)",
             )
             return
-        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(1024)
-
-        async def outbound(message: dict[str, Any]) -> None:
-            if queue.full():
-                queue.get_nowait()  # a slow reader loses the oldest, never memory
-            queue.put_nowait(message)
-
-        session.outbound = outbound
+        # The standalone stream keeps its events (ids <stream>:<n>), so a GET that comes
+        # back after a broken one gets what it missed: from its Last-Event-ID when that
+        # names the stream, else from the last event sent.
+        kept = standalone(session)
+        parsed = parse_event_id(last_event_id)
+        after = parsed[1] if parsed is not None and parsed[0] == kept.id else kept.sent
         session.http_stream_open = True
-        await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
-        watcher = asyncio.ensure_future(wait_disconnect(receive))
-        forget = session.on_close(watcher.cancel)  # DELETE ends the stream now
         try:
-            while not watcher.done() and not session.closed:
-                getter = asyncio.ensure_future(queue.get())
-                if await wait_or_keepalive(getter, watcher, send, session.touch):
-                    await send(
-                        {"type": "http.response.body", "body": sse_event(encode(getter.result())), "more_body": True}
-                    )
-        except OSError:
-            pass
+            await resume(session, kept, after, receive, send)
         finally:
-            forget()
-            watcher.cancel()
             session.http_stream_open = False
-            if session.outbound is outbound:
-                session.outbound = None
-        try:
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
-        except OSError:
-            pass
 
     async def _resumed_elsewhere(
         self, store: RedisSessionStore, session: HandshakeSession, last_event_id: str | None,
