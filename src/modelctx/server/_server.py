@@ -59,6 +59,7 @@ from ._signature import Signature
 from ._task_store import SqliteTaskStore, TaskStore
 from ._tasks import EXTENSION as TASKS_EXTENSION
 from ._tasks import TaskManager
+from ._transform import ArgTransform, derive_tool
 from ._uri_template import UriTemplate
 
 __all__ = ["Server", "ServerConfig", "StartupError"]
@@ -442,6 +443,32 @@ class Server:
             return fn
 
         return register
+
+    def derive_tool(
+        self,
+        original: str | Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        arguments: Mapping[str, ArgTransform] | None = None,
+        wrap: Callable[..., Awaitable[Any]] | None = None,
+        replace: bool = False,
+        **options: Any,
+    ) -> None:
+        """Register a tool derived from ``original`` (a registered tool's name, or a
+        function): renamed, its arguments renamed, hidden with fixed values or described
+        anew (``arguments``: original name to ``ArgTransform``), its call wrapped
+        (``wrap``). The original stays as it is. Raises ``RegistrationError``, ``KeyError``
+        for an unknown tool name. See ``_transform.py``."""
+        _check_options("tool", options, _TOOL_OPTIONS)
+        if isinstance(original, str):
+            base = self._registry.tools.get(original)
+            if base is None:
+                raise KeyError(f"no tool named {original!r} to derive from; register it first")
+        else:
+            base = ToolDef.build(original, Context)
+        tool = derive_tool(base, name=name, description=description, arguments=arguments, wrap=wrap, **options)
+        self._registry.put("tools", tool.name, tool, replace=replace)
 
     def mount(self, other: Server, prefix: str | None = None) -> None:
         """Serve ``other``'s tools, resources, templates and prompts as this server's,
