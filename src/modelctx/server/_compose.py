@@ -171,20 +171,25 @@ class Mount:
             self._owned[name] = set()
 
     def _sync(self, kind: str, *, strict: bool) -> None:
-        """Derive the parent's entries of ``kind`` from the child's again, then announce."""
-        self._drop(kind)
-        parent, child = self.parent.registry, self.child.registry
-        derived: list[tuple[str, str, Any]] = []
+        """Derive the parent's entries of ``kind`` from the child's again, then announce.
+        They keep their place in the parent's order (where the mount first put them)."""
+        child = self.child.registry
         if kind == "tools":
-            derived = [("tools", *self._tool(t)) for t in child.tools.values()]
+            self._replace("tools", [self._tool(t) for t in child.tools.values()], strict)
         elif kind == "prompts":
-            derived = [("prompts", *self._prompt(p)) for p in child.prompts.values()]
+            self._replace("prompts", [self._prompt(p) for p in child.prompts.values()], strict)
         elif kind == "resources":
-            derived = [("resources", *self._resource(r)) for r in child.resources.values()]
-            derived += [("templates", *self._template(t)) for t in child.templates.values()]
-        for name, key, entry in derived:
-            items: dict[str, Any] = getattr(parent, name)
-            if key in items:
+            self._replace("resources", [self._resource(r) for r in child.resources.values()], strict)
+            self._replace("templates", [self._template(t) for t in child.templates.values()], strict)
+        self._adopt_capabilities()
+        self.parent.registry.changed(kind)
+
+    def _replace(self, name: str, derived: list[tuple[str, Any]], strict: bool) -> None:
+        items: dict[str, Any] = getattr(self.parent.registry, name)
+        owned = self._owned[name]
+        block: dict[str, Any] = {}
+        for key, entry in derived:
+            if key in items and key not in owned:
                 what = {"tools": "a tool", "prompts": "a prompt"}.get(name, "a resource")
                 problem = (
                     f"the parent {self.parent.name!r} already has {what} {key!r}; mount "
@@ -194,10 +199,19 @@ class Mount:
                     raise RegistrationError(problem)
                 log.warning("mount %r in %r: %s; left out", self.prefix, self.parent.name, problem)
                 continue
-            items[key] = entry
-            self._owned[name].add(key)
-        self._adopt_capabilities()
-        parent.changed(kind)
+            block[key] = entry
+        accepted = set(block)
+        rebuilt: dict[str, Any] = {}
+        for key, entry in items.items():
+            if key not in owned:
+                rebuilt[key] = entry
+            elif block:  # the first place this mount held: its entries go there
+                rebuilt.update(block)
+                block = {}
+        rebuilt.update(block)  # a first sync, or one where the mount held nothing yet
+        items.clear()
+        items.update(rebuilt)
+        self._owned[name] = accepted
 
     def _adopt_capabilities(self) -> None:
         parent, child = self.parent, self.child

@@ -22,7 +22,7 @@ original's own signature (so its types and constraints still hold). The derivati
 the original as it is at that moment: replacing the original later does not change it.
 
 ``wrap``: ``async def wrapper(call, **args)`` receives the derived tool's arguments
-(hidden ones not among them) and ``call``, an async function that runs the original
+(new defaults filled in, hidden ones not among them) and ``call``, an async function that runs the original
 with the derived tool's arguments (``await call(**args)``, changed as it likes) and
 returns the original's value; what the wrapper returns is the tool's result.
 """
@@ -160,6 +160,7 @@ def derive_tool(
         return await call_handler(original.fn, original.is_async, kwargs, original.inline)
 
     async def derived(ctx: Context, **args: Any) -> Any:
+        args = {**plan.defaults, **args}  # what the schema promised for an argument left out
         if wrap is None:
             return await call_original(ctx, args)
 
