@@ -392,3 +392,39 @@ def test_a_derived_tool_that_cannot_work_is_refused_when_it_is_registered(argume
 def test_deriving_from_an_unknown_tool_names_it():
     with pytest.raises(KeyError, match="no tool named 'missing'"):
         catalog().derive_tool("missing", name="find")
+
+
+# -- RemoteServer (a real child process) ---------------------------------------------
+DYING_CHILD = """
+import os, sys
+from modelctx import Server
+
+server = Server("dying")
+
+
+@server.tool
+def crash() -> str:
+    print("SECRET-TOKEN-123 in a traceback", file=sys.stderr, flush=True)
+    os._exit(3)
+
+
+server.run()
+"""
+
+
+@async_test()
+async def test_a_remote_that_dies_during_a_call_is_a_tool_error_that_does_not_quote_its_stderr(tmp_path, caplog):
+    import sys
+
+    from modelctx.host import RemoteServer
+
+    (tmp_path / "dying.py").write_text(DYING_CHILD)
+    parent = Server("shop")
+    parent.mount(RemoteServer([sys.executable, str(tmp_path / "dying.py")]), prefix="dying")
+
+    async with Client(parent) as client:
+        result = await client.call_tool("dying_crash", {})
+
+    assert result.is_error is True
+    assert "could not be reached" in result.content[0].text
+    assert "SECRET-TOKEN" not in result.content[0].text

@@ -18,7 +18,8 @@ directly, and the forwarder makes the one request to the remote. Served on its o
   schema) and relay the result as the remote sent it (content blocks, structured
   content, ``isError``), and the remote's progress to the caller.
 - **Errors**: what the remote answers with a JSON-RPC error reaches the caller as that
-  error; a remote that cannot be reached is a tool error saying so.
+  error; a remote that cannot be reached is a tool error naming the error's class only
+  (its text, which may quote the remote's stderr, goes to the log).
 - **Not relayed**: what the remote asks while a call runs (elicitation, sampling, roots:
   the client declares no such capability, so a well-behaved remote does not ask), its
   log messages, completions, resource subscriptions. The gateway (``_gateway.py``) relays
@@ -102,7 +103,12 @@ class RemoteServer(Server):
             try:
                 result = await client.call_tool_raw(name, arguments, progress=progress)
             except LocalError as exc:
-                raise ToolError(f"the server behind {ctx.server.name!r} could not be reached: {exc}") from None
+                # Its text may quote the remote's stderr: the log has it, the caller does not.
+                log.warning("remote server %r: calling %r failed: %s", self.name, name, exc)
+                raise ToolError(
+                    f"the server behind {self.name!r} could not be reached ({type(exc).__name__}); "
+                    "the server log says why"
+                ) from None
             meta = {k: v for k, v in (result.get("_meta") or {}).items() if k != _SERVER_INFO}
             return ToolResult(
                 content=result.get("content") or [],
