@@ -428,3 +428,16 @@ async def test_a_remote_that_dies_during_a_call_is_a_tool_error_that_does_not_qu
     assert result.is_error is True
     assert "could not be reached" in result.content[0].text
     assert "SECRET-TOKEN" not in result.content[0].text
+
+
+@async_test()
+async def test_a_server_with_a_lifespan_cannot_be_mounted_into_a_running_one():
+    @asynccontextmanager
+    async def lifespan(server: Server) -> Any:
+        yield None
+
+    parent = Server("shop", lifespan=lifespan)
+    async with parent.running():
+        parent.mount(billing(), prefix="billing")  # no lifespan: fine at any time
+        with pytest.raises(RegistrationError, match="mount it before serving"):
+            parent.mount(Server("late", lifespan=lifespan), prefix="late")

@@ -477,6 +477,11 @@ class Server:
         later changes to ``other`` show here. Its lifespan runs inside this one's; mount
         before serving. Raises ``RegistrationError`` (a clash, a bad prefix, a cycle).
         See ``_compose.py``."""
+        if self._lifespan.running and other._user_lifespan is not None:
+            raise RegistrationError(
+                f"server {self.name!r} is already running, so {other.name!r}'s lifespan would never "
+                "start; mount it before serving"
+            )
         mount = Mount(self, other, prefix)
         mount.attach()
         self._mounts.append(mount)
