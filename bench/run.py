@@ -7,6 +7,7 @@
     python bench/run.py --only client    # the client matrices only
     python bench/run.py --list
     python bench/run.py --only gateway   # bench/gateway.py: direct vs modelctx gateway vs fastmcp proxy
+    python bench/run.py --only mount     # bench/mount.py: a tool direct vs mounted vs derived
 
 Each server scenario (bench/scenarios/) runs the same client against every server, one
 after the other: ours (its echo tool async, sync on a worker thread, and sync inline), the
@@ -41,6 +42,7 @@ from scenarios import SCENARIOS, ClientRun, Context, Metric, Scenario
 
 DEFAULT_OUT = Path("/tmp/modelctx-bench/latest.json")
 GATEWAY_BENCH = "tools/call direct vs through modelctx gateway vs through fastmcp's proxy (bench/gateway.py)"
+MOUNT_BENCH = "tools/call of a tool registered directly vs mounted (server.mount) vs derived (bench/mount.py)"
 
 
 def log(message: str) -> None:
@@ -405,12 +407,20 @@ def main(argv: list[str] | None = None) -> int:
         for s in SCENARIOS:
             print(f"{s.name:22} [{s.section}] {s.description}")
         print(f"{'gateway':22} [separate] {GATEWAY_BENCH}")
+        print(f"{'mount':22} [separate] {MOUNT_BENCH}")
         return 0
     if "gateway" in args.only:  # its own runner: four fronts per transport, not ours vs official
         import gateway
 
         args.only.remove("gateway")
         code = gateway.main(["--quick"] if args.quick else [])
+        if not args.only:
+            return code
+    if "mount" in args.only:  # its own runner: fronts in one process and another, taking turns
+        import mount
+
+        args.only.remove("mount")
+        code = mount.main(["--quick"] if args.quick else [])
         if not args.only:
             return code
 

@@ -12,7 +12,7 @@ def test_top_level_names():
         [
             "Server", "ServerConfig", "Context", "ElicitResult", "Elicit", "ElicitUrl", "Sample",
             "ListRoots", "CacheHint", "Text", "Image", "Audio", "ResourceLink", "EmbeddedResource",
-            "ToolResult", "Client", "ClientHandlers", "ClientOptions", "Host", "MCPError", "ProtocolError",
+            "ToolResult", "ArgTransform", "Client", "ClientHandlers", "ClientOptions", "Host", "MCPError", "ProtocolError",
             "ToolError", "ResourceNotFound", "InvalidParams", "RegistrationError", "__version__",
         ]
     )

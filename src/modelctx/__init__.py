@@ -38,6 +38,7 @@ _LAZY = {
     "ResourceLink": "server",
     "EmbeddedResource": "server",
     "ToolResult": "server",
+    "ArgTransform": "server",
     "Client": "client",
     "ClientHandlers": "client",
     "ClientOptions": "client",
@@ -60,6 +61,7 @@ __all__ = [  # noqa: RUF022 - grouped: server, client, errors
     "ResourceLink",
     "EmbeddedResource",
     "ToolResult",
+    "ArgTransform",
     "Client",
     "ClientHandlers",
     "ClientOptions",
@@ -78,6 +80,7 @@ if TYPE_CHECKING:
     from .client import ClientHandlers as ClientHandlers
     from .client import ClientOptions as ClientOptions
     from .host import Host as Host
+    from .server import ArgTransform as ArgTransform
     from .server import Audio as Audio
     from .server import CacheHint as CacheHint
     from .server import Context as Context

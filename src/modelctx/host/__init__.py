@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from ._anthropic import AnthropicModel
     from ._gateway import Gateway, GatewayUI, serve_gateway
     from ._openai import OpenAIModel
+    from ._remote import RemoteServer
 
 # Name -> the module that defines it, imported on first use.
 _LAZY = {
@@ -68,6 +69,7 @@ _LAZY = {
     "serve_gateway": "_gateway",
     "AnthropicModel": "_anthropic",
     "OpenAIModel": "_openai",
+    "RemoteServer": "_remote",
 }
 
 
@@ -111,6 +113,7 @@ __all__ = [
     "NameFilter",
     "NameMap",
     "OpenAIModel",
+    "RemoteServer",
     "RestartPolicy",
     "SampleCallback",
     "ScriptExhausted",

@@ -17,8 +17,10 @@ from ._redis_tasks import RedisTaskStore
 from ._registry import CacheHint
 from ._server import Server, ServerConfig, StartupError
 from ._task_store import SqliteTaskStore, TaskRecord, TaskStore
+from ._transform import ArgTransform
 
 __all__ = [
+    "ArgTransform",
     "Audio",
     "CacheHint",
     "Context",

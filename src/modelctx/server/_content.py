@@ -173,10 +173,16 @@ def to_content_blocks(value: Any) -> list[dict[str, Any]]:
         return blocks
     if isinstance(value, dict) and value.get("type") in _BLOCK_TYPES:
         return [value]  # a block written by hand as a dict
+    if isinstance(value, (list, tuple)) and value and all(_is_block(v) for v in value):
+        return list(value)  # blocks written by hand, or relayed as another server sent them
     return [{"type": "text", "text": msgspec.json.encode(to_jsonable(value)).decode()}]
 
 
 _BLOCK_TYPES = frozenset({"text", "image", "audio", "resource_link", "resource"})
+
+
+def _is_block(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("type") in _BLOCK_TYPES
 
 
 def to_jsonable(value: Any) -> Any:

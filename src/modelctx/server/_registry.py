@@ -28,6 +28,7 @@ __all__ = [
     "TemplateDef",
     "ToolDef",
     "check_prompt_arguments",
+    "check_tool_name",
     "handler_name",
 ]
 
@@ -305,6 +306,8 @@ class Registry:
         self.templates: dict[str, TemplateDef] = {}
         self.prompts: dict[str, PromptDef] = {}
         self.on_change: Callable[[str], None] | None = None
+        # Also told of every change: the mounts that serve this registry in a parent.
+        self.watchers: list[Callable[[str], None]] = []
         # Wire lists are cached until the next change.
         self._lists: dict[str, list[dict[str, Any]]] = {}
 
@@ -333,6 +336,8 @@ class Registry:
             self._lists.pop("templates", None)
         if self.on_change is not None:
             self.on_change(kind)
+        for watch in self.watchers:
+            watch(kind)
 
     def wire_list(self, kind: str) -> list[dict[str, Any]]:
         cached = self._lists.get(kind)

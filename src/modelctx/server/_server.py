@@ -39,6 +39,7 @@ from ..protocol._versions import SUPPORTED_VERSIONS
 from ..transports._seam import Peer, ResponseStream, Send
 from ..transports._session import HandshakeSession
 from ._bus import Event, ListenSlots, LocalBus, SubscriptionBus
+from ._compose import Mount
 from ._context import Context
 from ._dispatch import Dispatcher, Middleware
 from ._lifespan import Lifespan, LifespanHolds, StartupError
@@ -58,6 +59,7 @@ from ._signature import Signature
 from ._task_store import SqliteTaskStore, TaskStore
 from ._tasks import EXTENSION as TASKS_EXTENSION
 from ._tasks import TaskManager
+from ._transform import ArgTransform, derive_tool
 from ._uri_template import UriTemplate
 
 __all__ = ["Server", "ServerConfig", "StartupError"]
@@ -250,6 +252,7 @@ class Server:
             task_store = self._default_task_store()  # declared: served
         self._task_store = task_store
         self._tasks: TaskManager | None = None
+        self._mounts: list[Mount] = []
         self.dispatcher = Dispatcher(self)
 
     # -- registration --------------------------------------------------------------
@@ -441,6 +444,48 @@ class Server:
 
         return register
 
+    def derive_tool(
+        self,
+        original: str | Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        arguments: Mapping[str, ArgTransform] | None = None,
+        wrap: Callable[..., Awaitable[Any]] | None = None,
+        replace: bool = False,
+        **options: Any,
+    ) -> None:
+        """Register a tool derived from ``original`` (a registered tool's name, or a
+        function): renamed, its arguments renamed, hidden with fixed values or described
+        anew (``arguments``: original name to ``ArgTransform``), its call wrapped
+        (``wrap``). The original stays as it is. Raises ``RegistrationError``, ``KeyError``
+        for an unknown tool name. See ``_transform.py``."""
+        _check_options("tool", options, _TOOL_OPTIONS)
+        if isinstance(original, str):
+            base = self._registry.tools.get(original)
+            if base is None:
+                raise KeyError(f"no tool named {original!r} to derive from; register it first")
+        else:
+            base = ToolDef.build(original, Context)
+        tool = derive_tool(base, name=name, description=description, arguments=arguments, wrap=wrap, **options)
+        self._registry.put("tools", tool.name, tool, replace=replace)
+
+    def mount(self, other: Server, prefix: str | None = None) -> None:
+        """Serve ``other``'s tools, resources, templates and prompts as this server's,
+        under ``prefix`` (tools and prompts ``<prefix>_<name>``, URIs
+        ``scheme://<prefix>/...``), in process: its handlers are called directly. Live:
+        later changes to ``other`` show here. Its lifespan runs inside this one's; mount
+        before serving. Raises ``RegistrationError`` (a clash, a bad prefix, a cycle).
+        See ``_compose.py``."""
+        if self._lifespan.running and other._user_lifespan is not None:
+            raise RegistrationError(
+                f"server {self.name!r} is already running, so {other.name!r}'s lifespan would never "
+                "start; mount it before serving"
+            )
+        mount = Mount(self, other, prefix)
+        mount.attach()
+        self._mounts.append(mount)
+
     # -- change notification ---------------------------------------------------------
     def _on_change(self, kind: str) -> None:
         self._publish(Event(kind))
@@ -583,17 +628,19 @@ class Server:
         (``_join_replicas``) first, the author's lifespan inside it."""
         async with AsyncExitStack() as stack:
             await self._join_replicas(stack)
-            if self._user_lifespan is None:
-                yield None
-                return
-            manager = self._user_lifespan(self)
-            if not isinstance(manager, AbstractAsyncContextManager):
-                raise TypeError(
-                    f"lifespan {self._user_lifespan!r} returned {type(manager).__name__}, not an async "
-                    "context manager; decorate the async generator with "
-                    "@contextlib.asynccontextmanager"
-                )
-            yield await stack.enter_async_context(manager)
+            context = None
+            if self._user_lifespan is not None:
+                manager = self._user_lifespan(self)
+                if not isinstance(manager, AbstractAsyncContextManager):
+                    raise TypeError(
+                        f"lifespan {self._user_lifespan!r} returned {type(manager).__name__}, not an "
+                        "async context manager; decorate the async generator with "
+                        "@contextlib.asynccontextmanager"
+                    )
+                context = await stack.enter_async_context(manager)
+            for mount in self._mounts:  # mounted servers run inside this one's lifespan
+                await stack.enter_async_context(mount.running())
+            yield context
 
     async def _join_replicas(self, stack: AsyncExitStack) -> None:
         """Start what replicas share: a bus that connects (a given ``RedisBus``, or one
