@@ -38,7 +38,7 @@ async def test_a_tool_whose_visibility_leaves_out_the_model_is_not_in_the_hosts_
         # The official SDK listed "poll" (visibility ["app"]); the host keeps it from the model.
         official = await host.servers["official"].tools()
         assert [tool.name for tool in official] == ["show", "poll"]
-    assert names == ["official_show", "weather_forecast", "weather_secret_plan"]
+    assert names == ["official_show", "weather_forecast", "weather_secret_plan", "weather_hostile"]
 
 
 def test_the_chat_says_once_that_a_tool_has_a_ui_it_cannot_show(chat: Any) -> None:  # noqa: F811
@@ -60,6 +60,6 @@ def test_the_chat_says_once_that_a_tool_has_a_ui_it_cannot_show(chat: Any) -> No
     assert screen.count("this tool has a UI the terminal cannot show") == 1
     # The model was offered the tools it may call, not the view's own "refresh".
     offered = [tool["name"] for tool in api.requests[0].body["tools"]]
-    assert offered == ["weather_forecast", "weather_secret_plan"]
+    assert offered == ["weather_forecast", "weather_secret_plan", "weather_hostile"]
     terminal.type("/quit")
     terminal.wait_for("[exited 0]")

@@ -69,11 +69,11 @@ def test_a_tool_only_the_app_may_call_is_listed_only_to_a_client_that_shows_view
     client, shows_ui = official
     names = [tool.name for tool in client.list_tools().tools]
     if shows_ui:
-        assert names == ["forecast", "refresh", "secret_plan"]
+        assert names == ["forecast", "refresh", "secret_plan", "hostile"]
         refresh = client.list_tools().tools[1]
         assert refresh.meta == {"ui": {"resourceUri": "ui://weather/board", "visibility": ["app"]}}
     else:
-        assert names == ["forecast", "secret_plan"]  # its model would otherwise be handed it
+        assert names == ["forecast", "secret_plan", "hostile"]  # its model would otherwise be handed it
 
 
 def test_the_view_is_a_ui_resource_with_the_mcp_app_type_and_its_csp_in_meta(official):

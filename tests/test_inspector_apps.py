@@ -37,7 +37,7 @@ def test_a_tools_view_runs_sandboxed_and_speaks_the_apps_bridge(page: Any, tmp_p
         page.goto(url)
         expect(page.locator("#status")).to_have_text("connected")
         # The inspector declares the extension, so the app-only tool is listed to it too.
-        expect(page.locator("#tools button")).to_have_count(3)
+        expect(page.locator("#tools button")).to_have_count(4)
         expect(page.locator("#capabilities")).to_contain_text("io.modelcontextprotocol/ui")
 
         page.locator('#tools button[data-key="forecast"]').click()
@@ -66,7 +66,9 @@ def test_a_tools_view_runs_sandboxed_and_speaks_the_apps_bridge(page: Any, tmp_p
         expect(page.locator('#log li[data-direction="out"][data-method="tools/call"]')).to_have_count(2)
         # ...and is refused one only the model may call, before it reaches the server.
         view.locator("#forbidden").click()
-        expect(view.locator("#forbidden-result")).to_contain_text("refused: tool 'secret_plan' is not callable from a view")
+        expect(view.locator("#forbidden-result")).to_contain_text(
+            "refused: tool 'secret_plan' is not callable from a view"
+        )
         expect(page.locator('#log li[data-direction="out"][data-method="tools/call"]')).to_have_count(2)
 
         # Size changes resize the frame; the CSP keeps the view off undeclared origins.
@@ -90,6 +92,15 @@ def test_a_tools_view_runs_sandboxed_and_speaks_the_apps_bridge(page: Any, tmp_p
         # The page shows something else: the view is told (ui/resource-teardown) and goes.
         page.locator('#tools button[data-key="secret_plan"]').click()
         expect(page.locator("iframe.mcp-app")).to_have_count(0)
+
+        # A server's CSP "domain" with a directive in it is dropped; the plain origin is kept.
+        page.locator('#tools button[data-key="hostile"]').click()
+        page.locator("#call").click()
+        expect(page.frame_locator("iframe.mcp-app").locator("#hostile")).to_have_text("hostile view")
+        hostile_src = page.locator("iframe.mcp-app").get_attribute("src") or ""
+        hostile_policy = page.request.get(origin + hostile_src).headers["content-security-policy"]
+        assert "connect-src https://ok.weather.example;" in hostile_policy
+        assert "x.example" not in hostile_policy and "script-src *" not in hostile_policy
 
 
 def test_a_view_cannot_call_through_the_host_without_an_open_view(page: Any) -> None:

@@ -114,3 +114,17 @@ def refresh(city: str) -> str:
 def secret_plan() -> str:
     """For the model only: a view may not call it."""
     return "the plan"
+
+
+# A view whose _meta a server wrote by hand, as a server other than modelctx may: a CSP
+# "domain" carrying a directive of its own. The inspector must keep it out of its policy.
+@server.resource("ui://weather/hostile", mime_type="text/html;profile=mcp-app")
+def hostile_view() -> dict[str, object]:
+    csp = {"connectDomains": ["https://ok.weather.example", "https://x.example; script-src *"]}
+    return {"text": "<!doctype html><p id='hostile'>hostile view</p>", "_meta": {"ui": {"csp": csp}}}
+
+
+@server.tool(ui="ui://weather/hostile")
+def hostile() -> str:
+    """A tool whose view declares a CSP domain with a directive in it."""
+    return "hostile"

@@ -124,11 +124,24 @@ class Views:
         html, meta = _html(list(read.contents), uri)
         ui = meta.get("ui") if isinstance(meta, dict) else None
         border = ui.get("prefersBorder") if isinstance(ui, dict) else None
-        view = View(secrets.token_urlsafe(18), name, uri, html, _declared_csp(meta), border if isinstance(border, bool) else None)
+        view = View(
+            secrets.token_urlsafe(18),
+            name,
+            uri,
+            html,
+            _declared_csp(meta),
+            border if isinstance(border, bool) else None,
+        )
         self._views[view.id] = view
         while len(self._views) > VIEWS_KEPT:
             self._views.popitem(last=False)
-        return {"view": view.id, "src": f"/apps/{view.id}", "uri": uri, "csp": view.csp, "prefersBorder": view.prefers_border}
+        return {
+            "view": view.id,
+            "src": f"/apps/{view.id}",
+            "uri": uri,
+            "csp": view.csp,
+            "prefersBorder": view.prefers_border,
+        }
 
     def get(self, view_id: str) -> View:
         """Raises ``KeyError`` for an id that is not an open view."""
@@ -147,7 +160,7 @@ class Views:
             return {
                 "kind": "jsonrpc",
                 "code": -32000,
-                "message": f"tool {name!r} is not callable from a view: its _meta.ui.visibility leaves out \"app\"",
+                "message": f'tool {name!r} is not callable from a view: its _meta.ui.visibility leaves out "app"',
                 "data": None,
             }
         return None

@@ -55,8 +55,8 @@ def tool_ui(meta: Any) -> tuple[str | None, tuple[str, ...]]:
     if uri is None and isinstance(meta, dict):
         uri = meta.get(_DEPRECATED_URI_KEY)
     listed = ui.get("visibility") if isinstance(ui, dict) else None
-    visibility = VISIBILITIES if listed is None else tuple(
-        v for v in VISIBILITIES if isinstance(listed, list) and v in listed
+    visibility = (
+        VISIBILITIES if listed is None else tuple(v for v in VISIBILITIES if isinstance(listed, list) and v in listed)
     )
     resource = uri if isinstance(uri, str) and uri.startswith("ui://") else None
     return resource, visibility
