@@ -37,6 +37,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from ..errors import MCPError, ProtocolError
+from ..protocol._apps import tool_ui
 from ..protocol.types.v2026_07_28 import EmbeddedResource, TextContent
 from ._approval import ApprovalConfigError, ApprovalPolicy, ApprovalRequest, Approvals, Decision
 from ._config import HostConfigError, load_config
@@ -381,6 +382,7 @@ class Chat:
         self.attachments: list[str] = []
         self.turn: asyncio.Task[None] | None = None
         self.host: Host | None = None
+        self.ui_told: set[str] = set()  # tools whose view the chat said it cannot show
 
     async def run(self) -> int:
         config = load_config(self.config_path)
@@ -480,12 +482,21 @@ class Chat:
             where = f"{event.server} · {event.original}" if event.server else f"{event.name} (no such tool)"
             arguments = json.dumps(event.arguments, ensure_ascii=False, default=str)
             self.console.print(f"[cyan]→ tool call[/] [bold]{escape(where)}[/] {escape(_clip(arguments))}")
+            self._say_ui_once(event.name)
         elif isinstance(event, ToolResultEvent):
             mark = "[red]✗ error[/]" if event.is_error else "[green]✓ result[/]"
             self.console.print(f"{mark} {escape(event.name)}: {escape(summarize(event.result))}")
         elif isinstance(event, Final) and event.reason == "max_steps":
             self.console.print(f"[yellow]{escape(event.text)}[/]")
         return False
+
+    def _say_ui_once(self, name: str) -> None:
+        """An MCP Apps tool's view (``_meta.ui.resourceUri``) cannot be shown in a
+        terminal: say so the first time the tool is called, and go on with its text."""
+        tool = self.host.listed_tool(name) if self.host is not None else None
+        if tool is not None and name not in self.ui_told and tool_ui(tool.meta)[0] is not None:
+            self.ui_told.add(name)
+            self.console.print("[dim](this tool has a UI the terminal cannot show; its text result follows)[/]")
 
     # -- servers' sampling requests ----------------------------------------------------------------
     async def _sample(self, server: Any, params: dict[str, Any]) -> dict[str, Any]:

@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Self
 import msgspec
 
 from ..errors import LocalError, MCPError
+from ..protocol._apps import visible_to
 from ._approval import ApprovalPolicy, Approvals, Kind, Verdict
 from ._config import DEFAULT_TOKEN_STORE, HostConfig, ServerSpec, load_config
 from ._names import NameMap, _clean
@@ -306,14 +307,15 @@ class Host:
     async def tools(self) -> list[Tool]:
         """Every tool of every registered server that serves tools, fresh, filtered by the
         server's allow/deny globs and by the approval hook (a denied tool is left out),
-        renamed ``<server>_<tool>`` (see ``_names``). Ordered by server name, then as the
+        renamed ``<server>_<tool>`` (see ``_names``). A tool only an MCP Apps view may call
+        (``_meta.ui.visibility`` without ``"model"``) is left out. Ordered by server name, then as the
         server lists them. A server that cannot answer in time is left out (and logged)."""
         listed = await self._gather("tools", lambda server: server.tools())
         pairs = [
             (server, tool)
             for server, tools in listed
             for tool in tools
-            if server.spec is None or server.spec.tools.permits(tool.name)
+            if (server.spec is None or server.spec.tools.permits(tool.name)) and visible_to(tool.meta, "model")
         ]
         # Hidden tools keep their names (the names of the others do not depend on the
         # policy) and their index entry: a call by name is refused as denied, not unknown.
@@ -327,6 +329,11 @@ class Host:
             for server, tool in pairs
             if (name := names.name_for(server.name, tool.name)) not in self._hidden
         ]
+
+    def listed_tool(self, name: str) -> Tool | None:
+        """The server's definition behind a namespaced ``name`` of the last ``tools()``."""
+        found = self._tool_index.get(name)
+        return None if found is None else found[1]
 
     def find_client_for(self, name: str) -> tuple[Client, str]:
         """The client and the server's own tool name behind a namespaced ``name``.

@@ -9,7 +9,12 @@ elsewhere can neither read nor drive the inspector.
 API (JSON in, JSON out, under ``/<token>/api/``): ``GET events`` (Server-Sent Events:
 a ``snapshot``, then ``message``, ``status``, ``lists``, ``progress``, ``elicitation``,
 ``elicitation_done``, ``notice``), ``POST call``, ``read``, ``prompt``, ``elicitation``,
-``reconnect``, ``refresh``.
+``reconnect``, ``refresh``; for MCP Apps views, ``view`` (open a tool's view),
+``app-call`` and ``app-read`` (a view's requests, checked in ``_views``).
+
+The one path outside the token: ``GET /apps/<view id>``, a view's document, with its
+own policy instead of the page's (``_views.view_policy``); the id is random and known
+only to the page that opened it, and the view's URL never holds the token.
 """
 
 from __future__ import annotations
@@ -24,16 +29,19 @@ from typing import Any
 import msgspec
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, StreamingResponse
+from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ._session import InspectorSession
+from ._views import view_policy
 
 __all__ = ["build_app"]
 
 STATIC = Path(__file__).parent / "static"
+#: Where views (MCP Apps) are served, outside the token (see the module's docstring).
+VIEW_PREFIX = "/apps/"
 BODY_LIMIT = 1_000_000
 #: A comment line on an idle stream, so a dead page is noticed and proxies keep it open.
 KEEPALIVE_SECONDS = 15.0
@@ -77,16 +85,21 @@ class LoopbackGuard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        problem = self._problem(scope)
+        view = scope["path"].startswith(VIEW_PREFIX)
+        problem = self._problem(scope, view)
         if problem is not None:
             await PlainTextResponse(problem, status_code=403)(scope, receive, send)
             return
-        await self.app(scope, receive, _with_page_policy(send))
+        # A view's document carries its own policy (its route sets it), never the page's.
+        await self.app(scope, receive, send if view else _with_page_policy(send))
 
-    def _problem(self, scope: Scope) -> str | None:
+    def _problem(self, scope: Scope, view: bool) -> str | None:
         path: str = scope["path"]
         first = "/" + path.lstrip("/").split("/", 1)[0]
-        if not hmac.compare_digest(first.encode(), self.prefix.encode()):
+        if view:
+            if scope["method"] != "GET":
+                return "forbidden: a view is only read"
+        elif not hmac.compare_digest(first.encode(), self.prefix.encode()):
             return "forbidden: open the URL the inspector printed (it carries the access token)"
         headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
         if headers.get("host") not in self.hosts:
@@ -209,6 +222,15 @@ def _routes(session: InspectorSession) -> list[Route | Mount]:
         await session.refresh()
         return {"ok": True}
 
+    async def view(body: dict[str, Any]) -> dict[str, Any]:
+        return await session.open_view(_text(body, "tool"))
+
+    async def app_call(body: dict[str, Any]) -> dict[str, Any]:
+        return await session.app_call(_text(body, "view"), _text(body, "name"), _object(body, "arguments"))
+
+    async def app_read(body: dict[str, Any]) -> dict[str, Any]:
+        return await session.app_read(_text(body, "view"), _text(body, "uri"))
+
     api = {
         "call": call,
         "read": read,
@@ -216,6 +238,9 @@ def _routes(session: InspectorSession) -> list[Route | Mount]:
         "elicitation": elicitation,
         "reconnect": reconnect,
         "refresh": refresh,
+        "view": view,
+        "app-call": app_call,
+        "app-read": app_read,
     }
 
     async def post(request: Request) -> JSONResponse:
@@ -225,7 +250,7 @@ def _routes(session: InspectorSession) -> list[Route | Mount]:
         try:
             return _Json(await handler(await _json_body(request)))
         except (ValueError, KeyError, ConnectionError) as exc:
-            message = f"no pending question {exc}" if isinstance(exc, KeyError) else str(exc)
+            message = f"no pending question or open view {exc}" if isinstance(exc, KeyError) else str(exc)
             return _Json({"error": {"kind": "local", "message": message}}, status_code=400)
 
     return [
@@ -236,8 +261,27 @@ def _routes(session: InspectorSession) -> list[Route | Mount]:
     ]
 
 
+def _view_route(session: InspectorSession, port: int) -> Route:
+    page_origins = [f"http://127.0.0.1:{port}", f"http://localhost:{port}"]
+
+    async def view_document(request: Request) -> Response:
+        try:
+            view = session.views.get(request.path_params["id"])
+        except KeyError:
+            return PlainTextResponse("no such view (it was closed, or the inspector reconnected)", status_code=404)
+        headers = {
+            "Content-Security-Policy": view_policy(view, page_origins),
+            "Referrer-Policy": "no-referrer",
+            "X-Content-Type-Options": "nosniff",
+            "Cache-Control": "no-store",
+        }
+        return Response(view.html, media_type="text/html; charset=utf-8", headers=headers)
+
+    return Route(VIEW_PREFIX + "{id}", view_document)
+
+
 def build_app(session: InspectorSession, *, token: str, port: int) -> ASGIApp:
     """The guarded ASGI app serving the page and its API for ``session``."""
     inner = Starlette(routes=_routes(session))
-    outer = Starlette(routes=[Mount(f"/{token}", app=inner)])
+    outer = Starlette(routes=[_view_route(session, port), Mount(f"/{token}", app=inner)])
     return LoopbackGuard(outer, token=token, port=port)

@@ -18,9 +18,11 @@ from typing import Any
 
 import msgspec
 
-from ..client import Client, ClientHandlers, ClientTransport, Elicitation, ListChanged
+from ..client import Client, ClientHandlers, ClientOptions, ClientTransport, Elicitation, ListChanged
 from ..errors import MCPError, ProtocolError
+from ..protocol._apps import UI_EXTENSION, UI_MIME_TYPE
 from ._observer import ObservedTransport
+from ._views import Views
 
 __all__ = ["InspectorSession", "TransportFactory"]
 
@@ -66,6 +68,7 @@ class InspectorSession:
         self._status: dict[str, Any] = {"state": "idle"}
         self._lists: dict[str, list[Any]] = {kind: [] for kind in _LIST_KINDS}
         self._connect_lock = asyncio.Lock()
+        self.views = Views()
         self.generation = 0  # bumped on every (re)connect, so the page can tell
 
     # -- the page's event streams -------------------------------------------------------
@@ -130,6 +133,8 @@ class InspectorSession:
                 transport,
                 timeout=self._timeout,
                 handlers=ClientHandlers(elicitation=self._ask_user),
+                # The page shows MCP Apps views (the io.modelcontextprotocol/ui extension).
+                options=ClientOptions(extensions={UI_EXTENSION: {"mimeTypes": [UI_MIME_TYPE]}}),
             )
             try:
                 await client.connect()
@@ -263,6 +268,32 @@ class InspectorSession:
         except (MCPError, OSError) as exc:
             return {"error": _error_body(exc), "ms": _ms_since(started)}
         return {"result": result, "ms": _ms_since(started)}
+
+    # -- MCP Apps views (_views.py) ---------------------------------------------------------
+    async def open_view(self, tool: str) -> dict[str, Any]:
+        """Read the UI resource of ``tool`` and keep it to be served as a view: the
+        page's iframe loads it from ``/apps/<id>``. Raises ``ValueError`` saying why not."""
+        client = self._connected()
+        return await self.views.open(client, self._listed_tool(tool))
+
+    async def app_call(self, view: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """A view's ``tools/call``: only a tool of this server whose visibility lets
+        the app call it (ext-apps, Visibility); else a JSON-RPC error for the view."""
+        self.views.get(view)  # KeyError: not a view of this page
+        refused = self.views.refusal(self._lists["tools"], name)
+        if refused is not None:
+            return {"error": refused}
+        return await self.call_tool(name, arguments, "")
+
+    async def app_read(self, view: str, uri: str) -> dict[str, Any]:
+        self.views.get(view)
+        return await self.read_resource(uri)
+
+    def _listed_tool(self, name: str) -> dict[str, Any]:
+        for tool in self._lists["tools"]:
+            if isinstance(tool, dict) and tool.get("name") == name:
+                return tool
+        raise ValueError(f"{self.target} lists no tool named {name!r}")
 
     async def read_resource(self, uri: str) -> dict[str, Any]:
         return await self._run(lambda client: client.read_resource(uri))

@@ -1,5 +1,6 @@
 """The server framework: register tools, resources and prompts; serve them anywhere."""
 
+from ._apps import UiCsp, UiResource
 from ._bus import Event, LocalBus, SubscriptionBus
 from ._content import Audio, EmbeddedResource, Image, ResourceLink, Text, ToolResult
 from ._context import (
@@ -47,4 +48,6 @@ __all__ = [
     "TaskStore",
     "Text",
     "ToolResult",
+    "UiCsp",
+    "UiResource",
 ]

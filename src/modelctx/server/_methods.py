@@ -20,6 +20,7 @@ from ..protocol import _meta
 from ..protocol._versions import Feature
 from ..transports._identity import principal_key
 from ..transports._session import HandshakeSession
+from ._apps import tools_for_client
 from ._bus import Event
 from ._content import (
     EmbeddedResource,
@@ -57,6 +58,8 @@ def _decode_cursor(kind: str, cursor: Any) -> int:
 def _page(call: Call, kind: str, key: str) -> dict[str, Any]:
     server = call.server
     items = server.registry.wire_list(kind)
+    if kind == "tools":
+        items = tools_for_client(server, items, call.capabilities)
     cursor = call.params.get("cursor")
     start = 0 if cursor is None else _decode_cursor(kind, cursor)
     size = server.config.page_size

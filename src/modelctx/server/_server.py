@@ -38,6 +38,7 @@ from ..protocol._request_state import StateSealer
 from ..protocol._versions import SUPPORTED_VERSIONS
 from ..transports._seam import Peer, ResponseStream, Send
 from ..transports._session import HandshakeSession
+from ._apps import bind_tool_ui
 from ._bus import Event, ListenSlots, LocalBus, SubscriptionBus
 from ._compose import Mount
 from ._context import Context
@@ -76,7 +77,8 @@ _EXTENSION_ID = re.compile(rf"{_LABEL}(?:\.{_LABEL})*/[A-Za-z0-9](?:[A-Za-z0-9._
 # named at the decorator rather than as a TypeError from deep inside.
 _TOOL_OPTIONS = frozenset(
     {"name", "title", "description", "annotations", "icons", "meta", "structured_output",
-     "input_schema", "output_schema", "cache", "inline", "replace", "task", "task_start"}
+     "input_schema", "output_schema", "cache", "inline", "replace", "task", "task_start",
+     "ui", "ui_visibility"}
 )
 _PROMPT_OPTIONS = frozenset({"name", "title", "description", "icons", "meta", "replace"})
 
@@ -266,7 +268,9 @@ class Server:
         as a dict), ``icons``, ``meta``, ``structured_output`` (force on or off),
         ``input_schema``/``output_schema`` (override the derived ones; an ``input_schema``
         is enforced on every call), ``cache``, ``replace`` (replace a tool of the same
-        name instead of raising), ``inline``. Raises ``RegistrationError``.
+        name instead of raising), ``inline``, ``ui`` (a ``UiResource`` or a ``ui://`` URI:
+        its MCP Apps view) and ``ui_visibility`` (``["app"]``: only its view may call it).
+        Raises ``RegistrationError``.
 
         A plain (sync) function runs on a worker thread, so it may block. ``inline=True``
         runs it on the event loop instead, saving the hop to the thread: only for a
@@ -282,7 +286,7 @@ class Server:
     def add_tool(self, fn: Callable[..., Any], *, replace: bool = False, **options: Any) -> None:
         """Register ``fn`` as a tool (the options of ``tool``). Raises ``RegistrationError``."""
         _check_options("tool", options, _TOOL_OPTIONS)
-        definition = ToolDef.build(fn, Context, **options)
+        definition = ToolDef.build(fn, Context, **bind_tool_ui(self, fn, options))
         self._registry.put("tools", definition.name, definition, replace=replace)
         if definition.task != "forbidden" and self._task_store is None:
             self._task_store = self._default_task_store()

@@ -1,6 +1,7 @@
 // The inspector page: one event stream from the inspector process, a JSON API to act.
 // Every URL is relative to the page's, so each request carries the access token in its path.
 
+import { closeView, openView, toolUi } from "./apps.js";
 import { buildForm, FormError } from "./form.js";
 import { el, json, renderError, renderToolResult, renderReadResult, renderPromptResult } from "./render.js";
 
@@ -78,7 +79,8 @@ function findItem(kind, key) {
   return (state.lists[kind] || []).find((item) => KINDS[kind].key(item) === key);
 }
 
-function select(kind, key) {
+async function select(kind, key) {
+  await closeView();
   state.selected = { kind, key };
   document.querySelectorAll(".items button").forEach((b) =>
     b.toggleAttribute("aria-current", b.dataset.kind === kind && b.dataset.key === key));
@@ -115,6 +117,8 @@ function showTool(tool) {
     el("button", { type: "submit", id: "call", text: `Call ${tool.name}` }));
   const progress = el("div", { class: "progress", id: "progress" });
   const area = resultArea();
+  const ui = toolUi(tool);
+  const viewBox = ui ? el("div", { class: "app-view", id: "app-view" }) : "";
   wrapper.addEventListener("submit", async (event) => {
     event.preventDefault();
     let args;
@@ -128,13 +132,17 @@ function showTool(tool) {
     progress.dataset.callId = callId;
     progress.replaceChildren();
     area.replaceChildren(el("p", { text: "calling …" }));
+    // The view loads beside the call (ext-apps: rendered in parallel, fed input then result).
+    const view = ui ? await openView({ post, notice, tool, args, container: viewBox }) : null;
     const reply = await post("call", { name: tool.name, arguments: args, callId });
     area.replaceChildren(reply.error ? renderError(reply.error) : renderToolResult(reply.result, readResource));
     if (reply.ms !== undefined) area.append(timing(reply.ms));
+    if (view) reply.error ? view.toolCancelled(reply.error.message) : view.toolResult(reply.result);
   });
   const annotations = tool.annotations ? el("details", {}, el("summary", { text: "Annotations" }), json(tool.annotations)) : "";
   const schema = el("details", {}, el("summary", { text: "Input schema" }), json(tool.inputSchema));
-  $("detail").replaceChildren(heading(tool, "tool"), annotations, schema, wrapper, progress, area);
+  const uiNote = ui ? el("p", { class: "ui-note", text: `Has a view: ${ui} (shown when called)` }) : "";
+  $("detail").replaceChildren(heading(tool, "tool"), uiNote, annotations, schema, wrapper, progress, viewBox, area);
 }
 
 function showProgress(event) {
