@@ -275,7 +275,7 @@ class DevAuthorizationServer:
         be used, or None."""
         if not client_id or not is_metadata_url(client_id) or self._oauth.store.client(client_id) is not None:
             return None
-        if not self._oauth.registration:  # no document is fetched: the client is unknown
+        if not self._oauth.client_documents:  # no document is fetched: the client is unknown
             return None
         if self._fetching >= _cimd.MAX_FETCHES:
             log.warning("client metadata document refused: %d are being fetched already", self._fetching)

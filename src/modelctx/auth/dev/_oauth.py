@@ -192,6 +192,7 @@ class OAuthServer(AuthorizationServer):  # type: ignore[misc]
         access_token_ttl: int = 3600,
         grant_types: Sequence[str] = GRANT_TYPES,
         registration: bool = True,
+        client_documents: bool = True,
     ) -> None:
         super().__init__(scopes_supported=scopes_supported)
         unknown = set(grant_types) - set(GRANT_TYPES)
@@ -199,6 +200,7 @@ class OAuthServer(AuthorizationServer):  # type: ignore[misc]
             raise ValueError(f"grant types {sorted(unknown)} are not served; choose from {GRANT_TYPES}")
         self.grant_types = list(grant_types)
         self.registration = registration
+        self.client_documents = registration and client_documents
         self.resources = resources
         self.issuer = issuer
         self.key = key
@@ -234,8 +236,9 @@ class OAuthServer(AuthorizationServer):  # type: ignore[misc]
             "authorization_response_iss_parameter_supported": True,
             "dpop_signing_alg_values_supported": list(self.dpop.algorithms),  # RFC 9449 5.1
         }
-        if self.registration:  # RFC 7591, and Client ID Metadata Documents
+        if self.registration:  # RFC 7591
             metadata["registration_endpoint"] = self.endpoint("register")
+        if self.client_documents:
             metadata["client_id_metadata_document_supported"] = True
         if self.scopes_supported:
             metadata["scopes_supported"] = list(self.scopes_supported)

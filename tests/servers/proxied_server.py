@@ -1,0 +1,35 @@
+"""An MCP server behind an ``OAuthProxy`` whose upstream is ``modelctx auth-server
+--no-registration`` (argv: upstream issuer, port); the proxy's client there is
+``proxy:proxy-secret``. ``whoami`` says who the proxy's token names."""
+
+from __future__ import annotations
+
+import sys
+
+from modelctx import Context, Server
+from modelctx.auth import OAuthProxy
+
+upstream, port = sys.argv[1], int(sys.argv[2])
+resource = f"http://127.0.0.1:{port}/mcp"
+
+server = Server("proxied", version="1.0.0")
+
+
+@server.tool
+def whoami(ctx: Context) -> str:
+    """The subject, issuer and client of the caller's token."""
+    principal = ctx.principal
+    return f"{principal.subject} {principal.issuer} {principal.client_id}"
+
+
+proxy = OAuthProxy(
+    resource,
+    upstream_authorize=f"{upstream}/authorize",
+    upstream_token=f"{upstream}/token",
+    client_id="proxy",
+    client_secret="proxy-secret",
+    upstream_issuer=upstream,  # its access tokens are JWTs: the sub is read from them
+    upstream_resource=f"{upstream}/userinfo",  # the dev server wants a resource named
+    scopes=["notes:read"],
+)
+server.run("http", port=port, auth=proxy, ready_message=f"proxied server ready at {resource}")
