@@ -354,7 +354,15 @@ def test_a_replayed_callback_is_refused(setup: Setup) -> None:
     browser = Browser()
     callback = _upstream_answer(setup, browser)
     assert browser.get(callback).headers["location"].startswith(REDIRECT)
-    assert browser.get(callback).status_code == 400
+    replayed = browser.get(callback)  # the same browser, its cookie still there: the state is spent
+    assert replayed.status_code == 400 and "location" not in replayed.headers
+
+
+def test_two_sign_ins_at_once_in_one_browser_both_complete(setup: Setup) -> None:
+    browser = Browser()
+    first, second = _upstream_answer(setup, browser), _upstream_answer(setup, browser)
+    assert browser.get(second).headers["location"].startswith(REDIRECT)
+    assert browser.get(first).headers["location"].startswith(REDIRECT)
 
 
 def test_a_callback_with_a_state_the_proxy_never_sent_is_refused(setup: Setup) -> None:
@@ -373,3 +381,29 @@ def test_pending_sign_ins_are_bounded(setup: Setup) -> None:
     assert browser.get(first).status_code == 400
     # The newest is still there.
     assert browser.get(_upstream_answer(setup, browser, url)).headers["location"].startswith(REDIRECT)
+
+
+def _client_query(response: httpx.Response) -> dict[str, str]:
+    assert response.status_code == 302 and response.headers["location"].startswith(REDIRECT), response.text
+    return dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(response.headers["location"]).query))
+
+
+def test_an_answer_naming_another_issuer_is_not_exchanged(setup: Setup) -> None:
+    # RFC 9207: a code from another authorization server (a mix-up) is never sent to the upstream.
+    browser = Browser()
+    callback = _upstream_answer(setup, browser)
+    query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(callback).query))
+    assert query["iss"] == setup.upstream
+    mixed_up = callback.replace(urllib.parse.quote(setup.upstream, safe=""), urllib.parse.quote("http://127.0.0.1:1", safe=""))
+    answer = _client_query(browser.get(mixed_up))
+    assert (answer["error"], answer["state"], answer["iss"]) == ("temporarily_unavailable", "client-state", setup.proxy)
+    assert "code" not in answer
+
+
+def test_the_upstream_refusing_reaches_the_client_as_access_denied(setup: Setup) -> None:
+    browser = Browser()
+    callback = _upstream_answer(setup, browser)
+    state = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(callback).query))["state"]
+    refused = f"{setup.proxy}/oauth/callback?" + urllib.parse.urlencode({"error": "access_denied", "state": state})
+    answer = _client_query(browser.get(refused))
+    assert (answer["error"], answer["state"]) == ("access_denied", "client-state") and "code" not in answer

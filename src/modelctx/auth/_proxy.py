@@ -262,7 +262,7 @@ class OAuthProxy:
         oauth_request, grant = checked
         client_id = grant.request.client.client_id
         if self._approvals.approved(request.cookies.get(self._cookies["approved"]), client_id, grant.redirect_uri):
-            return self._to_upstream(pairs)
+            return self._to_upstream(request, pairs)
         return self._consent_page(grant, pairs)
 
     def _checked(self, request: Request, pairs: list[tuple[str, str]]) -> tuple[Any, Any] | Response:
@@ -314,7 +314,7 @@ class OAuthProxy:
         oauth_request, grant = checked
         if form.get("decision") != "approve":
             return to_response(self._oauth.create_authorization_response(oauth_request, None, grant))
-        response = self._to_upstream(pairs)
+        response = self._to_upstream(request, pairs)
         approved = self._approvals.add(
             request.cookies.get(self._cookies["approved"]), grant.request.client.client_id, grant.redirect_uri
         )
@@ -322,9 +322,9 @@ class OAuthProxy:
         return response
 
     # Step 3: the transaction, and the browser sent upstream.
-    def _to_upstream(self, pairs: list[tuple[str, str]]) -> Response:
+    def _to_upstream(self, request: Request, pairs: list[tuple[str, str]]) -> Response:
         pkce = Pkce()
-        state, browser = self._transactions.open(pairs, pkce.verifier)
+        state, browser = self._transactions.open(pairs, pkce.verifier, request.cookies.get(self._cookies["flow"]))
         response = RedirectResponse(self.upstream.authorization_url(state, pkce), 302, headers=NO_STORE)
         # Lax: the upstream sends the browser back with a top-level GET from its own site.
         self._set_cookie(response, "flow", browser, max_age=int(TRANSACTION_LIFETIME), samesite="lax")
@@ -351,8 +351,7 @@ class OAuthProxy:
             response = self._failed(grant, query)
         else:
             response = to_response(self._oauth.create_authorization_response(oauth_request, subject, grant))
-        response.delete_cookie(self._cookies["flow"], path="/", secure=self._secure, httponly=True, samesite="lax")
-        return response
+        return response  # the flow cookie stays: other sign-ins of this browser may be pending
 
     async def _signed_in(self, query: Mapping[str, str], verifier: str) -> str | None:
         """The upstream user this callback signed in, or None (logged: why)."""

@@ -8,8 +8,8 @@ Confused Deputy, Required Protections):
   remembers.
 * ``Transactions``: each authorization forwarded upstream, under the random ``state``
   sent there, created only once the user approved (or had approved) the client, bound
-  to the browser by a second secret in a cookie set with the redirect upstream, used
-  once, ten minutes at most, at most ``MAX_TRANSACTIONS`` at once (the oldest goes).
+  to the browser by a secret of its own in a cookie set with the redirect upstream
+  (the callback must carry it), used once, ten minutes at most, at most ``MAX_TRANSACTIONS`` at once (the oldest goes).
 
 Neither holds a token: the upstream's tokens are read in the callback and dropped.
 """
@@ -20,6 +20,7 @@ import base64
 import hashlib
 import hmac
 import json
+import re
 import secrets
 import time
 from collections import OrderedDict
@@ -30,6 +31,7 @@ __all__ = ["Approvals", "Transaction", "Transactions"]
 TRANSACTION_LIFETIME = 600.0  # seconds, as a code's (OAuth 2.1 section 4.1.2)
 MAX_TRANSACTIONS = 1000
 APPROVAL_LIFETIME = 30 * 24 * 3600.0
+_SECRET = re.compile(r"[A-Za-z0-9_-]{43}")  # token_urlsafe(32)
 MAX_APPROVALS = 20  # clients one browser's cookie remembers (the oldest goes): a cookie is at most 4 KB
 
 
@@ -50,14 +52,19 @@ class Transactions:
     def __init__(self) -> None:
         self._pending: OrderedDict[str, Transaction] = OrderedDict()
 
-    def open(self, pairs: list[tuple[str, str]], verifier: str) -> tuple[str, str]:
-        """Hold the request ``pairs`` and ``verifier``; returns (state, browser secret)."""
+    def open(self, pairs: list[tuple[str, str]], verifier: str, browser: str | None) -> tuple[str, str]:
+        """Hold the request ``pairs`` and ``verifier`` for the browser whose secret is
+        ``browser`` (its cookie; a new secret when None); returns (state, browser secret).
+        One secret per browser, not per transaction: two sign-ins at once in one browser
+        (two MCP clients) each complete."""
         now = time.time()
         while self._pending and next(iter(self._pending.values())).expires_at <= now:
             self._pending.popitem(last=False)
         while len(self._pending) >= MAX_TRANSACTIONS:
             self._pending.popitem(last=False)
-        state, browser = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+        if browser is None or not _SECRET.fullmatch(browser):
+            browser = secrets.token_urlsafe(32)
+        state = secrets.token_urlsafe(32)
         self._pending[state] = Transaction(tuple(pairs), verifier, _digest(browser), now + TRANSACTION_LIFETIME)
         return state, browser
 
