@@ -50,7 +50,8 @@ class Setup:
 
 @pytest.fixture(scope="module")
 def setup() -> Iterator[Setup]:
-    options = ("--auto-approve", "--no-registration", "--client", ":".join(PROXY_CLIENT))
+    # Upstream tokens live 20 s: under the proxy's 30 s margin, so each use renews them.
+    options = ("--auto-approve", "--no-registration", "--client", ":".join(PROXY_CLIENT), "--token-ttl", "20")
     with dev_auth_server(*options) as upstream:
         port = free_port()
         command = [sys.executable, "-P", str(PROXIED_SERVER), upstream, str(port)]
@@ -187,7 +188,11 @@ async def test_our_client_registers_at_the_proxy_signs_in_upstream_and_calls_a_t
     )
     async with Client(setup.url, auth=auth) as client:
         result = await client.call_tool("whoami", {})
+        upstream = [json.loads((await client.call_tool("upstream_claims", {})).content[0].text) for _ in range(2)]
     subject, issuer, client_id = result.content[0].text.split()
+    # The server, not the client, holds the upstream's token of this sign-in, and renews it when it expires.
+    assert [(c["iss"], c["sub"], c["aud"]) for c in upstream] == [(setup.upstream, "dev-user", f"{setup.upstream}/userinfo")] * 2
+    assert upstream[0]["jti"] != upstream[1]["jti"]
     assert (subject, issuer) == ("dev-user", setup.proxy)  # the upstream's user, in the proxy's token
 
     stored = await store.get(setup.url, setup.proxy)

@@ -1,9 +1,12 @@
 """An MCP server behind an ``OAuthProxy`` whose upstream is ``modelctx auth-server
 --no-registration`` (argv: upstream issuer, port); the proxy's client there is
-``proxy:proxy-secret``. ``whoami`` says who the proxy's token names."""
+``proxy:proxy-secret``. ``whoami`` says who the proxy's token names; ``upstream_claims`` what the upstream's
+token of that sign-in says (``OAuthProxy.upstream_token``)."""
 
 from __future__ import annotations
 
+import base64
+import json
 import sys
 
 from modelctx import Context, Server
@@ -20,6 +23,15 @@ def whoami(ctx: Context) -> str:
     """The subject, issuer and client of the caller's token."""
     principal = ctx.principal
     return f"{principal.subject} {principal.issuer} {principal.client_id}"
+
+
+@server.tool
+async def upstream_claims(ctx: Context) -> str:
+    """What the upstream's token of the caller's sign-in says (the token itself stays here)."""
+    token = await proxy.upstream_token(ctx.principal)
+    payload = token.split(".")[1]
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    return json.dumps({key: claims[key] for key in ("iss", "aud", "sub", "jti")})
 
 
 proxy = OAuthProxy(

@@ -21,12 +21,13 @@ own tokens, for this MCP server only. One authorization, step by step:
 4. ``GET <callback>`` from the upstream: the state must name an open transaction and
    the cookie match it (single use, ten minutes); the code is exchanged server to
    server with the proxy's credentials and the verifier; ``identify`` names the user
-   from the upstream's answer; the upstream's tokens are then dropped, never sent on
-   (Token Passthrough).
+   from the upstream's answer. The upstream's tokens stay in the proxy, never sent on
+   (Token Passthrough): a tool reaches them with ``upstream_token(ctx.principal)`` to
+   call the upstream's API as the user.
 5. The MCP client gets a code of the proxy's at its redirect URI (with its own
    ``state`` and ``iss``, RFC 9207), and at ``/token`` a JWT the proxy signs: ``iss``
-   the proxy, ``aud`` this server's resource URL, ``sub`` the upstream user, and a
-   rotating refresh token of the proxy's own. Codes are single use (a replay revokes
+   the proxy, ``aud`` this server's resource URL, ``sub`` the upstream user, ``sid``
+   the sign-in, and a rotating refresh token of the proxy's own. Codes are single use (a replay revokes
    what the code gave), state is bounded as the development server's is.
 
 The proxy is also the ``ResourceAuth`` of the MCP endpoint: ``HttpApp(server,
@@ -37,8 +38,11 @@ upstream, or for another resource, is refused) and serves the proxy's endpoints
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import html
 import logging
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -53,10 +57,18 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from ..errors import InvalidToken
+from ..errors import AuthorizationError, InvalidToken
 from ._jwt import JwtVerifier
 from ._pkce import Pkce
-from ._proxy_state import APPROVAL_LIFETIME, TRANSACTION_LIFETIME, Approvals, Transactions
+from ._proxy_state import (
+    APPROVAL_LIFETIME,
+    SESSION_LIFETIME,
+    TRANSACTION_LIFETIME,
+    Approvals,
+    Transactions,
+    UpstreamSession,
+    UpstreamSessions,
+)
 from ._proxy_upstream import Identify, Upstream, UpstreamError
 from ._resource import AccessToken, ProtectedResource
 from .dev._consent import PAGE_HEADERS, Consents
@@ -174,9 +186,12 @@ class OAuthProxy:
             scopes_supported=scope_list,
             required_scopes=required_scopes,
         )
+        self._oauth.family_claims = lambda family: {"sid": _sid(family)}
         self._consents = Consents()
         self._approvals = Approvals()
         self._transactions = Transactions()
+        self._sessions = UpstreamSessions()
+        self._refreshing = asyncio.Lock()  # one upstream refresh at a time: a rotated token is used once
         secure = urlsplit(self.issuer).scheme == "https"
         # __Host-: only this origin, Path=/, Secure (security_best_practices.mdx, Consent
         # Cookie Security); a loopback http development server cannot set Secure ones.
@@ -221,6 +236,38 @@ class OAuthProxy:
                 f"the OAuth proxy keeps its clients, codes and pending sign-ins in memory: {processes} workers "
                 "would each know only their own; serve one worker"
             )
+
+    # -- the upstream's API, for the server's own calls ------------------------------------
+    async def upstream_token(self, principal: AccessToken) -> str:
+        """The upstream's access token of the sign-in behind ``principal`` (``ctx.principal``
+        of a request this proxy authenticated), for a tool to call the upstream's API as
+        the user. It is the server's to use: never return it to the MCP client. An expired
+        one is refreshed upstream first when the upstream gave a refresh token.
+
+        Raises ``AuthorizationError`` when the proxy holds no upstream token for it (the
+        proxy restarted or dropped it past its cap, or the refresh failed): the user signs
+        in again."""
+        sid = principal.claims.get("sid") if principal.issuer == self.issuer else None
+        session = self._sessions.get(sid) if isinstance(sid, str) else None
+        if session is None:
+            raise AuthorizationError(
+                "the proxy holds no upstream token for this sign-in (it restarted or forgot it); sign in again"
+            )
+        if session.expires_at is None or session.expires_at > time.time() + 30:
+            return session.access_token
+        async with self._refreshing:
+            if session.expires_at is not None and session.expires_at <= time.time() + 30:
+                if session.refresh_token is None:
+                    raise AuthorizationError("the upstream token of this sign-in expired; sign in again")
+                try:
+                    tokens = await self.upstream.refresh(session.refresh_token)
+                except UpstreamError as exc:
+                    log.warning("OAuth proxy: %s", exc.message)
+                    raise AuthorizationError("the upstream refused to renew this sign-in; sign in again") from None
+                renewed = _session(tokens, previous=session)
+                self._sessions.put(str(sid), renewed)
+                session = renewed
+        return session.access_token
 
     # -- routes -------------------------------------------------------------------------
     def _routes(self) -> list[Route]:
@@ -346,15 +393,19 @@ class OAuthProxy:
         if isinstance(checked, Response):  # the client went away meanwhile (its registration dropped)
             return checked
         oauth_request, grant = checked
-        subject = await self._signed_in(query, transaction.verifier)
-        if subject is None:
-            response = self._failed(grant, query)
-        else:
-            response = to_response(self._oauth.create_authorization_response(oauth_request, subject, grant))
-        return response  # the flow cookie stays: other sign-ins of this browser may be pending
+        signed_in = await self._signed_in(query, transaction.verifier)
+        if signed_in is None:
+            return self._failed(grant, query)
+        subject, tokens = signed_in
+        reply = self._oauth.create_authorization_response(oauth_request, subject, grant)
+        code = dict(parse_qsl(urlsplit(reply.location or "").query)).get("code")
+        if code is not None:  # the proxy's tokens from this code carry sid = _sid(code)
+            self._sessions.put(_sid(code), _session(tokens))
+        return to_response(reply)  # the flow cookie stays: other sign-ins of this browser may be pending
 
-    async def _signed_in(self, query: Mapping[str, str], verifier: str) -> str | None:
-        """The upstream user this callback signed in, or None (logged: why)."""
+    async def _signed_in(self, query: Mapping[str, str], verifier: str) -> tuple[str, dict[str, Any]] | None:
+        """The upstream user this callback signed in and the upstream's token response,
+        or None (logged: why)."""
         if "error" in query or not query.get("code"):
             log.info("OAuth proxy: the upstream answered %r", query.get("error", "no code")[:100])
             return None
@@ -363,7 +414,7 @@ class OAuthProxy:
             return None  # RFC 9207 2.4: a mix-up
         try:
             tokens = await self.upstream.exchange(query["code"], verifier)
-            return await self.upstream.subject(tokens)
+            return await self.upstream.subject(tokens), tokens
         except UpstreamError as exc:
             log.warning("OAuth proxy: %s", exc.message)
             return None
@@ -385,6 +436,22 @@ class OAuthProxy:
         response.set_cookie(
             self._cookies[name], value, max_age=max_age, path="/", secure=self._secure, httponly=True, samesite=samesite
         )
+
+
+def _sid(family: str) -> str:
+    """The ``sid`` claim of a sign-in's tokens: named after its code, without revealing it."""
+    return hashlib.sha256(f"modelctx-proxy-sid:{family}".encode()).hexdigest()[:32]
+
+
+def _session(tokens: Mapping[str, Any], previous: UpstreamSession | None = None) -> UpstreamSession:
+    expires_in = tokens.get("expires_in")
+    refresh = tokens.get("refresh_token")
+    return UpstreamSession(
+        access_token=str(tokens["access_token"]),
+        refresh_token=refresh if isinstance(refresh, str) else (previous.refresh_token if previous else None),
+        expires_at=time.time() + expires_in if isinstance(expires_in, (int, float)) and expires_in > 0 else None,
+        forget_at=previous.forget_at if previous else time.time() + SESSION_LIFETIME,
+    )
 
 
 def _jwt_subject(verifier: JwtVerifier) -> Identify:

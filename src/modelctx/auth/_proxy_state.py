@@ -11,7 +11,10 @@ Confused Deputy, Required Protections):
   to the browser by a secret of its own in a cookie set with the redirect upstream
   (the callback must carry it), used once, ten minutes at most, at most ``MAX_TRANSACTIONS`` at once (the oldest goes).
 
-Neither holds a token: the upstream's tokens are read in the callback and dropped.
+* ``UpstreamSessions``: the upstream's tokens of each sign-in, under the ``sid`` the
+  proxy's tokens of that sign-in carry, for the server's own calls to the upstream's API
+  (``OAuthProxy.upstream_token``); never sent to an MCP client. At most
+  ``MAX_SESSIONS``, the least recently used dropped (its user signs in again).
 """
 
 from __future__ import annotations
@@ -26,12 +29,14 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
-__all__ = ["Approvals", "Transaction", "Transactions"]
+__all__ = ["Approvals", "Transaction", "Transactions", "UpstreamSession", "UpstreamSessions"]
 
 TRANSACTION_LIFETIME = 600.0  # seconds, as a code's (OAuth 2.1 section 4.1.2)
 MAX_TRANSACTIONS = 1000
 APPROVAL_LIFETIME = 30 * 24 * 3600.0
 _SECRET = re.compile(r"[A-Za-z0-9_-]{43}")  # token_urlsafe(32)
+MAX_SESSIONS = 10_000  # each a few KB at most: an upstream token response
+SESSION_LIFETIME = 30 * 24 * 3600.0  # the proxy's refresh tokens live as long
 MAX_APPROVALS = 20  # clients one browser's cookie remembers (the oldest goes): a cookie is at most 4 KB
 
 
@@ -80,6 +85,42 @@ class Transactions:
 
     def __len__(self) -> int:
         return len(self._pending)
+
+
+@dataclass
+class UpstreamSession:
+    """The upstream's tokens of one sign-in; ``expires_at`` of the access token (None: not said)."""
+
+    access_token: str
+    refresh_token: str | None
+    expires_at: float | None
+    forget_at: float
+
+
+class UpstreamSessions:
+    """Each sign-in's upstream tokens by ``sid``, least recently used first."""
+
+    def __init__(self) -> None:
+        self._held: OrderedDict[str, UpstreamSession] = OrderedDict()
+
+    def put(self, sid: str, session: UpstreamSession) -> None:
+        self._held[sid] = session
+        self._held.move_to_end(sid)
+        while len(self._held) > MAX_SESSIONS:
+            self._held.popitem(last=False)
+
+    def get(self, sid: str) -> UpstreamSession | None:
+        session = self._held.get(sid)
+        if session is None:
+            return None
+        if session.forget_at <= time.time():
+            del self._held[sid]
+            return None
+        self._held.move_to_end(sid)
+        return session
+
+    def __len__(self) -> int:
+        return len(self._held)
 
 
 class Approvals:

@@ -3,8 +3,9 @@ pre-registered confidential client, its redirect URI at the proxy, PKCE S256 on 
 request (OAuth 2.1 section 7.5.1: a confidential client too), the code exchanged
 server to server, and who signed in read from what the upstream answered.
 
-The upstream's tokens end here: ``exchange`` returns them to the proxy's callback,
-which reads the subject and drops them (security best practices, Token Passthrough).
+The upstream's tokens stay in the proxy: ``exchange`` returns them to its callback,
+which reads the subject and keeps them for the server's own calls; no MCP client
+receives them (security best practices, Token Passthrough).
 """
 
 from __future__ import annotations
@@ -96,6 +97,13 @@ class Upstream:
             "redirect_uri": self.redirect_uri,
             "code_verifier": verifier,
         }
+        return await self._token_request(form, "the code")
+
+    async def refresh(self, refresh_token: str) -> dict[str, Any]:
+        """The upstream's token response for ``refresh_token`` (``UpstreamError`` as ``exchange``)."""
+        return await self._token_request({"grant_type": "refresh_token", "refresh_token": refresh_token}, "the refresh token")
+
+    async def _token_request(self, form: dict[str, str], what: str) -> dict[str, Any]:
         if self.resource is not None:
             form["resource"] = self.resource
         headers = {"accept": "application/json"}  # GitHub answers form-encoded without it
@@ -112,7 +120,7 @@ class Upstream:
         if reply.status != 200 or not isinstance(data.get("access_token"), str):
             reason = data.get("error_description") or data.get("error") or f"HTTP {reply.status}"
             raise UpstreamError(
-                f"the upstream token endpoint {self.token_url} refused the code: {str(reason)[:200]}; "
+                f"the upstream token endpoint {self.token_url} refused {what}: {str(reason)[:200]}; "
                 "check the proxy's client_id, client_secret and that its redirect URI "
                 f"{self.redirect_uri} is registered there"
             )

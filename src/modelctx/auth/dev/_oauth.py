@@ -12,7 +12,7 @@ import secrets
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -207,6 +207,9 @@ class OAuthServer(AuthorizationServer):  # type: ignore[misc]
         self.store = Store()
         self.access_token_ttl = access_token_ttl
         self.dpop = DPoPVerifier()  # proofs at the token endpoint
+        #: More claims for the access tokens of a grant family (the OAuth proxy's ``sid``);
+        #: they never replace the registered ones.
+        self.family_claims: Callable[[str], Mapping[str, Any]] | None = None
         self.metadata = self._metadata()
         self.register_grant(AuthorizationCodeGrant, [RequireS256(), RequireResource()])
         self.register_grant(RefreshTokenGrant)
@@ -302,6 +305,8 @@ class OAuthServer(AuthorizationServer):  # type: ignore[misc]
             claims["scope"] = scope
         if jkt is not None:
             claims["cnf"] = {"jkt": jkt}
+        if self.family_claims is not None:
+            claims = {**self.family_claims(family), **claims}
         header = {"alg": self.key.algorithm, "kid": self.key.kid, "typ": "at+jwt"}  # RFC 9068 section 2.1
         token: dict[str, Any] = {
             "access_token": jwt.encode(header, claims, self.key.key, algorithms=[self.key.algorithm]),
