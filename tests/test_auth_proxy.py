@@ -20,6 +20,7 @@ import hashlib
 import json
 import re
 import secrets
+import subprocess
 import sys
 import urllib.parse
 from collections.abc import Iterator
@@ -412,3 +413,30 @@ def test_the_upstream_refusing_reaches_the_client_as_access_denied(setup: Setup)
     refused = f"{setup.proxy}/oauth/callback?" + urllib.parse.urlencode({"error": "access_denied", "state": state})
     answer = _client_query(browser.get(refused))
     assert (answer["error"], answer["state"]) == ("access_denied", "client-state") and "code" not in answer
+
+
+def test_several_workers_are_refused_saying_why(tmp_path: Path) -> None:
+    # Each worker would hold its own clients, codes and pending sign-ins.
+    script = tmp_path / "workers.py"
+    script.write_text(
+        "from modelctx import Server\nfrom modelctx.auth import OAuthProxy\n"
+        f"proxy = OAuthProxy('http://127.0.0.1:{free_port()}/mcp', upstream_authorize='http://127.0.0.1:1/authorize',\n"
+        "    upstream_token='http://127.0.0.1:1/token', client_id='proxy', upstream_issuer='http://127.0.0.1:1')\n"
+        f"Server('s').run('http', port={free_port()}, workers=2, auth=proxy)\n"
+    )
+    result = subprocess.run([sys.executable, "-P", str(script)], capture_output=True, text=True, timeout=DEADLINE)
+    assert result.returncode == 1
+    assert "the OAuth proxy keeps its clients, codes and pending sign-ins in memory" in result.stderr
+    assert "serve one worker" in result.stderr
+
+
+def test_a_proxy_that_cannot_tell_who_signed_in_is_refused_when_built() -> None:
+    from modelctx.auth import OAuthProxy
+
+    with pytest.raises(ValueError, match="say how the proxy learns who signed in: identify="):
+        OAuthProxy("https://mcp.example.com/mcp", upstream_authorize="https://idp.example/authorize",
+                   upstream_token="https://idp.example/token", client_id="proxy")  # fmt: skip
+    with pytest.raises(ValueError, match="callback_url 'http://mcp.example.com/cb' must be https"):
+        OAuthProxy("https://mcp.example.com/mcp", upstream_authorize="https://idp.example/authorize",
+                   upstream_token="https://idp.example/token", client_id="proxy", upstream_issuer="https://idp.example",
+                   callback_url="http://mcp.example.com/cb")  # fmt: skip
