@@ -322,6 +322,10 @@ def test_a_replayed_code_is_refused_and_revokes_what_it_gave(setup: Setup) -> No
     assert exchange(setup, client_id, query["code"], verifier).json()["error"] == "invalid_grant"
     refresh = {"grant_type": "refresh_token", "refresh_token": first.json()["refresh_token"], "client_id": client_id}
     assert httpx.post(f"{setup.proxy}/token", data=refresh, timeout=DEADLINE).json()["error"] == "invalid_grant"
+    # The access token it gave is refused from now on, not only when it expires.
+    listed = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": modern_meta()}}
+    reply = mcp_post(setup.url, listed, token=first.json()["access_token"])
+    assert reply.status_code == 401 and "revoked" in reply.headers["www-authenticate"]
 
 
 def test_refresh_tokens_are_the_proxys_own_and_rotate(setup: Setup) -> None:
@@ -332,10 +336,13 @@ def test_refresh_tokens_are_the_proxys_own_and_rotate(setup: Setup) -> None:
     refresh = {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"], "client_id": client_id}
     renewed = httpx.post(f"{setup.proxy}/token", data=refresh, timeout=DEADLINE).json()
     assert claims(renewed["access_token"])["sub"] == "dev-user" and renewed["refresh_token"] != tokens["refresh_token"]
-    assert httpx.post(f"{setup.proxy}/token", data=refresh, timeout=DEADLINE).json()["error"] == "invalid_grant"
+    # The same sign-in (sid): a renewed token still reaches the upstream tokens of that sign-in.
+    assert claims(renewed["access_token"])["sid"] == claims(tokens["access_token"])["sid"]
     listed = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": modern_meta()}}
-    reply = mcp_post(setup.url, listed, token=renewed["access_token"])
-    assert reply.status_code == 200, reply.text
+    assert mcp_post(setup.url, listed, token=renewed["access_token"]).status_code == 200
+    # The rotated-out refresh token used again: a copy exists, so the whole sign-in is revoked.
+    assert httpx.post(f"{setup.proxy}/token", data=refresh, timeout=DEADLINE).json()["error"] == "invalid_grant"
+    assert mcp_post(setup.url, listed, token=renewed["access_token"]).status_code == 401
 
 
 # -- the upstream's answer: bound to the transaction and to the browser ----------------------------------

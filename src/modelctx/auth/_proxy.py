@@ -43,6 +43,7 @@ import hashlib
 import html
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -57,7 +58,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from ..errors import AuthorizationError, InvalidToken
+from ..errors import InvalidToken, ToolError
 from ._jwt import JwtVerifier
 from ._pkce import Pkce
 from ._proxy_state import (
@@ -83,6 +84,7 @@ __all__ = ["OAuthProxy"]
 log = logging.getLogger("modelctx.auth")
 
 MAX_AUTHORIZATION_REQUEST = 8 * 1024  # as the development server's (its reasons)
+MAX_REVOKED = 10_000  # revoked sign-ins remembered until their access tokens expire
 _GRANTS = ("authorization_code", "refresh_token")  # a user behind every token: no client_credentials
 
 
@@ -187,6 +189,10 @@ class OAuthProxy:
             required_scopes=required_scopes,
         )
         self._oauth.family_claims = lambda family: {"sid": _sid(family)}
+        # A replayed code or refresh token revokes its sign-in here too (someone holds a
+        # copy): its upstream tokens are dropped and its access tokens refused from now on.
+        self._oauth.store.on_revoked = self._revoke
+        self._revoked: OrderedDict[str, float] = OrderedDict()  # sid -> when its last token expires
         self._consents = Consents()
         self._approvals = Approvals()
         self._transactions = Transactions()
@@ -217,8 +223,22 @@ class OAuthProxy:
 
     async def authenticate(self, headers: Mapping[str, str], method: str = "POST") -> AccessToken:
         """The verified proxy token of a request; ``InvalidToken`` (an upstream token, one
-        for another resource, expired, ...) or ``InsufficientScope`` otherwise."""
-        return await self.resource.authenticate(headers, method)
+        for another resource, expired, of a revoked sign-in, ...) or ``InsufficientScope``
+        otherwise."""
+        principal = await self.resource.authenticate(headers, method)
+        if self._revoked and principal.claims.get("sid") in self._revoked:
+            raise InvalidToken("This sign-in was revoked (a code or refresh token of it was used twice); sign in again")
+        return principal
+
+    def _revoke(self, family: str) -> None:
+        sid = _sid(family)
+        self._sessions.drop(sid)
+        now = time.time()
+        while self._revoked and next(iter(self._revoked.values())) <= now:
+            self._revoked.popitem(last=False)
+        self._revoked[sid] = now + self._oauth.access_token_ttl
+        while len(self._revoked) > MAX_REVOKED:  # the oldest go: their tokens are the nearest to expiry
+            self._revoked.popitem(last=False)
 
     def challenge(self, refusal: Exception) -> tuple[int, str]:
         """The status and ``WWW-Authenticate`` challenge answering ``refusal``."""
@@ -244,26 +264,27 @@ class OAuthProxy:
         the user. It is the server's to use: never return it to the MCP client. An expired
         one is refreshed upstream first when the upstream gave a refresh token.
 
-        Raises ``AuthorizationError`` when the proxy holds no upstream token for it (the
-        proxy restarted or dropped it past its cap, or the refresh failed): the user signs
-        in again."""
+        Raises ``ToolError`` (its message is shown to the caller) when the proxy holds no
+        upstream token for it (the proxy restarted or dropped it past its cap) or the
+        upstream refused to renew it: the user signs in again."""
         sid = principal.claims.get("sid") if principal.issuer == self.issuer else None
         session = self._sessions.get(sid) if isinstance(sid, str) else None
         if session is None:
-            raise AuthorizationError(
-                "the proxy holds no upstream token for this sign-in (it restarted or forgot it); sign in again"
+            raise ToolError(
+                "The server holds no upstream sign-in for this token any more (it restarted or dropped it); "
+                "sign out and sign in again"
             )
         if session.expires_at is None or session.expires_at > time.time() + 30:
             return session.access_token
         async with self._refreshing:
             if session.expires_at is not None and session.expires_at <= time.time() + 30:
                 if session.refresh_token is None:
-                    raise AuthorizationError("the upstream token of this sign-in expired; sign in again")
+                    raise ToolError("The upstream sign-in of this token expired; sign out and sign in again")
                 try:
                     tokens = await self.upstream.refresh(session.refresh_token)
                 except UpstreamError as exc:
                     log.warning("OAuth proxy: %s", exc.message)
-                    raise AuthorizationError("the upstream refused to renew this sign-in; sign in again") from None
+                    raise ToolError("The upstream refused to renew this sign-in; sign out and sign in again") from None
                 renewed = _session(tokens, previous=session)
                 self._sessions.put(str(sid), renewed)
                 session = renewed

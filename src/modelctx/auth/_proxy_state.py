@@ -119,6 +119,9 @@ class UpstreamSessions:
         self._held.move_to_end(sid)
         return session
 
+    def drop(self, sid: str) -> None:
+        self._held.pop(sid, None)
+
     def __len__(self) -> int:
         return len(self._held)
 
