@@ -205,6 +205,31 @@ async def test_our_client_registers_at_the_proxy_signs_in_upstream_and_calls_a_t
     assert stored.refresh_token is not None and stored.refresh_token not in "".join(browser.seen)
 
 
+@run
+async def test_a_dpop_client_gets_a_token_bound_to_its_key_and_uses_it(setup: Setup) -> None:
+    browser = Browser()
+    callback = f"http://127.0.0.1:{free_port()}/callback"
+
+    def visit(url: str) -> None:
+        httpx.get(callback + "?" + urllib.parse.urlencode(_sign_in(browser, url, callback)), timeout=DEADLINE)
+
+    async def sign_in(url: str) -> None:
+        await asyncio.to_thread(visit, url)
+
+    store = MemoryTokenStore()
+    auth = OAuthClientProvider(
+        ClientMetadata(client_name="dpop client", redirect_uris=(callback,)), store=store, redirect_handler=sign_in,
+        dpop=True,
+    )  # fmt: skip
+    async with Client(setup.url, auth=auth) as client:
+        assert (await client.call_tool("whoami", {})).content[0].text.startswith("dev-user ")
+    stored = await store.get(setup.url, setup.proxy)
+    assert stored is not None and stored.token_type == "DPoP" and "jkt" in claims(stored.access_token)["cnf"]
+    # Without its proof the bound token is refused (RFC 9449 7.1).
+    listed = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": modern_meta()}}
+    assert mcp_post(setup.url, listed, token=stored.access_token).status_code == 401
+
+
 # -- the whole flow, by the official mcp client ----------------------------------------------------------
 @run
 async def test_the_official_client_registers_at_the_proxy_and_calls_a_tool(setup: Setup) -> None:

@@ -43,7 +43,6 @@ import hashlib
 import html
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -66,6 +65,7 @@ from ._proxy_state import (
     SESSION_LIFETIME,
     TRANSACTION_LIFETIME,
     Approvals,
+    Revocations,
     Transactions,
     UpstreamSession,
     UpstreamSessions,
@@ -84,7 +84,6 @@ __all__ = ["OAuthProxy"]
 log = logging.getLogger("modelctx.auth")
 
 MAX_AUTHORIZATION_REQUEST = 8 * 1024  # as the development server's (its reasons)
-MAX_REVOKED = 10_000  # revoked sign-ins remembered until their access tokens expire
 _GRANTS = ("authorization_code", "refresh_token")  # a user behind every token: no client_credentials
 
 
@@ -144,20 +143,12 @@ class OAuthProxy:
         access_token_ttl: int = 3600,
         key_file: Path | str | None = None,
     ) -> None:
-        parts = urlsplit(resource)
-        origin = f"{parts.scheme}://{parts.netloc}"
+        origin = "{0.scheme}://{0.netloc}".format(urlsplit(resource))
         self.issuer = (issuer or origin).rstrip("/")
         self.callback_url = callback_url or f"{origin}/oauth/callback"
         for name, url in (("issuer", self.issuer), ("callback_url", self.callback_url)):
             if urlsplit(url).scheme != "https" and not is_loopback_http(url):
                 raise ValueError(f"{name} {url!r} must be https, or http on a loopback host for development")
-        if identify is None:
-            if upstream_issuer is None:
-                raise ValueError(
-                    "say how the proxy learns who signed in: identify= (an async function of the upstream's "
-                    "token response), or upstream_issuer= when the upstream's access tokens are JWTs"
-                )
-            identify = _jwt_subject(JwtVerifier(upstream_issuer, audience=upstream_resource or client_id))
         self.upstream = Upstream(
             authorize_url=upstream_authorize,
             token_url=upstream_token,
@@ -167,7 +158,7 @@ class OAuthProxy:
             scopes=upstream_scopes,
             resource=upstream_resource,
             extra_params=upstream_params or {},
-            identify=identify,
+            identify=_identifier(identify, upstream_issuer, upstream_resource or client_id),
         )
         self._upstream_issuer = upstream_issuer
         key = SigningKey.load_or_create(Path(key_file), "ES256") if key_file else SigningKey.generate("ES256")
@@ -181,34 +172,32 @@ class OAuthProxy:
             grant_types=_GRANTS,
             client_documents=False,  # registration only: documents are not fetched here
         )
+        self._oauth.family_claims = lambda family: {"sid": _sid(family)}
+        # A replayed code or refresh token revokes its sign-in here too (someone holds a
+        # copy): its upstream tokens are dropped and its access tokens refused from now on.
+        self._oauth.store.on_revoked = self._revoke
         self.resource = ProtectedResource(
             resource,
             authorization_servers=[self.issuer],
             verifier=JwtVerifier(self.issuer, audience=resource, jwks=key.public_jwks(), require_at_jwt=True),
             scopes_supported=scope_list,
             required_scopes=required_scopes,
+            dpop="allowed",  # the token endpoint binds a token to the key of a DPoP proof sent with it
         )
-        self._oauth.family_claims = lambda family: {"sid": _sid(family)}
-        # A replayed code or refresh token revokes its sign-in here too (someone holds a
-        # copy): its upstream tokens are dropped and its access tokens refused from now on.
-        self._oauth.store.on_revoked = self._revoke
-        self._revoked: OrderedDict[str, float] = OrderedDict()  # sid -> when its last token expires
         self._consents = Consents()
         self._approvals = Approvals()
         self._transactions = Transactions()
         self._sessions = UpstreamSessions()
+        self._revoked = Revocations()
         self._refreshing = asyncio.Lock()  # one upstream refresh at a time: a rotated token is used once
-        secure = urlsplit(self.issuer).scheme == "https"
+        self._secure = urlsplit(self.issuer).scheme == "https"
         # __Host-: only this origin, Path=/, Secure (security_best_practices.mdx, Consent
         # Cookie Security); a loopback http development server cannot set Secure ones.
-        prefix = "__Host-" if secure else ""
+        prefix = "__Host-" if self._secure else ""
         self._cookies = {name: f"{prefix}modelctx-proxy-{name}" for name in ("consent", "approved", "flow")}
-        self._secure = secure
-        hosts = {urlsplit(self.issuer).hostname or "", parts.hostname or ""}
-        if is_loopback_http(self.issuer):
-            hosts |= {"127.0.0.1", "localhost", "::1", "[::1]"}
+        hosts = _served_hosts(self.issuer, resource)
         #: The proxy's endpoints, served by ``HttpApp`` beside the MCP endpoint (or mount it).
-        self.app = Starlette(routes=self._routes(), middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=sorted(hosts))])
+        self.app = Starlette(routes=self._routes(), middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts)])
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -226,19 +215,14 @@ class OAuthProxy:
         for another resource, expired, of a revoked sign-in, ...) or ``InsufficientScope``
         otherwise."""
         principal = await self.resource.authenticate(headers, method)
-        if self._revoked and principal.claims.get("sid") in self._revoked:
+        if principal.claims.get("sid") in self._revoked:
             raise InvalidToken("This sign-in was revoked (a code or refresh token of it was used twice); sign in again")
         return principal
 
     def _revoke(self, family: str) -> None:
         sid = _sid(family)
         self._sessions.drop(sid)
-        now = time.time()
-        while self._revoked and next(iter(self._revoked.values())) <= now:
-            self._revoked.popitem(last=False)
-        self._revoked[sid] = now + self._oauth.access_token_ttl
-        while len(self._revoked) > MAX_REVOKED:  # the oldest go: their tokens are the nearest to expiry
-            self._revoked.popitem(last=False)
+        self._revoked.add(sid, until=time.time() + self._oauth.access_token_ttl)
 
     def challenge(self, refusal: Exception) -> tuple[int, str]:
         """The status and ``WWW-Authenticate`` challenge answering ``refusal``."""
@@ -457,6 +441,27 @@ class OAuthProxy:
         response.set_cookie(
             self._cookies[name], value, max_age=max_age, path="/", secure=self._secure, httponly=True, samesite=samesite
         )
+
+
+def _identifier(identify: Identify | None, upstream_issuer: str | None, audience: str) -> Identify:
+    """``identify``, else the ``sub`` of the upstream's JWT access tokens (``upstream_issuer``)."""
+    if identify is not None:
+        return identify
+    if upstream_issuer is None:
+        raise ValueError(
+            "say how the proxy learns who signed in: identify= (an async function of the upstream's "
+            "token response), or upstream_issuer= when the upstream's access tokens are JWTs"
+        )
+    return _jwt_subject(JwtVerifier(upstream_issuer, audience=audience))
+
+
+def _served_hosts(issuer: str, resource: str) -> list[str]:
+    """The Host values the proxy's endpoints answer (a page rebinding its own name to a
+    loopback address reaches them with its name in Host)."""
+    hosts = {urlsplit(issuer).hostname or "", urlsplit(resource).hostname or ""}
+    if is_loopback_http(issuer):
+        hosts |= {"127.0.0.1", "localhost", "::1", "[::1]"}
+    return sorted(hosts)
 
 
 def _sid(family: str) -> str:

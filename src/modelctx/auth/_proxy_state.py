@@ -15,6 +15,8 @@ Confused Deputy, Required Protections):
   proxy's tokens of that sign-in carry, for the server's own calls to the upstream's API
   (``OAuthProxy.upstream_token``); never sent to an MCP client. At most
   ``MAX_SESSIONS``, the least recently used dropped (its user signs in again).
+* ``Revocations``: the sign-ins revoked because one of their credentials was used twice,
+  until their access tokens expire, so those tokens are refused at once.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
-__all__ = ["Approvals", "Transaction", "Transactions", "UpstreamSession", "UpstreamSessions"]
+__all__ = ["Approvals", "Revocations", "Transaction", "Transactions", "UpstreamSession", "UpstreamSessions"]
 
 TRANSACTION_LIFETIME = 600.0  # seconds, as a code's (OAuth 2.1 section 4.1.2)
 MAX_TRANSACTIONS = 1000
@@ -37,6 +39,7 @@ APPROVAL_LIFETIME = 30 * 24 * 3600.0
 _SECRET = re.compile(r"[A-Za-z0-9_-]{43}")  # token_urlsafe(32)
 MAX_SESSIONS = 10_000  # each a few KB at most: an upstream token response
 SESSION_LIFETIME = 30 * 24 * 3600.0  # the proxy's refresh tokens live as long
+MAX_REVOKED = 10_000  # past it the oldest go: their tokens are the nearest to expiry
 MAX_APPROVALS = 20  # clients one browser's cookie remembers (the oldest goes): a cookie is at most 4 KB
 
 
@@ -124,6 +127,25 @@ class UpstreamSessions:
 
     def __len__(self) -> int:
         return len(self._held)
+
+
+class Revocations:
+    """Revoked sign-ins (``sid``), each until its last access token expires."""
+
+    def __init__(self) -> None:
+        self._until: OrderedDict[str, float] = OrderedDict()
+
+    def add(self, sid: str, until: float) -> None:
+        now = time.time()
+        while self._until and next(iter(self._until.values())) <= now:
+            self._until.popitem(last=False)
+        self._until[sid] = until
+        self._until.move_to_end(sid)
+        while len(self._until) > MAX_REVOKED:
+            self._until.popitem(last=False)
+
+    def __contains__(self, sid: object) -> bool:
+        return isinstance(sid, str) and self._until.get(sid, 0.0) > time.time()
 
 
 class Approvals:
