@@ -162,28 +162,7 @@ class OAuthProxy:
         )
         self._upstream_issuer = upstream_issuer
         key = SigningKey.load_or_create(Path(key_file), "ES256") if key_file else SigningKey.generate("ES256")
-        scope_list = list(scopes)
-        self._oauth = OAuthServer(
-            self.issuer,
-            key,
-            scopes_supported=scope_list or None,
-            resources=frozenset({resource}),
-            access_token_ttl=access_token_ttl,
-            grant_types=_GRANTS,
-            client_documents=False,  # registration only: documents are not fetched here
-        )
-        self._oauth.family_claims = lambda family: {"sid": _sid(family)}
-        # A replayed code or refresh token revokes its sign-in here too (someone holds a
-        # copy): its upstream tokens are dropped and its access tokens refused from now on.
-        self._oauth.store.on_revoked = self._revoke
-        self.resource = ProtectedResource(
-            resource,
-            authorization_servers=[self.issuer],
-            verifier=JwtVerifier(self.issuer, audience=resource, jwks=key.public_jwks(), require_at_jwt=True),
-            scopes_supported=scope_list,
-            required_scopes=required_scopes,
-            dpop="allowed",  # the token endpoint binds a token to the key of a DPoP proof sent with it
-        )
+        self._oauth, self.resource = self._issuing(key, resource, list(scopes), required_scopes, access_token_ttl)
         self._consents = Consents()
         self._approvals = Approvals()
         self._transactions = Transactions()
@@ -198,6 +177,33 @@ class OAuthProxy:
         hosts = _served_hosts(self.issuer, resource)
         #: The proxy's endpoints, served by ``HttpApp`` beside the MCP endpoint (or mount it).
         self.app = Starlette(routes=self._routes(), middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts)])
+
+    def _issuing(
+        self, key: SigningKey, resource: str, scopes: list[str], required: Iterable[str], ttl: int
+    ) -> tuple[OAuthServer, ProtectedResource]:
+        """The authorization server that issues the proxy's tokens and the resource that checks them."""
+        oauth = OAuthServer(
+            self.issuer,
+            key,
+            scopes_supported=scopes or None,
+            resources=frozenset({resource}),
+            access_token_ttl=ttl,
+            grant_types=_GRANTS,
+            client_documents=False,  # registration only: documents are not fetched here
+        )
+        oauth.family_claims = lambda family: {"sid": _sid(family)}
+        # A replayed code or refresh token revokes its sign-in here too (someone holds a
+        # copy): its upstream tokens are dropped and its access tokens refused from now on.
+        oauth.store.on_revoked = self._revoke
+        checks = ProtectedResource(
+            resource,
+            authorization_servers=[self.issuer],
+            verifier=JwtVerifier(self.issuer, audience=resource, jwks=key.public_jwks(), require_at_jwt=True),
+            scopes_supported=scopes,
+            required_scopes=required,
+            dpop="allowed",  # the token endpoint binds a token to the key of a DPoP proof sent with it
+        )
+        return oauth, checks
 
     @property
     def metadata(self) -> dict[str, Any]:
