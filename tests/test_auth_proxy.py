@@ -282,6 +282,9 @@ def test_a_client_the_browser_never_approved_gets_the_consent_page_not_the_upstr
     # Approved once: the same client and redirect URI go straight upstream the next time.
     again = browser.get(authorize_url(setup, mine, challenge))
     assert again.status_code == 302 and again.headers["location"].startswith(setup.upstream)
+    # Even approved, a link followed from another site is asked again (Fetch Metadata).
+    from_a_link = browser.web.get(authorize_url(setup, mine, challenge), headers={"sec-fetch-site": "cross-site"})
+    assert from_a_link.status_code == 200 and 'name="ticket"' in from_a_link.text
     # An attacker registers a client of its own and sends the user's browser to it: the
     # upstream would skip its consent (it already approved the proxy), so the proxy asks.
     attacker = register(setup, redirect="https://attacker.example/callback", name="totally legit")

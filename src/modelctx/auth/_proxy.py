@@ -11,7 +11,7 @@ own tokens, for this MCP server only. One authorization, step by step:
    development server (``dev/_oauth.py``).
 2. Consent at the proxy (security_best_practices.mdx, Confused Deputy): unless this
    browser approved this client for this redirect URI before (a signed cookie,
-   ``_proxy_state.Approvals``), a page names the client, where the code goes, the MCP
+   ``_proxy_state.Approvals``) and did not come from another site's link, a page names the client, where the code goes, the MCP
    scopes and the upstream scopes, and asks. Without it any registered client could
    send a signed-in user's browser here and receive a code while the upstream skips
    its own consent for the proxy's one client.
@@ -319,7 +319,12 @@ class OAuthProxy:
             return checked
         oauth_request, grant = checked
         client_id = grant.request.client.client_id
-        if self._approvals.approved(request.cookies.get(self._cookies["approved"]), client_id, grant.redirect_uri):
+        # A remembered approval counts only when the browser came here on its own (an app
+        # opened the URL, or the proxy's own page): a link on another site, which anyone
+        # can craft for an approved client, is asked again (Sec-Fetch-Site, Fetch Metadata).
+        direct = request.headers.get("sec-fetch-site", "none") in ("none", "same-origin")
+        approved = self._approvals.approved(request.cookies.get(self._cookies["approved"]), client_id, grant.redirect_uri)
+        if approved and direct:
             return self._to_upstream(request, pairs)
         return self._consent_page(grant, pairs)
 
