@@ -23,7 +23,8 @@ key and its proofs) and ``DPoPVerifier`` (the checks) for those who need them;
 app when the server has a ``redis_url``).
 
 ``DevAuthorizationServer`` is a development authorization server (``modelctx
-auth-server``).
+auth-server``). ``OAuthProxy`` is an MCP server's own authorization server in front of
+an identity provider without dynamic client registration (``HttpApp(server, auth=proxy)``).
 
 Nothing below this package imports it, and its names load on first use: importing
 ``modelctx.auth`` loads neither joserfc nor Authlib nor Starlette (``modelctx[auth]``).
@@ -44,6 +45,7 @@ if TYPE_CHECKING:  # the names as the type checker sees them; at run time, __get
     from ._enterprise import EnterpriseAuthorizationProvider
     from ._introspection import IntrospectionVerifier
     from ._jwt import JwtVerifier
+    from ._proxy import OAuthProxy
     from ._redirect import AuthorizationResponse, LoopbackReceiver, open_in_browser
     from ._registration import ClientMetadata
     from ._replays import RedisReplays
@@ -71,6 +73,7 @@ _WHERE = {
     "TokenVerifier": "._resource",
     "IntrospectionVerifier": "._introspection",
     "JwtVerifier": "._jwt",
+    "OAuthProxy": "._proxy",
     "RequiredScopes": "._scopes",
     "DevAuthorizationServer": "._dev_server",
     "DPoPKey": "._dpop",
@@ -93,6 +96,7 @@ __all__ = [
     "LoopbackReceiver",
     "MemoryTokenStore",
     "OAuthClientProvider",
+    "OAuthProxy",
     "RedirectHandler",
     "StoredCredentials",
     "TokenStore",

@@ -17,7 +17,9 @@ ASGI app (Starlette routing; uvicorn runs it). What it offers:
   ``jti``, ``client_id``; the public key at ``/jwks``;
 * ``/register``: dynamic client registration (RFC 7591), and Client ID Metadata
   Documents (a ``client_id`` that is a URL), fetched behind the SSRF guard; both held to
-  one rule for metadata and redirect URIs (``dev/_metadata.py``).
+  one rule for metadata and redirect URIs (``dev/_metadata.py``); both off with
+  ``registration=False``. The token and registration endpoints are shared with the
+  OAuth proxy (``dev/_endpoints.py``).
 
 Everything it keeps is bounded, so no stream of requests grows it without end: each
 metadata field (``dev/_metadata.py``), the authorization request (8 KB), and the number
@@ -29,7 +31,6 @@ assertion ids, where the new one is refused), and of documents fetched at once
 
 from __future__ import annotations
 
-import base64
 import logging
 import sys
 from collections.abc import Iterable
@@ -37,7 +38,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from authlib.common.urls import add_params_to_uri
 from authlib.oauth2.rfc6749 import OAuth2Error
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -47,15 +47,14 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from ..client import UrlPolicy
-from ._dpop import InvalidDPoPProof
 from .dev import _cimd
 from .dev._cimd import UNUSABLE, CimdError, is_metadata_url, load_client
 from .dev._consent import COOKIE, PAGE_HEADERS, Consents, render_page
-from .dev._http import NO_STORE, bounded_body, bounded_form, error_page, listen, named_client, to_response
+from .dev._endpoints import authorization_error, register, token
+from .dev._http import bounded_form, error_page, listen, to_response
 from .dev._keys import SigningKey
-from .dev._metadata import MetadataError, check_metadata, read_json
 from .dev._models import DevClient, is_loopback_http
-from .dev._oauth import OAuthServer, Reply, form_request, json_request
+from .dev._oauth import OAuthServer, form_request
 
 __all__ = ["DevAuthorizationServer"]
 
@@ -86,7 +85,10 @@ class DevAuthorizationServer:
     ``scopes``, when given, are the only scopes it grants (``scopes_supported``);
     ``resources``, when given, the only resources (MCP server URLs) it issues tokens
     for. ``cimd_policy`` is the SSRF guard for Client ID Metadata Documents (default:
-    public https and loopback, as on a development machine).
+    public https and loopback, as on a development machine). ``registration=False``
+    turns both dynamic registration and metadata documents off, so only the clients
+    given to ``register_client`` exist (an identity provider like GitHub's, to try an
+    ``OAuthProxy`` against).
 
     Raises ``ValueError`` for an issuer that is not https or loopback http, or a key
     file it cannot use.
@@ -104,6 +106,7 @@ class DevAuthorizationServer:
         resources: Iterable[str] | None = None,
         access_token_ttl: int = 3600,
         cimd_policy: UrlPolicy | None = None,
+        registration: bool = True,
     ) -> None:
         _check_issuer(issuer)
         key = SigningKey.load_or_create(Path(key_file), algorithm) if key_file else SigningKey.generate(algorithm)
@@ -116,6 +119,7 @@ class DevAuthorizationServer:
             scopes_supported=list(scopes) if scopes else None,
             resources=frozenset(resources) if resources else None,
             access_token_ttl=access_token_ttl,
+            registration=registration,
         )
         self._consents = Consents()
         self._cimd_policy = cimd_policy if cimd_policy is not None else UrlPolicy(allow_loopback=True)
@@ -189,7 +193,7 @@ class DevAuthorizationServer:
             Route(f"{prefix}/jwks", self._jwks, methods=["GET"]),
             Route(f"{prefix}/authorize", self._authorize, methods=["GET", "POST"]),
             Route(f"{prefix}/token", self._token, methods=["POST"]),
-            Route(f"{prefix}/register", self._register, methods=["POST"]),
+            *([Route(f"{prefix}/register", self._register, methods=["POST"])] if self._oauth.registration else []),
         ]
 
     async def _metadata(self, request: Request) -> Response:
@@ -213,7 +217,7 @@ class DevAuthorizationServer:
         try:
             grant = self._oauth.get_consent_grant(oauth_request, end_user=self.subject)
         except OAuth2Error as error:
-            return self._authorization_error(oauth_request, error)
+            return authorization_error(self._oauth, oauth_request, error)
         if self.auto_approve and is_loopback_http(grant.redirect_uri):
             return to_response(self._oauth.create_authorization_response(oauth_request, self.subject, grant))
         return self._consent_page(grant, pairs)
@@ -256,64 +260,22 @@ class DevAuthorizationServer:
         try:
             grant = self._oauth.get_consent_grant(oauth_request, end_user=self.subject)
         except OAuth2Error as error:
-            return self._authorization_error(oauth_request, error)
+            return authorization_error(self._oauth, oauth_request, error)
         user = self.subject if form.get("decision") == "approve" else None
         return to_response(self._oauth.create_authorization_response(oauth_request, user, grant))
 
-    def _authorization_error(self, oauth_request: Any, error: OAuth2Error) -> Response:
-        if not error.redirect_uri:
-            # No client or redirect URI could be trusted: tell the user, never redirect
-            # (RFC 6749 section 4.1.2.1).
-            return error_page(error.status_code or 400, error.error, error.get_error_description() or "")
-        reply: Reply = self._oauth.handle_error_response(oauth_request, error)
-        if reply.location is not None:
-            reply.location = add_params_to_uri(reply.location, [("iss", self.issuer)])  # RFC 9207: errors too
-        return to_response(reply)
-
     async def _token(self, request: Request) -> Response:
-        body = await bounded_form(request)
-        if isinstance(body, Response):
-            return body
-        basic_problem = _basic_credentials_problem(request.headers.get("authorization"))
-        if basic_problem is not None:
-            return JSONResponse(
-                {"error": "invalid_client", "error_description": basic_problem},
-                401,
-                {**NO_STORE, "WWW-Authenticate": 'Basic realm="token"'},
-            )
-        refusal = await self._load_metadata_document(named_client(dict(body)))
-        if refusal is not None:
-            return JSONResponse({"error": "invalid_client", "error_description": refusal}, 400, NO_STORE)
-        oauth_request = form_request("POST", self._oauth.endpoint("token"), request.headers, body)
-        proofs = request.headers.getlist("dpop")
-        if proofs:
-            # RFC 9449 5: a valid proof binds the token to its key; an invalid one is refused.
-            try:
-                if len(proofs) > 1:
-                    raise InvalidDPoPProof("Send one DPoP header, not several")
-                oauth_request.dpop_jkt = (await self._oauth.dpop.verify(proofs[0], "POST", self._oauth.endpoint("token"))).jkt
-            except InvalidDPoPProof as exc:
-                return JSONResponse({"error": "invalid_dpop_proof", "error_description": exc.message}, 400, NO_STORE)
-        return to_response(self._oauth.create_token_response(oauth_request))
+        return await token(self._oauth, request, self._load_metadata_document)
 
     async def _register(self, request: Request) -> Response:
-        raw = await bounded_body(request)
-        if isinstance(raw, Response):
-            return raw
-        try:
-            data = read_json(raw)
-            if not isinstance(data, dict) or not data:
-                raise MetadataError("The body must be a JSON object of client metadata (RFC 7591 section 2)")
-            metadata = check_metadata(data)
-        except MetadataError as exc:
-            return JSONResponse({"error": exc.error, "error_description": str(exc)}, 400, NO_STORE)
-        oauth_request = json_request("POST", self._oauth.endpoint("register"), request.headers, metadata)
-        return to_response(self._oauth.create_endpoint_response("client_registration", oauth_request))
+        return await register(self._oauth, request)
 
     async def _load_metadata_document(self, client_id: str | None) -> str | None:
         """Fetch the client behind a URL ``client_id`` unless known; the reason it cannot
         be used, or None."""
         if not client_id or not is_metadata_url(client_id) or self._oauth.store.client(client_id) is not None:
+            return None
+        if not self._oauth.client_documents:  # no document is fetched: the client is unknown
             return None
         if self._fetching >= _cimd.MAX_FETCHES:
             log.warning("client metadata document refused: %d are being fetched already", self._fetching)
@@ -330,22 +292,6 @@ class DevAuthorizationServer:
             self._fetching -= 1
         self._oauth.store.add_document(client)
         return None
-
-
-def _basic_credentials_problem(authorization: str | None) -> str | None:
-    """Why an ``Authorization: Basic`` header cannot be read (RFC 6749 section 2.3.1:
-    base64 of form-encoded UTF-8 ``id:secret``), or None (also for other schemes,
-    which the grants refuse in their own words)."""
-    scheme, _, credentials = (authorization or "").partition(" ")
-    if scheme.lower() != "basic":
-        return None
-    try:
-        decoded = base64.b64decode(credentials.strip(), validate=True).decode("utf-8")
-    except ValueError:  # binascii.Error, UnicodeDecodeError, a non-ASCII header
-        return "The Basic credentials are not base64 of UTF-8 text"
-    if ":" not in decoded:
-        return "The Basic credentials must be client_id:client_secret"
-    return None
 
 
 def _check_issuer(issuer: str) -> None:

@@ -88,6 +88,11 @@ async def _sign_in_on_stderr(server: str, url: str) -> None:
               help="keep the signing key here (created 0600) so tokens survive restarts")
 @click.option("--algorithm", type=click.Choice(["ES256", "RS256"]), default="ES256", show_default=True,
               help="token signature")
+@click.option("--token-ttl", type=click.IntRange(1, 86400), default=3600, show_default=True,
+              help="seconds an access token lives")
+@click.option("--no-registration", is_flag=True,
+              help="refuse dynamic registration and metadata documents: only --client clients exist "
+                   "(an identity provider such as GitHub's, for trying an OAuth proxy)")
 def auth_server_command(
     host: str,
     port: int,
@@ -98,6 +103,8 @@ def auth_server_command(
     resources: tuple[str, ...],
     key_file: Path | None,
     algorithm: str,
+    token_ttl: int,
+    no_registration: bool,
 ) -> None:
     """Run a development OAuth 2.1 authorization server (in memory; not for production)."""
     try:
@@ -113,6 +120,8 @@ def auth_server_command(
             algorithm=algorithm,
             scopes=list(scopes) or None,
             resources=list(resources) or None,
+            registration=not no_registration,
+            access_token_ttl=token_ttl,
         )
     except ValueError as exc:
         fail(str(exc))

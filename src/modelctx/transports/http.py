@@ -143,7 +143,9 @@ class ResourceAuth(Protocol):
     Two methods are optional: ``share_through_redis(url, prefix)``, called when the server
     has a ``redis_url`` (what must be shared, such as DPoP's spent proofs, goes there), and
     ``check_processes(n)``, called by ``serve_http`` before forking ``n`` workers (raises
-    ``ValueError`` saying what to do when something could not be shared).
+    ``ValueError`` saying what to do when something could not be shared). So is an
+    attribute ``app``: an ASGI app answering every path but the endpoint's and the
+    metadata's (an ``OAuthProxy``'s authorization endpoints), with its own Host check.
     """
 
     def metadata_document(self, path: str) -> dict[str, Any] | None:
@@ -239,6 +241,7 @@ class HttpApp:
         self.max_requests_per_session = max_requests_per_session
         self.authenticate = authenticate
         self.auth = auth
+        self._auth_app: Callable[[Scope, Receive, ASGISend], Awaitable[None]] | None = getattr(auth, "app", None)
         redis_url = getattr(getattr(server, "config", None), "redis_url", None)
         share = getattr(auth, "share_through_redis", None)
         if share is not None and redis_url is not None:  # e.g. DPoP's spent proofs, for every replica
@@ -308,6 +311,9 @@ class HttpApp:
                     # Public and the same for everyone: browsers' clients may read it.
                     await send_json(send, 200, document, _METADATA_HEADERS)
                     return
+            if self._auth_app is not None:
+                await self._auth_app(scope, receive, send)
+                return
             await send_plain(send, 404, b"Not Found")
             return
         headers, repeated = fold_headers(scope["headers"])

@@ -200,6 +200,8 @@ class Store:
     assertion_ids: dict[str, float] = field(default_factory=dict)  # private_key_jwt jti -> expiry
     # A used code or a rotated-out refresh token -> (its grant family, when to forget it).
     spent: OrderedDict[str, tuple[str, float]] = field(default_factory=OrderedDict)
+    # Told each grant family a replay revoked (the OAuth proxy drops its upstream tokens).
+    on_revoked: Callable[[str], None] | None = None
 
     def client(self, client_id: str) -> DevClient | None:
         """The client ``client_id`` (pre-registered, registered, or a metadata document
@@ -259,6 +261,8 @@ class Store:
         for token, record in list(self.refresh_tokens.items()):
             if record.family == family:
                 del self.refresh_tokens[token]
+        if self.on_revoked is not None:
+            self.on_revoked(family)
         return True
 
     def refresh(self, token: str) -> RefreshToken | None:

@@ -12,7 +12,7 @@ import secrets
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -190,21 +190,35 @@ class OAuthServer(AuthorizationServer):  # type: ignore[misc]
         scopes_supported: list[str] | None = None,
         resources: frozenset[str] | None = None,
         access_token_ttl: int = 3600,
+        grant_types: Sequence[str] = GRANT_TYPES,
+        registration: bool = True,
+        client_documents: bool = True,
     ) -> None:
         super().__init__(scopes_supported=scopes_supported)
+        unknown = set(grant_types) - set(GRANT_TYPES)
+        if unknown:
+            raise ValueError(f"grant types {sorted(unknown)} are not served; choose from {GRANT_TYPES}")
+        self.grant_types = list(grant_types)
+        self.registration = registration
+        self.client_documents = registration and client_documents
         self.resources = resources
         self.issuer = issuer
         self.key = key
         self.store = Store()
         self.access_token_ttl = access_token_ttl
         self.dpop = DPoPVerifier()  # proofs at the token endpoint
+        #: More claims for the access tokens of a grant family (the OAuth proxy's ``sid``);
+        #: they never replace the registered ones.
+        self.family_claims: Callable[[str], Mapping[str, Any]] | None = None
         self.metadata = self._metadata()
         self.register_grant(AuthorizationCodeGrant, [RequireS256(), RequireResource()])
         self.register_grant(RefreshTokenGrant)
-        self.register_grant(ClientCredentialsGrant)
+        if "client_credentials" in self.grant_types:
+            self.register_grant(ClientCredentialsGrant)
         self.register_client_auth_method("private_key_jwt", PrivateKeyJwt(self))
         self.register_extension(_Issuer(issuer))
-        self.register_endpoint(_Registration(self))
+        if registration:
+            self.register_endpoint(_Registration(self))
 
     def endpoint(self, name: str) -> str:
         """The URL of one of this server's endpoints (``authorize``, ``token``, ``register``, ``jwks``)."""
@@ -215,18 +229,20 @@ class OAuthServer(AuthorizationServer):  # type: ignore[misc]
             "issuer": self.issuer,
             "authorization_endpoint": self.endpoint("authorize"),
             "token_endpoint": self.endpoint("token"),
-            "registration_endpoint": self.endpoint("register"),
             "jwks_uri": self.endpoint("jwks"),
             "response_types_supported": ["code"],
             "response_modes_supported": ["query"],
-            "grant_types_supported": GRANT_TYPES,
+            "grant_types_supported": list(self.grant_types),
             "token_endpoint_auth_methods_supported": AUTH_METHODS,
             "token_endpoint_auth_signing_alg_values_supported": ASSERTION_ALGORITHMS,
             "code_challenge_methods_supported": ["S256"],
             "authorization_response_iss_parameter_supported": True,
-            "client_id_metadata_document_supported": True,
             "dpop_signing_alg_values_supported": list(self.dpop.algorithms),  # RFC 9449 5.1
         }
+        if self.registration:  # RFC 7591
+            metadata["registration_endpoint"] = self.endpoint("register")
+        if self.client_documents:
+            metadata["client_id_metadata_document_supported"] = True
         if self.scopes_supported:
             metadata["scopes_supported"] = list(self.scopes_supported)
         return metadata
@@ -289,6 +305,8 @@ class OAuthServer(AuthorizationServer):  # type: ignore[misc]
             claims["scope"] = scope
         if jkt is not None:
             claims["cnf"] = {"jkt": jkt}
+        if self.family_claims is not None:
+            claims = {**self.family_claims(family), **claims}
         header = {"alg": self.key.algorithm, "kid": self.key.kid, "typ": "at+jwt"}  # RFC 9068 section 2.1
         token: dict[str, Any] = {
             "access_token": jwt.encode(header, claims, self.key.key, algorithms=[self.key.algorithm]),
