@@ -192,6 +192,34 @@ async def big_error(request: Request) -> Response:
     return PlainTextResponse("x" * 100_000, status_code=500)
 
 
+async def slow(request: Request) -> Response:
+    import asyncio
+
+    await asyncio.sleep(float(request.query_params.get("seconds", "5")))
+    return JSONResponse({"slept": True})
+
+
+async def redirect(request: Request) -> Response:
+    return Response(status_code=302, headers={"location": "/api/v3/store/inventory"})
+
+
+async def echo(request: Request) -> Response:
+    """What arrived: the raw path, the query and the headers (for the hostile tests)."""
+    seen = STORE.seen[-1]
+    return JSONResponse({"raw_path": seen.raw_path, "query": seen.query, "headers": seen.headers,
+                         "body": (await request.body()).decode(errors="replace")})
+
+
+async def document(request: Request) -> Response:
+    from pathlib import Path
+
+    name = request.path_params["name"]
+    if name not in ("petstore.yaml", "swagger-petstore-3.yaml"):
+        return _not_found(name)
+    return Response((Path(__file__).parent.parent / "data" / "openapi" / name).read_bytes(),
+                    media_type="application/yaml")
+
+
 async def v1_pets(request: Request) -> Response:
     if request.method == "POST":
         STORE.v1_pets.append(await _json(request))
@@ -223,6 +251,10 @@ ROUTES = [
     Route("/api/v3/user/logout", logout),
     Route("/api/v3/user/{username}", user, methods=["GET", "PUT", "DELETE"]),
     Route("/big-error", big_error),
+    Route("/slow", slow),
+    Route("/redirect", redirect),
+    Route("/echo/{rest:path}", echo, methods=["GET", "POST", "PUT", "DELETE"]),
+    Route("/docs/{name}", document),
     Route("/v1/pets", v1_pets, methods=["GET", "POST"]),
     Route("/v1/pets/{petId}", v1_pet),
 ]

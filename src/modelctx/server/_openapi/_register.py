@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import RegistrationError, ResourceNotFound
 from .._content import EmbeddedResource, Text, ToolResult
+from .._uri_template import UriTemplate
 from ._call import Caller, Failure
 from ._operations import Operation, read_operations
 from ._routes import RouteMap, choose
@@ -159,6 +160,7 @@ def _add_template(server: Server, caller: Caller, operation: Operation, scheme: 
             "body argument a URI cannot carry; leave it a tool"
         )
     template = f"{scheme}://{path}" + (f"{{?{','.join(query)}}}" if query else "")
+    expand = UriTemplate(template)
 
     async def read(**values: Any) -> str | bytes:
         arguments = {variables[k]: v for k, v in values.items() if k in variables and v is not None}
@@ -166,7 +168,7 @@ def _add_template(server: Server, caller: Caller, operation: Operation, scheme: 
             _, media, body = await caller.call(operation, arguments)
         except Failure as exc:
             if exc.status == 404:
-                raise ResourceNotFound(template) from None
+                raise ResourceNotFound(expand.expand(values)) from None
             raise
         return _answer(media, body)
 
