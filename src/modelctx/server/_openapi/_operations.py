@@ -86,9 +86,11 @@ def read_operations(document: Document) -> list[Operation]:
 
 
 def _tool_name(operation_id: Any, method: str, path: str) -> str:
-    raw = operation_id if isinstance(operation_id, str) and operation_id.strip() else f"{method}_{path}"
-    name = _NAME_BAD.sub("_", raw).strip("_")[:_MAX_NAME]
-    return name or method
+    if isinstance(operation_id, str) and operation_id.strip():
+        name = _NAME_BAD.sub("_", operation_id).strip("_")
+    else:  # get_/pets/{id} reads get_pets_id
+        name = re.sub(r"_+", "_", _NAME_BAD.sub("_", f"{method}_{path}")).strip("_")
+    return name[:_MAX_NAME] or method
 
 
 def _unique(name: str, used: set[str], where: str) -> str:
