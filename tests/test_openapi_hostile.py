@@ -103,17 +103,17 @@ async def test_a_path_like_a_network_location_stays_on_the_base_host(api):
 
 @async_test()
 async def test_configured_headers_win_over_header_arguments(api):
-    token = {"name": "X-Api-Key", "in": "header", "schema": {"type": "string"}}
+    token = {"name": "x-api-key", "in": "header", "schema": {"type": "string"}}
     trace = {"name": "X-Trace", "in": "header", "schema": {"type": "string"}}
     auth = {"name": "Authorization", "in": "header", "schema": {"type": "string"}}
     server = Server.from_openapi(spec({"/echo/h": get("h", token, trace, auth)}), base_url=api,
                                  headers={"X-Api-Key": "the-author's"})
     async with connected(server) as client:
         tool = (await client.list_tools()).tools[0]
-        result = await client.call_tool("h", {"X-Api-Key": "the-model's", "X-Trace": "t1"})
+        result = await client.call_tool("h", {"x-api-key": "the-model's", "X-Trace": "t1"})
 
-    headers = json.loads(text(result))["headers"]
-    assert headers["x-api-key"] == "the-author's" and headers["x-trace"] == "t1"
+    sent = [(k, v) for k, v in json.loads(text(result))["header_list"] if k in ("x-api-key", "x-trace")]
+    assert sent == [("x-trace", "t1"), ("x-api-key", "the-author's")]
     assert "Authorization" not in tool.input_schema["properties"]  # ignored, as OpenAPI says
 
 
@@ -136,6 +136,15 @@ async def test_an_error_answer_is_quoted_up_to_2_kb(api):
 
     assert result.is_error
     assert text(result) == "GET /big-error answered 500 Internal Server Error: " + "x" * 2048 + " ..."
+
+
+@async_test()
+async def test_a_2xx_answer_over_8_mb_is_cut_off_as_it_streams(api):
+    server = Server.from_openapi(spec({"/big-answer": get("big")}), base_url=api)
+    async with connected(server) as client:
+        result = await client.call_tool("big", {})
+
+    assert result.is_error and text(result) == "GET /big-answer: the answer is over 8,388,608 bytes"
 
 
 @async_test()

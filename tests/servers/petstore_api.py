@@ -192,6 +192,10 @@ async def big_error(request: Request) -> Response:
     return PlainTextResponse("x" * 100_000, status_code=500)
 
 
+async def big_answer(request: Request) -> Response:
+    return Response(b'"' + b"y" * (9 * 1024 * 1024) + b'"', media_type="application/json")
+
+
 async def slow(request: Request) -> Response:
     import asyncio
 
@@ -206,7 +210,8 @@ async def redirect(request: Request) -> Response:
 async def echo(request: Request) -> Response:
     """What arrived: the raw path, the query and the headers (for the hostile tests)."""
     seen = STORE.seen[-1]
-    return JSONResponse({"raw_path": seen.raw_path, "query": seen.query, "headers": seen.headers,
+    pairs = [[k.decode("latin-1"), v.decode("latin-1")] for k, v in request.scope["headers"]]
+    return JSONResponse({"raw_path": seen.raw_path, "query": seen.query, "headers": seen.headers, "header_list": pairs,
                          "body": (await request.body()).decode(errors="replace")})
 
 
@@ -251,6 +256,7 @@ ROUTES = [
     Route("/api/v3/user/logout", logout),
     Route("/api/v3/user/{username}", user, methods=["GET", "PUT", "DELETE"]),
     Route("/big-error", big_error),
+    Route("/big-answer", big_answer),
     Route("/slow", slow),
     Route("/redirect", redirect),
     Route("/echo/{rest:path}", echo, methods=["GET", "POST", "PUT", "DELETE"]),
