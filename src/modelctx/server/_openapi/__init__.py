@@ -8,6 +8,7 @@ what each becomes, ``_call`` sends the HTTP request, ``_register`` puts them on 
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -38,6 +39,7 @@ def build(
     make_client: Callable[[], Any] | None = None,
     server_options: dict[str, Any],
 ) -> Server:
+    _need("httpx")
     document = load_spec(spec, timeout)
     if base_url is None and client is not None and str(getattr(client, "base_url", "")):
         base_url = str(client.base_url)
@@ -60,6 +62,16 @@ def build(
     server = server_class(name, **options)
     register_operations(server, document, caller, list(route_maps or ()), uri_scheme)
     return server
+
+
+def _need(module: str) -> None:
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        raise RegistrationError(
+            f"from_openapi and from_asgi call the API with {module}, which is not installed: "
+            "pip install 'modelctx[openapi]'"
+        ) from None
 
 
 def asgi_spec(app: Any) -> dict[str, Any]:

@@ -75,19 +75,28 @@ def _parse(data: bytes, where: str) -> dict[str, Any]:
     if len(data) > MAX_SPEC_BYTES:
         raise RegistrationError(f"OpenAPI spec {where} is over the {MAX_SPEC_BYTES:,} byte limit")
     text = data.decode("utf-8", errors="replace")
-    try:
-        if text.lstrip().startswith("{"):
+    if text.lstrip().startswith("{"):
+        try:
             document = json.loads(text)
-        else:
+        except RecursionError:
+            raise RegistrationError(f"OpenAPI spec {where} nests too deeply to read") from None
+        except ValueError as exc:  # json.JSONDecodeError
+            raise RegistrationError(f"OpenAPI spec {where} is not valid JSON: {exc}") from None
+    else:
+        try:
             # PyYAML ships no type stubs; safe_load builds only plain data, never objects.
             yaml: Any = importlib.import_module("yaml")
+        except ImportError:
+            raise RegistrationError(
+                f"OpenAPI spec {where} is YAML, and PyYAML is not installed: pip install 'modelctx[openapi]' "
+                "(or pass the spec as JSON or a dict)"
+            ) from None
+        try:
             document = yaml.safe_load(text)
-    except RecursionError:
-        raise RegistrationError(f"OpenAPI spec {where} nests too deeply to read") from None
-    except ValueError as exc:  # json.JSONDecodeError
-        raise RegistrationError(f"OpenAPI spec {where} is not valid JSON: {exc}") from None
-    except Exception as exc:  # noqa: BLE001 - yaml.YAMLError and its kin
-        raise RegistrationError(f"OpenAPI spec {where} is not valid YAML: {str(exc)[:300]}") from None
+        except RecursionError:
+            raise RegistrationError(f"OpenAPI spec {where} nests too deeply to read") from None
+        except Exception as exc:  # noqa: BLE001 - yaml.YAMLError and its kin
+            raise RegistrationError(f"OpenAPI spec {where} is not valid YAML: {str(exc)[:300]}") from None
     if not isinstance(document, dict):
         raise RegistrationError(f"OpenAPI spec {where} is not an object")
     return document
