@@ -16,7 +16,8 @@ from conftest import DEADLINE, async_test
 from mcp import Client as OfficialClient
 from servers.petstore_api import STORE, Served
 
-from modelctx import InvalidParams, RegistrationError, RouteMap, Server
+from modelctx import InvalidParams, RegistrationError, Server
+from modelctx.server import RouteMap
 from modelctx.testing import connected, served_http
 
 DATA = Path(__file__).parent / "data" / "openapi"

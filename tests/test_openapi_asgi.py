@@ -15,7 +15,8 @@ from fastapi import FastAPI, Header, HTTPException
 from mcp import Client as OfficialClient
 from pydantic import BaseModel
 
-from modelctx import RegistrationError, RouteMap, Server
+from modelctx import RegistrationError, Server
+from modelctx.server import RouteMap
 from modelctx.testing import connected, served_http
 
 

@@ -36,7 +36,6 @@ _LAZY = {
     "Image": "server",
     "Audio": "server",
     "ResourceLink": "server",
-    "RouteMap": "server",
     "EmbeddedResource": "server",
     "ToolResult": "server",
     "Client": "client",
@@ -59,7 +58,6 @@ __all__ = [  # noqa: RUF022 - grouped: server, client, errors
     "Image",
     "Audio",
     "ResourceLink",
-    "RouteMap",
     "EmbeddedResource",
     "ToolResult",
     "Client",
@@ -90,7 +88,6 @@ if TYPE_CHECKING:
     from .server import Image as Image
     from .server import ListRoots as ListRoots
     from .server import ResourceLink as ResourceLink
-    from .server import RouteMap as RouteMap
     from .server import Sample as Sample
     from .server import Server as Server
     from .server import ServerConfig as ServerConfig

@@ -61,7 +61,7 @@ from ._tasks import TaskManager
 from ._uri_template import UriTemplate
 
 if TYPE_CHECKING:
-    from ._openapi import RouteMap
+    from ._openapi._routes import RouteMap
 
 __all__ = ["Server", "ServerConfig", "StartupError"]
 
@@ -279,7 +279,7 @@ class Server:
         per operation (default: all tools; ``RouteMap.reads_as_resources()`` maps GETs to
         resources). ``server_options`` go to ``Server`` (``name`` defaults to the spec's
         title). Needs ``httpx`` (and ``pyyaml`` for YAML). Raises ``RegistrationError``."""
-        from ._openapi import build
+        from ._openapi._build import build
 
         return build(
             cls, spec, base_url=base_url, client=client, route_maps=route_maps, headers=headers,
@@ -304,7 +304,7 @@ class Server:
         The operations come from ``spec``, else the app's ``openapi()`` (FastAPI); calls go
         through ``httpx.ASGITransport`` with ``base_url`` as the URL the app sees. The app's
         own lifespan is not run here. Otherwise as ``from_openapi``."""
-        from ._openapi import asgi_client_factory, asgi_spec, build
+        from ._openapi._build import asgi_client_factory, asgi_spec, build
 
         return build(
             cls, spec if spec is not None else asgi_spec(app), base_url=base_url, client=None,
