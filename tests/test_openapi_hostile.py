@@ -211,17 +211,30 @@ async def test_a_cyclic_schema_stays_a_ref_into_defs_and_validates(api):
     assert bad.is_error and "'name' is a required property" in text(bad)
 
 
-def test_references_that_fan_out_are_refused_not_expanded():
-    # Each level uses the next one twice: 2**20 nodes if inlined, at a depth of 40.
+@async_test()
+async def test_references_that_fan_out_stay_refs_into_defs_instead_of_expanding(api):
+    # Each level uses the next one twice: 2**20 nodes if inlined; 21 definitions as $defs.
     schemas = {f"L{i}": {"type": "object", "properties": {"a": {"$ref": f"#/components/schemas/L{i + 1}"},
                                                             "b": {"$ref": f"#/components/schemas/L{i + 1}"}}}
                for i in range(20)}
     schemas["L20"] = {"type": "string"}
-    document = spec({"/x": get("x", {"name": "q", "in": "query", "schema": {"$ref": "#/components/schemas/L0"}})},
-                    schemas)
+    small = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    schemas["Small"] = small
+    q = {"name": "q", "in": "query", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/L0"}}}}
+    s = {"name": "s", "in": "query", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Small"}}}}
+    server = Server.from_openapi(spec({"/echo/x": get("x", q), "/echo/y": get("y", s)}, schemas), base_url=api)
+    fanned, inlined = (t["inputSchema"] for t in server.tools)
+    async with connected(server) as client:
+        ok = await client.call_tool("x", {"q": {"a": {"b": {"a": {}}}}})
+        bad = await client.call_tool("x", {"q": {"a": 1}})
 
-    with pytest.raises(RegistrationError, match=r"GET /x: the document's schemas expand to more than 200,000 nodes"):
-        Server.from_openapi(document, base_url="http://127.0.0.1:1")
+    assert fanned["properties"]["q"] == {"$ref": "#/$defs/L0"}
+    assert sorted(fanned["$defs"]) == sorted(f"L{i}" for i in range(21))
+    assert fanned["$defs"]["L3"]["properties"]["a"] == {"$ref": "#/$defs/L4"}
+    assert inlined["properties"]["s"] == small and "$defs" not in inlined  # small ones are still inlined
+    assert len(json.dumps(fanned)) < 5_000
+    assert not ok.is_error and json.loads(text(ok))["query"] == "q=%7B%22a%22%3A%7B%22b%22%3A%7B%22a%22%3A%7B%7D%7D%7D%7D"
+    assert bad.is_error and "is not of type 'object'" in text(bad)
 
 
 def test_a_yaml_alias_bomb_is_refused(tmp_path):

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import RegistrationError
-from ._schema import Document
+from ._schema import Document, Schemas
 
 __all__ = ["METHODS", "Argument", "Operation", "read_operations"]
 
@@ -107,13 +107,34 @@ def _unique(name: str, used: set[str], where: str) -> str:
 def _read(
     document: Document, method: str, path: str, name: str, spec: dict[str, Any], shared: Any, where: str
 ) -> Operation:
-    schemas = document.schemas(where)
     merged: dict[tuple[str, str], dict[str, Any]] = {}
     for raw in [*(shared if isinstance(shared, list) else []), *(spec.get("parameters") or [])]:
         param = document.resolve(raw, where)
         if not isinstance(param, dict) or not isinstance(param.get("name"), str) or "in" not in param:
             raise RegistrationError(f"OpenAPI {where}: a parameter needs 'name' and 'in'")
         merged[(param["name"], param["in"])] = param
+
+    def build(schemas: Schemas) -> tuple[list[Argument], dict[str, Any], str | None]:
+        return _arguments(document, schemas, merged, spec, path, where)
+
+    arguments, input_schema, body_type = document.build(build, where)
+    text = "\n\n".join(t for t in (_text(spec.get("summary")).strip(), _text(spec.get("description")).strip()) if t)
+    tags = [t for t in spec.get("tags") or [] if isinstance(t, str)]
+    return Operation(
+        method, path, name, tags, _text(spec.get("summary")), text[:_MAX_DESCRIPTION], arguments, input_schema,
+        _output_schema(document, spec, where), body_type, where,
+    )
+
+
+def _arguments(
+    document: Document,
+    schemas: Schemas,
+    merged: dict[tuple[str, str], dict[str, Any]],
+    spec: dict[str, Any],
+    path: str,
+    where: str,
+) -> tuple[list[Argument], dict[str, Any], str | None]:
+    """The operation's arguments and its inputSchema, converted by ``schemas``."""
     properties: dict[str, Any] = {}
     required: list[str] = []
     arguments: list[Argument] = []
@@ -144,14 +165,7 @@ def _read(
     defs = schemas.defs()
     if defs:
         input_schema["$defs"] = defs
-    summary = _text(spec.get("summary"))
-    description = _text(spec.get("description"))
-    text = "\n\n".join(t for t in (summary.strip(), description.strip()) if t)[:_MAX_DESCRIPTION]
-    tags = [t for t in spec.get("tags") or [] if isinstance(t, str)]
-    return Operation(
-        method, path, name, tags, summary, text, arguments, input_schema,
-        _output_schema(document, spec, where), body_type, where,
-    )
+    return arguments, input_schema, body_type
 
 
 def _text(value: Any) -> str:
@@ -184,7 +198,7 @@ def _pick_media(content: dict[str, Any]) -> str | None:
 
 def _body(
     document: Document,
-    schemas: Any,
+    schemas: Schemas,
     spec: dict[str, Any],
     where: str,
     properties: dict[str, Any],

@@ -4,29 +4,35 @@ Theory: a ``$ref`` is inlined where it is used, so a model reads each tool's arg
 one piece. A ``$ref`` met again while it is being inlined (``Node.children: [Node]``) is a
 cycle: that use stays a ``{"$ref": "#/$defs/Node"}`` and ``Node`` is converted once more,
 into the schema's ``$defs``, with the same rule (its own uses of itself point back into
-``$defs``). Only local references (``#/...``) are followed: a spec that points at another
+``$defs``). Inlining copies: a schema whose references fan out (``A`` uses ``B`` twice,
+``B`` uses ``C`` twice, ...) would grow exponentially, so one that passes ``INLINE_NODES``
+or ``MAX_DEPTH`` while inlining is converted again with every reference kept as a ``$ref``
+into ``$defs``, each definition converted once: linear in the document's size. Only local references (``#/...``) are followed: a spec that points at another
 document (``other.yaml#/X``, ``https://...``) is refused, since fetching it would let a
 spec reach any URL from the machine that loads it; bundle such a spec into one file first.
 
 OpenAPI 3.0 schemas are a dialect of their own: ``nullable: true`` becomes a ``"null"``
 type, boolean ``exclusiveMinimum``/``exclusiveMaximum`` become the numbers 2020-12 wants.
-Every conversion counts the nodes it builds against a budget, so a small document whose
-references fan out (a YAML alias bomb, or ``A`` using ``B`` twice, ``B`` using ``C`` twice,
-...) is refused instead of expanding exponentially.
+Every conversion counts the nodes it builds against a budget for the whole document, so
+what even ``$defs`` cannot keep small (a YAML alias bomb: shared objects, not references)
+is refused instead of expanding exponentially.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from ...errors import RegistrationError
 
-__all__ = ["MAX_DEPTH", "MAX_NODES", "Document", "Schemas"]
+__all__ = ["INLINE_NODES", "MAX_DEPTH", "MAX_NODES", "Document", "Schemas"]
 
 MAX_DEPTH = 64  # nesting of one converted schema (inlined references included)
 MAX_NODES = 200_000  # schema nodes built from one document, in all
+INLINE_NODES = 4_000  # one tool's schemas, inlined; past it, references stay $refs
 _MAX_HOPS = 32  # a $ref to a $ref to ...: a chain this long is a loop
+_T = TypeVar("_T")
 
 
 def _unescape(token: str) -> str:
@@ -78,24 +84,49 @@ class Document:
         """``node`` (an OpenAPI schema) as a self-contained JSON Schema 2020-12.
 
         Cycles end in ``$defs`` at the top of the result. Raises ``RegistrationError``."""
-        schemas = self.schemas(where)
-        result = schemas.convert(node)
-        defs = schemas.defs()
-        return {**result, "$defs": defs} if defs else result
 
-    def schemas(self, where: str) -> Schemas:
-        """A converter for the parts of one schema (a tool's arguments): ``convert`` each
-        part, then put ``defs()`` at the root of the schema they make up."""
-        return Schemas(self, where)
+        def build(schemas: Schemas) -> dict[str, Any]:
+            result = schemas.convert(node)
+            defs = schemas.defs()
+            return {**result, "$defs": defs} if defs else result
+
+        return self.build(build, where)
+
+    def build(self, build: Callable[[Schemas], _T], where: str) -> _T:
+        """``build(schemas)``, inlining references; again with ``$ref``s kept if inlining
+        grows past ``INLINE_NODES`` or ``MAX_DEPTH``. ``build`` converts the parts of one
+        schema (a tool's arguments) with ``schemas.convert`` and puts ``schemas.defs()`` at
+        its root. Raises ``RegistrationError``."""
+        inlining = Schemas(self, where, inline=True)
+        try:
+            result = build(inlining)
+        except _Expanding:
+            return build(Schemas(self, where, inline=False))
+        self.nodes += inlining.built
+        self.check(where)
+        return result
+
+    def check(self, where: str) -> None:
+        if self.nodes > MAX_NODES:
+            raise RegistrationError(
+                f"OpenAPI {where}: the document's schemas expand to more than {MAX_NODES:,} nodes "
+                "(a YAML alias bomb, or a huge spec); exclude operations with route_maps or simplify the spec"
+            )
+
+
+class _Expanding(Exception):
+    """Inlining passed its budget: convert again with references kept."""
 
 
 class Schemas:
-    """One top-level schema's conversion: its cycle ``$defs`` are collected here."""
+    """One top-level schema's conversion: the ``$defs`` it points into are collected here."""
 
-    def __init__(self, document: Document, where: str) -> None:
+    def __init__(self, document: Document, where: str, *, inline: bool = True) -> None:
         self.document = document
         self.where = where
-        self._names: dict[str, str] = {}  # a cyclic $ref -> its name under $defs
+        self.inline = inline
+        self.built = 0  # nodes, while inlining (added to the document's count on success)
+        self._names: dict[str, str] = {}  # a $ref kept -> its name under $defs
         self._defs: dict[str, Any] = {}
 
     def convert(self, node: Any) -> dict[str, Any]:
@@ -127,12 +158,13 @@ class Schemas:
         return self._names[ref]
 
     def count(self, depth: int) -> None:
+        if self.inline:
+            self.built += 1
+            if self.built > INLINE_NODES or depth > MAX_DEPTH:
+                raise _Expanding
+            return
         self.document.nodes += 1
-        if self.document.nodes > MAX_NODES:
-            raise RegistrationError(
-                f"OpenAPI {self.where}: the document's schemas expand to more than {MAX_NODES:,} "
-                "nodes (references that fan out); exclude operations with route_maps or simplify the spec"
-            )
+        self.document.check(self.where)
         if depth > MAX_DEPTH:
             raise RegistrationError(
                 f"OpenAPI {self.where}: a schema nests deeper than {MAX_DEPTH} levels; "
@@ -147,7 +179,7 @@ class Schemas:
             raise RegistrationError(f"OpenAPI {self.where}: a schema must be an object, not {type(node).__name__}")
         ref = node.get("$ref")
         if isinstance(ref, str):
-            if ref in stack:
+            if ref in stack or not self.inline:
                 return {"$ref": f"#/$defs/{self.def_name(ref)}"}
             if len(stack) > _MAX_HOPS * 4:
                 raise RegistrationError(f"OpenAPI {self.where}: references nest deeper than {_MAX_HOPS * 4}")
