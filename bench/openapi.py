@@ -75,7 +75,6 @@ async def measure(base: str, calls: int, rounds: int) -> dict[str, list[float]]:
     import httpx
 
     from modelctx import Client, Server
-    from modelctx.server._openapi._build import build  # noqa: F401 - loaded before timing
 
     api = httpx.AsyncClient(base_url=base)
     openapi = Server.from_openapi(SPEC, client=api)
@@ -90,8 +89,7 @@ async def measure(base: str, calls: int, rounds: int) -> dict[str, list[float]]:
         result: dict[str, Any] = answer.json()
         return result
 
-    operation = next(o for o in _operations(openapi) if o.name == "getPetById")
-    caller = _caller(openapi)
+    operation, caller = _tool_parts(openapi, "getPetById")
 
     async def bare() -> None:
         answer = await api.get("/pet/1")
@@ -125,19 +123,11 @@ async def measure(base: str, calls: int, rounds: int) -> dict[str, list[float]]:
     return times
 
 
-def _operations(server: Any) -> list[Any]:
-    # The bench reaches into the built tool to time its HTTP half alone.
-    from modelctx.server._openapi._operations import read_operations
-    from modelctx.server._openapi._schema import Document
-    from modelctx.server._openapi._load import load_spec
-
-    return read_operations(Document(load_spec(SPEC, 10)))
-
-
-def _caller(server: Any) -> Any:
-    tool = server.registry.tools["getPetById"]
-    cells = [c.cell_contents for c in tool.fn.__closure__ or ()]
-    return next(c for c in cells if type(c).__name__ == "Caller")
+def _tool_parts(server: Any, name: str) -> tuple[Any, Any]:
+    """The generated tool's operation and caller (its closure), to time its HTTP half alone."""
+    fn = server.registry.tools[name].fn
+    cells = dict(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__ or ()), strict=True))
+    return cells["operation"], cells["caller"]
 
 
 def main() -> None:
