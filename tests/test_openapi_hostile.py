@@ -158,6 +158,23 @@ async def test_an_api_that_does_not_answer_in_time_is_a_tool_error(api):
 
 
 @async_test()
+async def test_a_given_clients_own_timeout_is_kept_unless_timeout_is_passed(api):
+    import httpx
+
+    seconds = {"name": "seconds", "in": "query", "schema": {"type": "number"}}
+    document = spec({"/slow": get("slow", seconds)})
+    async with httpx.AsyncClient(base_url=api, timeout=0.3) as given:
+        kept = Server.from_openapi(document, client=given)
+        overridden = Server.from_openapi(document, client=given, timeout=0.6)
+        async with connected(kept) as one, connected(overridden) as other:
+            first = await one.call_tool("slow", {"seconds": 3})
+            second = await other.call_tool("slow", {"seconds": 3})
+
+    assert text(first) == "GET /slow: the API did not answer within 0.3 s"
+    assert text(second) == "GET /slow: the API did not answer within 0.6 s"
+
+
+@async_test()
 async def test_an_api_that_is_down_is_a_tool_error_naming_no_internals():
     from conftest import free_port
 

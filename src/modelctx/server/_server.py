@@ -265,7 +265,7 @@ class Server:
         client: Any = None,
         route_maps: Sequence[RouteMap] | None = None,
         headers: Mapping[str, str] | None = None,
-        timeout: float = 30.0,
+        timeout: float | None = None,
         uri_scheme: str = "api",
         **server_options: Any,
     ) -> Server:
@@ -275,7 +275,7 @@ class Server:
         ``base_url`` (or ``client.base_url``) only, never to the spec's ``servers``; through
         ``client`` (an ``httpx.AsyncClient``, not closed here) or a client of this server's
         own; with ``headers`` (credentials: they win over header arguments) and ``timeout``
-        seconds. ``route_maps``: ``RouteMap``s choosing tool, resource, template or exclude
+        seconds (default: a given client's own, else 30). ``route_maps``: ``RouteMap``s choosing tool, resource, template or exclude
         per operation (default: all tools; ``RouteMap.reads_as_resources()`` maps GETs to
         resources). ``server_options`` go to ``Server`` (``name`` defaults to the spec's
         title). Needs ``httpx`` (and ``pyyaml`` for YAML). Raises ``RegistrationError``."""
@@ -295,7 +295,7 @@ class Server:
         base_url: str = "http://asgi-app",
         route_maps: Sequence[RouteMap] | None = None,
         headers: Mapping[str, str] | None = None,
-        timeout: float = 30.0,
+        timeout: float | None = None,
         uri_scheme: str = "api",
         **server_options: Any,
     ) -> Server:

@@ -9,7 +9,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from ...errors import RegistrationError
-from ._call import Caller
+from ._call import DEFAULT_TIMEOUT, Caller
 from ._load import load_spec
 from ._register import register_operations
 from ._routes import RouteMap
@@ -28,13 +28,13 @@ def build(
     client: Any,
     route_maps: Sequence[RouteMap] | None,
     headers: Mapping[str, str] | None,
-    timeout: float,
+    timeout: float | None,
     uri_scheme: str,
     make_client: Callable[[], Any] | None = None,
     server_options: dict[str, Any],
 ) -> Server:
     _need("httpx")
-    document = load_spec(spec, timeout)
+    document = load_spec(spec, DEFAULT_TIMEOUT if timeout is None else timeout)
     if base_url is None and client is not None and str(getattr(client, "base_url", "")):
         base_url = str(client.base_url)
     if not base_url:
@@ -81,14 +81,17 @@ def asgi_spec(app: Any) -> dict[str, Any]:
     return document
 
 
-def asgi_client_factory(app: Any, base_url: str, timeout: float) -> Callable[[], Any]:
+def asgi_client_factory(app: Any, base_url: str, timeout: float | None) -> Callable[[], Any]:
     """Makes clients that call ``app`` in this process (``httpx.ASGITransport``), no socket."""
 
     def make() -> Any:
         import httpx
 
         return httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url=base_url, timeout=timeout, follow_redirects=False
+            transport=httpx.ASGITransport(app=app),
+            base_url=base_url,
+            timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
+            follow_redirects=False,
         )
 
     return make

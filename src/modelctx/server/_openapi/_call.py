@@ -22,11 +22,12 @@ from urllib.parse import quote
 from ...errors import ToolError
 from ._operations import Argument, Operation
 
-__all__ = ["ERROR_BODY_BYTES", "Caller", "Failure"]
+__all__ = ["DEFAULT_TIMEOUT", "ERROR_BODY_BYTES", "Caller", "Failure"]
 
 log = logging.getLogger("modelctx.server.openapi")
 
 ERROR_BODY_BYTES = 2048
+DEFAULT_TIMEOUT = 30.0  # seconds, for a client of our own (a client given keeps its own)
 MAX_ANSWER_BYTES = 8 * 1024 * 1024
 
 
@@ -51,7 +52,7 @@ class Caller:
         *,
         client: Any = None,
         headers: Mapping[str, str] | None = None,
-        timeout: float = 30.0,
+        timeout: float | None = None,
         max_answer_bytes: int = MAX_ANSWER_BYTES,
         make_client: Any = None,
     ) -> None:
@@ -65,7 +66,8 @@ class Caller:
         self._prefix = base.raw_path.split(b"?")[0].rstrip(b"/").decode("ascii")
         self._given = client
         self._owned: Any = None
-        self._make = make_client or (lambda: httpx.AsyncClient(timeout=timeout, follow_redirects=False))
+        own_timeout = DEFAULT_TIMEOUT if timeout is None else timeout
+        self._make = make_client or (lambda: httpx.AsyncClient(timeout=own_timeout, follow_redirects=False))
         self._loop: asyncio.AbstractEventLoop | None = None
         self.headers = dict(headers or {})
         self._fixed = {k.lower() for k in self.headers}
@@ -118,7 +120,7 @@ class Caller:
         headers.setdefault("Accept", "application/json")
         request = self._client().build_request(
             operation.method, url, params=query or None, headers=headers, content=content,
-            timeout=self.timeout,
+            timeout=self._httpx.USE_CLIENT_DEFAULT if self.timeout is None else self.timeout,
         )
         sent = request.url
         if (sent.scheme, sent.host, sent.port) != (self.base.scheme, self.base.host, self.base.port) or (
@@ -153,7 +155,9 @@ class Caller:
         try:
             response = await self._client().send(request, stream=True)
         except httpx.TimeoutException:
-            raise Failure(f"{what}: the API did not answer within {self.timeout:g} s") from None
+            limit = (request.extensions.get("timeout") or {}).get("read")
+            within = f" within {limit:g} s" if isinstance(limit, (int, float)) else ""
+            raise Failure(f"{what}: the API did not answer{within}") from None
         except httpx.HTTPError as exc:
             log.warning("OpenAPI %s: %s", what, exc)
             raise Failure(f"{what}: could not reach the API ({type(exc).__name__})") from None

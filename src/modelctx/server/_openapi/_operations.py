@@ -56,6 +56,7 @@ class Operation:
     output_schema: dict[str, Any] | None
     body_type: str | None = None  # the request body's media type
     where: str = field(default="")
+    answer_type: str | None = None  # the first 2xx answer's media type, as the spec says
 
     @property
     def path_names(self) -> list[str]:
@@ -122,7 +123,7 @@ def _read(
     tags = [t for t in spec.get("tags") or [] if isinstance(t, str)]
     return Operation(
         method, path, name, tags, _text(spec.get("summary")), text[:_MAX_DESCRIPTION], arguments, input_schema,
-        _output_schema(document, spec, where), body_type, where,
+        _output_schema(document, spec, where), body_type, where, _answer_type(document, spec, where),
     )
 
 
@@ -232,26 +233,35 @@ def _body(
     return media
 
 
-def _output_schema(document: Document, spec: dict[str, Any], where: str) -> dict[str, Any] | None:
-    """The first 2xx JSON answer's schema, when it is an object (MCP's outputSchema must be)."""
+def _answers(spec: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The 2xx responses by status (200 first; YAML may key them as numbers)."""
     responses = spec.get("responses")
     if not isinstance(responses, dict):
-        return None
-    for code in sorted((str(c) for c in responses), key=lambda c: (c != "200", c)):
-        if not (code.startswith("2") and len(code) == 3):
-            continue
-        answer = document.resolve(responses.get(code) if code in responses else responses.get(int(code)), where)
+        return []
+    by_code = {str(code): answer for code, answer in responses.items()}
+    codes = sorted((c for c in by_code if c.startswith("2") and len(c) == 3), key=lambda c: (c != "200", c))
+    return [(code, by_code[code]) for code in codes]
+
+
+def _answer_type(document: Document, spec: dict[str, Any], where: str) -> str | None:
+    for _, answer in _answers(spec):
+        content = document.resolve(answer, where).get("content") if isinstance(answer, dict) else None
+        if isinstance(content, dict) and content:
+            return _pick_media(content)
+    return None
+
+
+def _output_schema(document: Document, spec: dict[str, Any], where: str) -> dict[str, Any] | None:
+    """The first 2xx JSON answer's schema, when it is an object (MCP's outputSchema must be)."""
+    for code, answer in _answers(spec)[:1]:
+        answer = document.resolve(answer, where)
         content = answer.get("content") if isinstance(answer, dict) else None
         if not isinstance(content, dict):
             return None
         media = next((m for m in content if m == "application/json" or m.endswith("+json")), None)
-        if media is None:
-            return None
-        entry = document.resolve(content[media], where)
+        entry = document.resolve(content[media], where) if media is not None else None
         if not isinstance(entry, dict) or "schema" not in entry:
             return None
         schema = document.schema(entry["schema"], f"{where} response {code}")
-        if schema.get("type") == "object" or (isinstance(schema.get("type"), list) and schema["type"] == ["object"]):
-            return schema
-        return None
+        return schema if schema.get("type") == "object" else None
     return None

@@ -136,7 +136,7 @@ def _add_resource(server: Server, caller: Caller, operation: Operation, scheme: 
         return _answer(media, body)
 
     server.resource(uri, name=operation.name, description=operation.description or None,
-                    mime_type="application/json")(read)
+                    mime_type=operation.answer_type or "application/json")(read)
 
 
 def _add_template(server: Server, caller: Caller, operation: Operation, scheme: str) -> None:
@@ -173,4 +173,4 @@ def _add_template(server: Server, caller: Caller, operation: Operation, scheme: 
         return _answer(media, body)
 
     server.resource(template, name=operation.name, description=operation.description or None,
-                    mime_type="application/json")(read)
+                    mime_type=operation.answer_type or "application/json")(read)
