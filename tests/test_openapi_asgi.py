@@ -7,16 +7,18 @@ pydantic models reach the tools as JSON Schema (FastAPI writes them as ``$ref``s
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from conftest import DEADLINE, async_test
-from fastapi import FastAPI, Header, HTTPException
+from fastapi import FastAPI, Header, HTTPException, Request
 from mcp import Client as OfficialClient
 from pydantic import BaseModel
 
 from modelctx import RegistrationError, Server
-from modelctx.server import RouteMap
+from modelctx.server import RouteMap, StartupError
 from modelctx.testing import connected, served_http
 
 
@@ -154,3 +156,43 @@ def test_an_app_without_an_openapi_document_is_refused_saying_what_to_pass():
 
     with pytest.raises(RegistrationError, match=r"Starlette has no openapi\(\) \(FastAPI has\): pass its document"):
         Server.from_asgi(Starlette())
+
+
+@async_test()
+async def test_the_apps_lifespan_runs_around_the_servers_and_its_state_reaches_requests():
+    events: list[str] = []
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
+        events.append("startup")
+        app.state.pool = "pool-1"
+        yield {"greeting": "hello"}
+        events.append("shutdown")
+
+    app = FastAPI(lifespan=lifespan)
+
+    @app.get("/hello", operation_id="hello")
+    async def hello(request: Request) -> dict[str, str]:
+        return {"greeting": request.state.greeting, "pool": request.app.state.pool}
+
+    server = Server.from_asgi(app)
+    assert events == []
+    async with connected(server) as client:
+        assert events == ["startup"]
+        answer = await client.call_tool("hello", {})
+    assert events == ["startup", "shutdown"]
+    assert answer.structured_content == {"greeting": "hello", "pool": "pool-1"}
+
+
+@async_test()
+async def test_an_app_whose_startup_fails_fails_the_servers_start():
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        raise RuntimeError("no database")
+        yield
+
+    server = Server.from_asgi(FastAPI(lifespan=lifespan))
+    with pytest.raises(StartupError) as failed:
+        async with connected(server):
+            pass
+    assert "the ASGI app's lifespan failed" in str(failed.value.__cause__ or failed.value)

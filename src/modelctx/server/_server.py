@@ -303,13 +303,15 @@ class Server:
 
         The operations come from ``spec``, else the app's ``openapi()`` (FastAPI); calls go
         through ``httpx.ASGITransport`` with ``base_url`` as the URL the app sees. The app's
-        own lifespan is not run here. Otherwise as ``from_openapi``."""
-        from ._openapi._build import asgi_client_factory, asgi_spec, build
+        ASGI lifespan runs around the server's (its state reaches every request, as under
+        an ASGI server). Otherwise as ``from_openapi``."""
+        from ._openapi._build import InProcessApp, asgi_client_factory, asgi_spec, build
 
+        called = InProcessApp(app)
         return build(
             cls, spec if spec is not None else asgi_spec(app), base_url=base_url, client=None,
             route_maps=route_maps, headers=headers, timeout=timeout, uri_scheme=uri_scheme,
-            make_client=asgi_client_factory(app, base_url, timeout), server_options=server_options,
+            make_client=asgi_client_factory(called, base_url, timeout), app=called, server_options=server_options,
         )
 
     # -- registration --------------------------------------------------------------

@@ -5,10 +5,11 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from ...errors import RegistrationError
+from ._asgi import InProcessApp
 from ._call import DEFAULT_TIMEOUT, Caller
 from ._load import load_spec
 from ._register import register_operations
@@ -17,7 +18,7 @@ from ._routes import RouteMap
 if TYPE_CHECKING:
     from .._server import Server
 
-__all__ = ["asgi_client_factory", "asgi_spec", "build"]
+__all__ = ["InProcessApp", "asgi_client_factory", "asgi_spec", "build"]
 
 
 def build(
@@ -31,6 +32,7 @@ def build(
     timeout: float | None,
     uri_scheme: str,
     make_client: Callable[[], Any] | None = None,
+    app: InProcessApp | None = None,
     server_options: dict[str, Any],
 ) -> Server:
     _need("httpx")
@@ -52,7 +54,7 @@ def build(
     if isinstance(info.get("description"), str):
         options.setdefault("instructions", info["description"][:4000])
     name = options.pop("name", None) or str(info.get("title") or "openapi")
-    options["lifespan"] = _closing(caller, options.get("lifespan"))
+    options["lifespan"] = _closing(caller, options.get("lifespan"), app)
     server = server_class(name, **options)
     register_operations(server, document, caller, list(route_maps or ()), uri_scheme)
     return server
@@ -81,7 +83,7 @@ def asgi_spec(app: Any) -> dict[str, Any]:
     return document
 
 
-def asgi_client_factory(app: Any, base_url: str, timeout: float | None) -> Callable[[], Any]:
+def asgi_client_factory(app: InProcessApp, base_url: str, timeout: float | None) -> Callable[[], Any]:
     """Makes clients that call ``app`` in this process (``httpx.ASGITransport``), no socket."""
 
     def make() -> Any:
@@ -97,18 +99,19 @@ def asgi_client_factory(app: Any, base_url: str, timeout: float | None) -> Calla
     return make
 
 
-def _closing(caller: Caller, user: Any) -> Callable[[Any], AbstractAsyncContextManager[Any]]:
-    """The server's lifespan: the author's (if any) inside, the HTTP client closed after it."""
+def _closing(caller: Caller, user: Any, app: InProcessApp | None) -> Callable[[Any], AbstractAsyncContextManager[Any]]:
+    """The server's lifespan: an in-process app's lifespan outside, the author's (if any)
+    inside, the HTTP client closed after both."""
 
     @asynccontextmanager
     async def lifespan(server: Any) -> AsyncIterator[Any]:
-        try:
+        async with AsyncExitStack() as stack:
+            stack.push_async_callback(caller.aclose)
+            if app is not None:
+                await stack.enter_async_context(app.running())
             if user is None:
                 yield None
             else:
-                async with user(server) as context:
-                    yield context
-        finally:
-            await caller.aclose()
+                yield await stack.enter_async_context(user(server))
 
     return lifespan
