@@ -75,6 +75,26 @@ async def test_a_path_argument_is_one_percent_encoded_segment_and_never_changes_
 
 
 @async_test()
+async def test_the_specs_own_path_text_is_encoded_only_where_a_path_cannot_hold_it(api):
+    server = Server.from_openapi(spec({"/echo/café menu/{id}": get("menu", path_param("id"))}), base_url=api)
+    async with connected(server) as client:
+        result = await client.call_tool("menu", {"id": "7"})
+
+    assert json.loads(text(result))["raw_path"] == "/echo/caf%C3%A9%20menu/7"
+
+
+@async_test()
+async def test_a_header_argument_cannot_smuggle_another_header(api):
+    trace = {"name": "X-Trace", "in": "header", "schema": {"type": "string"}}
+    server = Server.from_openapi(spec({"/echo/h": get("h", trace)}), base_url=api)
+    async with connected(server) as client:
+        result = await client.call_tool("h", {"X-Trace": "t1\r\nX-Admin: yes"})
+
+    assert result.is_error and text(result) == "h: the header argument 'X-Trace' holds a line break"
+    assert STORE.seen == []
+
+
+@async_test()
 async def test_calls_go_to_base_url_never_to_the_specs_servers(api):
     document = spec({"/echo/here": get("here")}, servers=[{"url": "http://127.0.0.2:9/elsewhere"}])
     document["paths"]["/echo/here"]["get"]["servers"] = [{"url": "http://127.0.0.3:9/"}]

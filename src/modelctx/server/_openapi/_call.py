@@ -105,7 +105,10 @@ class Caller:
                 query.extend(_query_pairs(argument, value))
             elif argument.location == "header":
                 if argument.wire.lower() not in self._fixed:
-                    headers[argument.wire] = _text(value) if not argument.as_json else json.dumps(value)
+                    header = _text(value) if not argument.as_json else json.dumps(value)
+                    if any(c in header for c in "\r\n\0"):
+                        raise ToolError(f"{operation.name}: the header argument {argument.name!r} holds a line break")
+                    headers[argument.wire] = header
             elif argument.location == "field":
                 fields[argument.wire] = value
             elif argument.location == "body":
@@ -117,7 +120,8 @@ class Caller:
         content, kind = _encode_body(operation.body_type, body)
         if kind:
             headers["Content-Type"] = kind
-        headers.setdefault("Accept", "application/json")
+        if not any(k.lower() == "accept" for k in headers):
+            headers["Accept"] = "application/json"
         request = self._client().build_request(
             operation.method, url, params=query or None, headers=headers, content=content,
             timeout=self._httpx.USE_CLIENT_DEFAULT if self.timeout is None else self.timeout,
@@ -143,7 +147,13 @@ class Caller:
             # "." and ".." are dot segments a URL normalizer would remove: encode them.
             return encoded.replace(".", "%2E") if set(text) == {"."} else encoded
 
-        return re.sub(r"\{([^}]+)\}", segment, operation.path)
+        # The spec's own text between variables is a path already: only what is not
+        # allowed in one (a space, a non-ASCII letter) is encoded.
+        parts = re.split(r"(\{[^}]+\})", operation.path)
+        return "".join(
+            re.sub(r"\{([^}]+)\}", segment, part) if i % 2 else quote(part, safe=_PATH_SAFE)
+            for i, part in enumerate(parts)
+        )
 
     async def call(self, operation: Operation, arguments: Mapping[str, Any]) -> tuple[Any, str, bytes]:
         """Send the call; the 2xx answer as (response, media type, body).
@@ -183,6 +193,7 @@ class Caller:
 
 
 _UNSET: Any = object()
+_PATH_SAFE = "/!$&'()*+,;=:@-._~%"  # RFC 3986 pchar and "/", with "%" left as the spec wrote it
 
 
 def _text(value: Any) -> str:
