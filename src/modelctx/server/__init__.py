@@ -13,6 +13,7 @@ from ._context import (
     Sample,
 )
 from ._files import FileRoot
+from ._openapi._routes import RouteMap
 from ._redis_bus import RedisBus
 from ._redis_tasks import RedisTaskStore
 from ._registry import CacheHint
@@ -38,6 +39,7 @@ __all__ = [
     "RedisBus",
     "RedisTaskStore",
     "ResourceLink",
+    "RouteMap",
     "Sample",
     "Server",
     "ServerConfig",

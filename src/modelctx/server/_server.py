@@ -27,10 +27,10 @@ import asyncio
 import logging
 import os
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import RegistrationError
 from ..protocol._jsonrpc import Notification, Request
@@ -62,6 +62,9 @@ from ._tasks import EXTENSION as TASKS_EXTENSION
 from ._tasks import TaskManager
 from ._transform import ArgTransform, derive_tool
 from ._uri_template import UriTemplate
+
+if TYPE_CHECKING:
+    from ._openapi._routes import RouteMap
 
 __all__ = ["Server", "ServerConfig", "StartupError"]
 
@@ -256,6 +259,65 @@ class Server:
         self._tasks: TaskManager | None = None
         self._mounts: list[Mount] = []
         self.dispatcher = Dispatcher(self)
+
+    # -- from what people already have ----------------------------------------------
+    @classmethod
+    def from_openapi(
+        cls,
+        spec: dict[str, Any] | str | os.PathLike[str],
+        *,
+        base_url: str | None = None,
+        client: Any = None,
+        route_maps: Sequence[RouteMap] | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        uri_scheme: str = "api",
+        **server_options: Any,
+    ) -> Server:
+        """A server with one tool per operation of an OpenAPI 3.x document, calling the API.
+
+        ``spec``: the document as a dict, a JSON or YAML file, or an http(s) URL. Calls go to
+        ``base_url`` (or ``client.base_url``) only, never to the spec's ``servers``; through
+        ``client`` (an ``httpx.AsyncClient``, not closed here) or a client of this server's
+        own; with ``headers`` (credentials: they win over header arguments) and ``timeout``
+        seconds (default: a given client's own, else 30). ``route_maps``: ``RouteMap``s choosing tool, resource, template or exclude
+        per operation (default: all tools; ``RouteMap.reads_as_resources()`` maps GETs to
+        resources). ``server_options`` go to ``Server`` (``name`` defaults to the spec's
+        title). Needs ``httpx`` (and ``pyyaml`` for YAML). Raises ``RegistrationError``."""
+        from ._openapi._build import build
+
+        return build(
+            cls, spec, base_url=base_url, client=client, route_maps=route_maps, headers=headers,
+            timeout=timeout, uri_scheme=uri_scheme, server_options=server_options,
+        )
+
+    @classmethod
+    def from_asgi(
+        cls,
+        app: Any,
+        *,
+        spec: dict[str, Any] | None = None,
+        base_url: str = "http://asgi-app",
+        route_maps: Sequence[RouteMap] | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        uri_scheme: str = "api",
+        **server_options: Any,
+    ) -> Server:
+        """A server calling an ASGI app (FastAPI, Starlette) in this process, no socket.
+
+        The operations come from ``spec``, else the app's ``openapi()`` (FastAPI); calls go
+        through ``httpx.ASGITransport`` with ``base_url`` as the URL the app sees. The app's
+        ASGI lifespan runs around the server's (its state reaches every request, as under
+        an ASGI server). Otherwise as ``from_openapi``."""
+        from ._openapi._build import InProcessApp, asgi_client_factory, asgi_spec, build
+
+        called = InProcessApp(app)
+        return build(
+            cls, spec if spec is not None else asgi_spec(app), base_url=base_url, client=None,
+            route_maps=route_maps, headers=headers, timeout=timeout, uri_scheme=uri_scheme,
+            make_client=asgi_client_factory(called, base_url, timeout), app=called, server_options=server_options,
+        )
 
     # -- registration --------------------------------------------------------------
     # Every problem with a handler is found here, at registration, as a RegistrationError
