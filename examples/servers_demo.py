@@ -37,10 +37,20 @@ def prepare(folder: Path) -> Path:
     python = sys.executable
     config = {
         "mcpServers": {
-            "files": {"command": python, "args": ["-m", "modelctx.servers.filesystem", str(notes)]},
-            "shop": {"command": python, "args": ["-m", "modelctx.servers.sqlite", str(folder / "shop.db")]},
-            # Per-server approval: the memory server's writes run without asking; the
-            # others' tools that are not read-only ask first (the default, "ask").
+            # Our own reference servers, marked trusted: their read-only tools (readOnlyHint)
+            # run without asking, their other tools ask first (the default, "ask"). A tool's
+            # annotations count only for a server the configuration trusts.
+            "files": {
+                "command": python,
+                "args": ["-m", "modelctx.servers.filesystem", str(notes)],
+                "trusted": True,
+            },
+            "shop": {
+                "command": python,
+                "args": ["-m", "modelctx.servers.sqlite", str(folder / "shop.db")],
+                "trusted": True,
+            },
+            # Per-server approval: the memory server's writes run without asking.
             "memory": {
                 "command": python,
                 "args": ["-m", "modelctx.servers.memory", "--store", str(folder / "memory.sqlite3")],
