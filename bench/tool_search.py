@@ -50,7 +50,9 @@ class SearchingModel:
         self.requests: list[list[Tool]] = []
         self.found: list[str] = []
 
-    async def stream(self, conversation: Conversation, tools: Sequence[Tool]) -> AsyncIterator[TextDelta | AssistantMessage]:
+    async def stream(
+        self, conversation: Conversation, tools: Sequence[Tool]
+    ) -> AsyncIterator[TextDelta | AssistantMessage]:
         self.requests.append(list(tools))
         step = len(self.requests)
         if step == 1:
@@ -120,14 +122,20 @@ def main() -> None:
         return
     a, o = figures["bytes_without_search"], figures["bytes_with_search_mean"]
     m = figures["bytes_with_search_max"]
-    print(f"{figures['servers']} servers, {figures['tools']} tools, {figures['tasks']} tasks, {figures['requests']} requests")
+    print(
+        f"{figures['servers']} servers, {figures['tools']} tools, {figures['tasks']} tasks, {figures['requests']} requests"
+    )
     print(f"{'tool definitions per request':32} {'anthropic':>10} {'openai':>10}")
     print(f"{'  without search (every tool)':32} {a['anthropic']:>10,} {a['openai']:>10,}")
     print(f"{'  with search, mean':32} {o['anthropic']:>10,} {o['openai']:>10,}")
     print(f"{'  with search, largest':32} {m['anthropic']:>10,} {m['openai']:>10,}")
-    print(f"intended tool in the first 5 results: {figures['hits_at_5']}/{figures['tasks']} ({figures['hit_rate_at_5']:.0%})")
-    print(f"search median {figures['search_ms_median']} ms; host.tools() {figures['host_tools_ms']} ms; "
-          f"a 3-turn conversation median {figures['three_turn_conversation_ms_median']} ms")
+    print(
+        f"intended tool in the first 5 results: {figures['hits_at_5']}/{figures['tasks']} ({figures['hit_rate_at_5']:.0%})"
+    )
+    print(
+        f"search median {figures['search_ms_median']} ms; host.tools() {figures['host_tools_ms']} ms; "
+        f"a 3-turn conversation median {figures['three_turn_conversation_ms_median']} ms"
+    )
     for miss in figures["misses"]:
         print(f"  miss: {miss['task']!r} wanted {miss['intended']}, got {miss['found']}")
 

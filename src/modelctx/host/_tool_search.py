@@ -139,15 +139,14 @@ class ToolSearch:
             return list(tools.values())
         self.name = _free_name(SEARCH_TOOL, tools)
         self._index.refresh(tools.values())
-        chosen = [name for name in tools if any(fnmatch.fnmatchcase(name, p) for p in self.budget.pinned)]
+        shown = [self._definition(len(tools))]
+        shown += [t for name, t in tools.items() if any(fnmatch.fnmatchcase(name, p) for p in self.budget.pinned)]
         for name in self._recent(conversation):
-            if name in tools and name not in chosen and not self._full(chosen, tools):
-                chosen.append(name)
-        return [self._definition(len(tools)), *(tools[name] for name in chosen)]
-
-    def _full(self, chosen: list[str], tools: Mapping[str, Tool]) -> bool:
-        room = self.budget.max_tools
-        return room is not None and len(chosen) >= max(room - 1, 0)
+            if name in tools and tools[name] not in shown:
+                if self.budget.exceeded_by([*shown, tools[name]]):
+                    break
+                shown.append(tools[name])
+        return shown
 
     def _recent(self, conversation: Conversation) -> list[str]:
         """Tools called, then tools found, most recent first (found ones: the last ``keep_found``)."""
@@ -256,7 +255,7 @@ def _parameters(tool: Tool) -> list[str]:
 # -- the index ----------------------------------------------------------------------------------
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-_WORD = re.compile(r"[A-Za-z0-9]+")
+_WORD = re.compile(r"[^\W_]+")  # letters and digits of any script; never a quote
 # Words that say nothing about which tool is meant; BM25 would weigh them little, but a
 # query of only these would match every tool.
 _STOP = frozenset(
