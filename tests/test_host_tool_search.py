@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from conftest import async_test, serve_command, until
 from model_server import ScriptedModelServer, Turn
@@ -36,11 +37,14 @@ from modelctx.host._model import (  # noqa: E402
     Model,
     ModelLoop,
     ToolCall,
+    ToolCallRequested,
+    ToolResult,
     ToolResultEvent,
+    ToolResults,
 )
 from modelctx.host._openai import OpenAIModel  # noqa: E402
 from modelctx.host._openai import to_tool as openai_tool  # noqa: E402
-from modelctx.host._tool_search import SEARCH_TOOL, ToolBudget, ToolSearch  # noqa: E402
+from modelctx.host._tool_search import SEARCH_OWNER, SEARCH_TOOL, ToolBudget, ToolSearch  # noqa: E402
 from modelctx.protocol.types.v2026_07_28 import Tool  # noqa: E402
 
 COUNTING = Path(__file__).parent / "servers" / "counting_server.py"
@@ -101,6 +105,8 @@ async def test_past_the_budget_the_model_searches_then_calls_the_found_tool_in_i
     assert first == [SEARCH_TOOL]
     assert second[0] == SEARCH_TOOL and "github_create_issue" in second[1:] and len(second) <= 6
     assert "github_create_issue" in third  # used: it stays shown
+    requested = [(e.name, e.server, e.original) for e in events if isinstance(e, ToolCallRequested)]
+    assert requested == [(SEARCH_TOOL, SEARCH_OWNER, SEARCH_TOOL), ("github_create_issue", "github", "create_issue")]
     results = [e for e in events if isinstance(e, ToolResultEvent)]
     searched = results[0].result.structured_content
     assert isinstance(searched, dict) and "github_create_issue" in [t["name"] for t in searched["tools"]]
@@ -176,12 +182,14 @@ def test_what_is_offered_comes_from_the_conversation_so_a_resumed_one_sees_the_s
     call = ToolCall("s", SEARCH_TOOL, {"query": "skip this song"})
     result = search.answer(call)
     assert result is not None
-    from modelctx.host._model import ToolResult
-
     conversation.add_assistant(AssistantMessage(tool_calls=(call, ToolCall("u", "slack_post_message", {}))))
     conversation.add_tool_results([ToolResult(call, result)])
     shown = [t.name for t in ToolSearch().offer(conversation, tools)]  # a new loop, the same conversation
     assert shown[:2] == [SEARCH_TOOL, "slack_post_message"] and "spotify_skip_to_next" in shown
+    # Kept without its structured content (as a file might keep it), the text says the same.
+    plain = msgspec.structs.replace(result, structured_content=msgspec.UNSET)
+    conversation.messages[-1] = ToolResults((ToolResult(call, plain),))
+    assert [t.name for t in ToolSearch().offer(conversation, tools)] == shown
 
 
 def test_a_call_to_no_tool_while_searching_tells_the_model_to_search_not_500_names() -> None:

@@ -38,7 +38,7 @@ from ..protocol.types.v2026_07_28 import (
     TextContent,
     Tool,
 )
-from ._tool_search import ToolSearch
+from ._tool_search import SEARCH_OWNER, ToolSearch
 
 __all__ = [
     "AssistantMessage",
@@ -150,7 +150,8 @@ class TextDelta:
 @dataclass(frozen=True)
 class ToolCallRequested:
     """The model asked for ``name`` (the namespaced name it was shown); ``server`` and
-    ``original`` say where it goes (None when no server offers that name)."""
+    ``original`` say where it goes (None when no server offers that name; ``"(host)"``
+    for the host's own tool search)."""
 
     id: str
     name: str
@@ -272,7 +273,9 @@ class ModelLoop:
     def _requested(self, call: ToolCall, tools: dict[str, Tool]) -> ToolCallRequested:
         server: str | None = None
         original: str | None = None
-        if call.name in tools:
+        if self.tool_search.answers(call.name):
+            server, original = SEARCH_OWNER, call.name
+        elif call.name in tools:
             try:
                 client, original = self.toolset.find_client_for(call.name)
                 server = client.name

@@ -36,7 +36,7 @@ from ..protocol.types.v2026_07_28 import CallToolResult, TextContent, Tool, Tool
 if TYPE_CHECKING:
     from ._model import Conversation, ToolCall
 
-__all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_MAX_TOOLS", "SEARCH_TOOL", "ToolBudget", "ToolSearch"]
+__all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_MAX_TOOLS", "SEARCH_OWNER", "SEARCH_TOOL", "ToolBudget", "ToolSearch"]
 
 #: Past this many tools a model picks worse (the issue: "40 tools where 2 are needed").
 DEFAULT_MAX_TOOLS = 40
@@ -46,6 +46,8 @@ DEFAULT_MAX_TOOLS = 40
 #: far fewer than 40 tools, which is why the budget counts bytes as well.
 DEFAULT_MAX_BYTES = 32 * 1024
 SEARCH_TOOL = "search_tools"
+#: What ``ToolCallRequested.server`` says for a search: the host answers it, not a server.
+SEARCH_OWNER = "(host)"
 
 
 @dataclass(frozen=True)
@@ -163,6 +165,10 @@ class ToolSearch:
                         found.extend(_found_names(result.result)[: self.budget.keep_found - len(found)])
         return list(dict.fromkeys([*used, *found]))
 
+    def answers(self, name: str) -> bool:
+        """Whether a call of ``name`` is the search tool's (the last ``offer`` showed it)."""
+        return self._searching and name == self.name
+
     def answer(self, call: ToolCall) -> CallToolResult | None:
         """The result of ``call`` when it is for the search tool (or, while searching, for a
         tool no server has: the model is told to search); ``None`` for the loop to run it."""
@@ -233,7 +239,13 @@ def _free_name(name: str, tools: Mapping[str, Tool]) -> str:
 
 
 def _found_names(result: CallToolResult) -> list[str]:
-    structured = result.structured_content
+    structured: Any = result.structured_content
+    if structured is msgspec.UNSET and result.content and isinstance(result.content[0], TextContent):
+        # A conversation kept without structured content (a saved one, say): its text is the same JSON.
+        try:
+            structured = json.loads(result.content[0].text)
+        except ValueError:
+            return []
     if not isinstance(structured, dict) or not isinstance(structured.get("tools"), list):
         return []
     return [t["name"] for t in structured["tools"] if isinstance(t, dict) and isinstance(t.get("name"), str)]
