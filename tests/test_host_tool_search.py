@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 import many_tools  # noqa: E402  (bench/many_tools.py)
 
 from modelctx import Client  # noqa: E402
-from modelctx.host import HostConfig, HostConfigError  # noqa: E402
+from modelctx.host import Host, HostConfig, HostConfigError  # noqa: E402
 from modelctx.host._anthropic import AnthropicModel  # noqa: E402
 from modelctx.host._anthropic import to_tool as anthropic_tool  # noqa: E402
 from modelctx.host._model import (  # noqa: E402
@@ -160,7 +160,7 @@ def test_the_byte_budget_alone_turns_search_on() -> None:
 
 def test_pinned_tools_from_the_configuration_are_always_shown() -> None:
     config = HostConfig.from_dict({"toolSearch": {"pinned": ["weather_*", "files_read_file"]}})
-    search = ToolSearch.for_toolset(type("Toolset", (), {"config": config})())
+    search = ToolSearch.for_toolset(Host(config))  # as ModelLoop(host, model) does
     names = [t.name for t in search.offer(Conversation(), catalog_tools())]
     assert names[0] == SEARCH_TOOL
     assert set(names[1:]) == {n for n in catalog_tools() if n.startswith("weather_")} | {"files_read_file"}
@@ -171,7 +171,10 @@ def test_a_tool_search_setting_that_cannot_be_used_is_refused_naming_the_key() -
         HostConfig.from_dict({"toolSearch": {"maxTools": "many"}})
     with pytest.raises(HostConfigError, match="unknown key 'pinnned'"):
         HostConfig.from_dict({"toolSearch": {"pinnned": []}})
+    with pytest.raises(HostConfigError, match=r"toolSearch\.results' must be a whole number of at least 1"):
+        HostConfig.from_dict({"toolSearch": {"results": 0}})
     assert HostConfig.from_dict({"toolSearch": False}).tool_search.enabled is False
+    assert HostConfig.from_dict({"toolSearch": {"maxTools": None}}).tool_search.max_tools is None
 
 
 def test_what_is_offered_comes_from_the_conversation_so_a_resumed_one_sees_the_same_tools() -> None:

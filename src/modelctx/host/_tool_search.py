@@ -88,8 +88,8 @@ class ToolBudget:
             max_tools=_count(value, "maxTools", DEFAULT_MAX_TOOLS, none_ok=True),
             max_bytes=_count(value, "maxBytes", DEFAULT_MAX_BYTES, none_ok=True),
             pinned=tuple(pinned),
-            results=_count(value, "results", 5) or 5,
-            keep_found=_count(value, "keepFound", 15) or 0,
+            results=_count(value, "results", 5, least=1),
+            keep_found=_count(value, "keepFound", 15),
         )
 
     def exceeded_by(self, tools: Sequence[Tool]) -> bool:
@@ -100,12 +100,13 @@ class ToolBudget:
         return self.max_bytes is not None and definition_bytes(tools) > self.max_bytes
 
 
-def _count(value: dict[str, Any], key: str, default: int, none_ok: bool = False) -> Any:
+def _count(value: dict[str, Any], key: str, default: int, none_ok: bool = False, least: int = 0) -> Any:
     got = value.get(key, default)
     if got is None and none_ok:
         return None
-    if isinstance(got, bool) or not isinstance(got, int) or got < 0:
-        raise ValueError(f"'toolSearch.{key}' must be a whole number of at least 0, not {got!r}")
+    if isinstance(got, bool) or not isinstance(got, int) or got < least:
+        also = " (or null: no bound)" if none_ok else ""
+        raise ValueError(f"'toolSearch.{key}' must be a whole number of at least {least}{also}, not {got!r}")
     return got
 
 
