@@ -214,12 +214,14 @@ def test_the_search_tool_takes_another_name_when_a_server_has_one_called_search_
     assert search.answer(ToolCall("a", SEARCH_TOOL, {})) is None  # the server's tool: the loop runs it
 
 
-def test_a_query_is_words_not_fts5_syntax() -> None:
+def test_a_query_is_words_not_fts5_syntax_and_a_long_one_is_cut() -> None:
     search = ToolSearch()
     search.offer(Conversation(), catalog_tools())
-    for query in ['"', "NOT AND OR", "col:*", "drop table tools; --", "(((", "the a of"]:
+    for query in ['"', "NOT AND OR", "col:*", "drop table tools; --", "(((", "the a of", "issue " + "x" * 10**6]:
         result = search.answer(ToolCall("q", SEARCH_TOOL, {"query": query}))
         assert result is not None and not result.is_error
+    many = " ".join(f"w{i}" for i in range(10_000)) + " github issue"
+    assert search.search("github issue " + many, 5) and not search.search(many, 5)  # only the first 64 words
 
 
 @async_test(90)
@@ -272,3 +274,11 @@ def test_found_and_used_tools_stay_within_the_budget() -> None:
     shown = ToolSearch(ToolBudget(max_tools=10)).offer(conversation, tools)
     assert len(shown) == 10 and shown[0].name == SEARCH_TOOL
     assert [t.name for t in shown[1:]] == [c.name for c in calls[:9]]  # the model's order within one turn
+
+
+def test_within_the_budget_search_still_answers_code_that_asks() -> None:
+    tools = {name: t for name, t in catalog_tools().items() if name.startswith("weather_")}
+    search = ToolSearch()
+    assert len(search.offer(Conversation(), tools)) == 25  # no search tool shown
+    assert search.search("will it rain tomorrow", 1)[0].name == "weather_get_forecast"
+    assert search.answer(ToolCall("s", SEARCH_TOOL, {"query": "rain"})) is None  # not shown: the loop says no such tool

@@ -21,10 +21,8 @@ definitions change (a server's ``list_changed`` or an expired ``ttlMs``: the hos
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import json
 import re
-import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -123,7 +121,7 @@ class ToolSearch:
     def __init__(self, budget: ToolBudget | None = None) -> None:
         self.budget = budget or ToolBudget()
         self.name = SEARCH_TOOL
-        self._index = _Index()
+        self._index: _Index | None = None  # made at the first offer past the budget
         self._tools: Mapping[str, Tool] = {}
         self._searching = False
 
@@ -141,7 +139,7 @@ class ToolSearch:
         if not self._searching:
             return list(tools.values())
         self.name = _free_name(SEARCH_TOOL, tools)
-        self._index.refresh(tools.values())
+        self._indexed()
         shown = [self._definition(len(tools))]
         shown += [t for name, t in tools.items() if any(fnmatch.fnmatchcase(name, p) for p in self.budget.pinned)]
         for name in self._recent(conversation):
@@ -192,7 +190,13 @@ class ToolSearch:
 
     def search(self, query: str, limit: int = 5) -> list[Tool]:
         """The tools that best match ``query``, best first (of the tools of the last ``offer``)."""
-        return [self._tools[name] for name in self._index.search(query, limit) if name in self._tools]
+        return [self._tools[name] for name in self._indexed().search(query, limit) if name in self._tools]
+
+    def _indexed(self) -> _Index:
+        if self._index is None:
+            self._index = _Index()
+        self._index.refresh(self._tools.values())
+        return self._index
 
     def _results(self, query: str, found: list[Tool]) -> CallToolResult:
         listing = [
@@ -286,6 +290,8 @@ class _Index:
     """Every tool's words in an in-memory FTS5 table, rebuilt when the definitions change."""
 
     def __init__(self) -> None:
+        import sqlite3  # here, not at import: a host that never searches does not load it
+
         self._db = sqlite3.connect(":memory:")
         self._db.execute(
             "CREATE VIRTUAL TABLE tools USING fts5(name, title, description, parameters, key UNINDEXED, "
@@ -294,6 +300,8 @@ class _Index:
         self._fingerprint = b""
 
     def refresh(self, tools: Iterable[Tool]) -> None:
+        import hashlib
+
         listed = list(tools)
         # msgspec encodes 500 tools in well under a millisecond; splitting their words does not.
         fingerprint = hashlib.sha256(msgspec.json.encode(listed)).digest()
@@ -315,12 +323,14 @@ class _Index:
         self._fingerprint = fingerprint
 
     def search(self, query: str, limit: int) -> list[str]:
-        words = [w for w in _words(query).lower().split() if w not in _STOP]
+        # The first 64 distinct words: a task is a sentence, and a model that sends a page
+        # should not make each search an OR of thousands of terms.
+        words = list(dict.fromkeys(w for w in _words(query[:4096]).lower().split() if w not in _STOP))[:64]
         if not words:
             return []
         # Each word quoted (no FTS5 syntax from the model gets through), any may match;
         # name and title count more than the description.
-        match = " OR ".join(f'"{word}"' for word in dict.fromkeys(words))
+        match = " OR ".join(f'"{word}"' for word in words)
         rows = self._db.execute(
             "SELECT key FROM tools WHERE tools MATCH ? ORDER BY bm25(tools, 4.0, 2.0, 1.0, 0.5) LIMIT ?",
             (match, limit),
