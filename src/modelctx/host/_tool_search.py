@@ -204,7 +204,7 @@ class ToolSearch:
             for tool in found
         ]
         if not listing:
-            note = f"no tool matches {query!r}; try other words (what the tool does, or the service's name)"
+            note = f"no tool matches {query[:200]!r}; try other words (what the tool does, or the service's name)"
         else:
             note = "these tools' definitions are loaded for your next turn: call one by its name"
         structured = {"tools": listing, "note": note}
