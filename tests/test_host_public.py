@@ -18,8 +18,8 @@ def test_host_names():
             "HostConfigError", "HostServer", "HostUI", "Model", "ModelError", "ModelLoop", "ModelSetupError",
             "NameFilter", "NameMap", "OpenAIModel", "RemoteServer", "RestartPolicy", "SampleCallback", "ScriptExhausted",
             "ScriptedUI",
-            "ServerRules", "ServerSpec", "ServerUnavailable", "TextDelta", "ToolCallRequested", "ToolFilter",
-            "ToolResultEvent", "ToolSet", "UnknownName", "Verdict", "handlers_for", "load_config", "namespaced",
+            "ServerRules", "ServerSpec", "ServerUnavailable", "TextDelta", "ToolBudget", "ToolCallRequested", "ToolFilter",
+            "ToolResultEvent", "ToolSearch", "ToolSet", "UnknownName", "Verdict", "handlers_for", "load_config", "namespaced",
             "serve_gateway", "tool_digest",
         ]
     )

@@ -17,7 +17,8 @@ sampling and roots requests.
 
 ``ModelLoop`` runs a ``Conversation`` with a ``Model`` (``AnthropicModel``,
 ``OpenAIModel``) over the host's tools, yielding ``TextDelta``, ``ToolCallRequested``,
-``ToolResultEvent`` and ``Final``. ``Gateway(host)`` serves the joined set again as one
+``ToolResultEvent`` and ``Final``; past a ``ToolBudget`` of definitions its ``ToolSearch``
+shows the model a search tool in place of every tool. ``Gateway(host)`` serves the joined set again as one
 MCP server (``serve_gateway``). The providers and the gateway load on first use: a host
 that runs no model imports no model SDK, one that serves nothing no server.
 """
@@ -54,6 +55,7 @@ from ._model import (
 )
 from ._names import NAME_PATTERN, NameMap, namespaced
 from ._server import HostServer, RestartPolicy, ServerUnavailable
+from ._tool_search import ToolBudget, ToolSearch
 from ._ui import DeclineUI, HostUI, SampleCallback, ScriptedUI, ScriptExhausted, handlers_for
 
 if TYPE_CHECKING:
@@ -122,9 +124,11 @@ __all__ = [
     "ServerSpec",
     "ServerUnavailable",
     "TextDelta",
+    "ToolBudget",
     "ToolCallRequested",
     "ToolFilter",
     "ToolResultEvent",
+    "ToolSearch",
     "ToolSet",
     "UnknownName",
     "Verdict",

@@ -15,6 +15,9 @@
 
 ``approvalStore`` (optional): a JSON file that keeps the person's "always allow" answers
 across runs (see ``ApprovalStore``); without it they last for the host's life.
+``toolSearch`` (optional): past how many tools (``maxTools``, 40) or bytes of their JSON
+(``maxBytes``, 32768) the model gets a search tool instead, and which tools it always sees
+(``pinned``: globs over the namespaced names); ``false``: never (see ``ToolBudget``).
 
 A server entry is stdio (``command``, optional ``args``/``env``/``cwd``) or HTTP
 (``url``, optional ``headers``); ``type`` may say which ("stdio", "http",
@@ -65,6 +68,7 @@ from typing import Any
 
 from ..errors import LocalError
 from ._approval import ALWAYS_SCOPES, AlwaysScope, ApprovalConfigError, NameFilter, ServerRules
+from ._tool_search import ToolBudget
 
 __all__ = ["AuthSpec", "HostConfig", "HostConfigError", "ServerSpec", "ToolFilter", "load_config"]
 
@@ -77,7 +81,7 @@ _SERVER_KEYS = frozenset(
     {"type", "command", "args", "env", "cwd", "url", "headers", "approval", "tools", "timeout", "roots",
      "disabled", "description", "auth", "trusted", "alwaysScope", "resources", "prompts"}
 )
-_TOP_KEYS = frozenset({"mcpServers", "roots", "approvalStore", "tokenStore", "$schema"})
+_TOP_KEYS = frozenset({"mcpServers", "roots", "approvalStore", "tokenStore", "toolSearch", "$schema"})
 _AUTH_KEYS = {
     "oauth": frozenset({"type", "scopes", "clientId", "clientSecret", "clientMetadataUrl", "clientName", "redirectPort"}),
     "client_credentials": frozenset(
@@ -191,6 +195,8 @@ class HostConfig:
     roots: tuple[str, ...] = ()
     approval_store: str | None = None
     token_store: str | None = None
+    #: When the model is shown a search tool instead of every tool (``"toolSearch"``, see ``ToolBudget``).
+    tool_search: ToolBudget = field(default_factory=ToolBudget)
 
     @classmethod
     def from_dict(cls, data: object, *, environ: Mapping[str, str] | None = None) -> HostConfig:
@@ -201,8 +207,8 @@ class HostConfig:
         unknown = sorted(set(data) - _TOP_KEYS)
         if unknown:
             raise HostConfigError(
-                f"unknown top-level key {unknown[0]!r}; the keys are 'mcpServers', 'roots', 'approvalStore' "
-                "and 'tokenStore'"
+                f"unknown top-level key {unknown[0]!r}; the keys are 'mcpServers', 'roots', 'approvalStore', "
+                "'tokenStore' and 'toolSearch'"
             )
         servers = data.get("mcpServers", {})
         if not isinstance(servers, dict):
@@ -218,11 +224,16 @@ class HostConfig:
         tokens = data.get("tokenStore")
         if tokens is not None and (not isinstance(tokens, str) or not tokens):
             raise HostConfigError(f"'tokenStore' must be the path of a JSON file, not {tokens!r}")
+        try:
+            budget = ToolBudget.from_config(data.get("toolSearch"))
+        except ValueError as exc:
+            raise HostConfigError(str(exc)) from None
         return cls(
             specs,
             _paths("'roots'", data.get("roots", [])),
             os.path.expanduser(store) if store else None,
             os.path.expanduser(tokens) if tokens else None,
+            budget,
         )
 
 

@@ -2,7 +2,8 @@
 
 Theory of operation. ``ModelLoop.run(conversation, text)`` adds the user's text, then
 repeats: list the tools afresh (a server's list may have changed since the last turn),
-ask the model (``Model.stream``: text deltas, then the whole assistant message), and if
+ask the model (``Model.stream``: text deltas, then the whole assistant message; past a
+budget of tool definitions it is shown a search tool in their place, ``_tool_search``), and if
 the model asked for tools, run them and add their results; until the model answers
 without a tool call, or it has taken ``max_steps`` turns. Each step surfaces as events
 (``TextDelta``, ``ToolCallRequested``, ``ToolResultEvent``, ``Final``) for a UI.
@@ -37,6 +38,7 @@ from ..protocol.types.v2026_07_28 import (
     TextContent,
     Tool,
 )
+from ._tool_search import SEARCH_OWNER, ToolSearch
 
 __all__ = [
     "AssistantMessage",
@@ -148,7 +150,8 @@ class TextDelta:
 @dataclass(frozen=True)
 class ToolCallRequested:
     """The model asked for ``name`` (the namespaced name it was shown); ``server`` and
-    ``original`` say where it goes (None when no server offers that name)."""
+    ``original`` say where it goes (None when no server offers that name; ``"(host)"``
+    for the host's own tool search)."""
 
     id: str
     name: str
@@ -224,12 +227,16 @@ class ModelLoop:
     ``Final(reason="max_steps")`` notice (the tool results of the last turn are kept in
     the conversation, so a later run goes on from there)."""
 
-    def __init__(self, toolset: ToolSet, model: Model, *, max_steps: int = 10) -> None:
+    def __init__(
+        self, toolset: ToolSet, model: Model, *, max_steps: int = 10, tool_search: ToolSearch | None = None
+    ) -> None:
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, not {max_steps}")
         self.toolset = toolset
         self.model = model
         self.max_steps = max_steps
+        #: Chooses the tools each request shows: all, or past a budget a search tool (``_tool_search``).
+        self.tool_search = tool_search or ToolSearch.for_toolset(toolset)
 
     async def run(self, conversation: Conversation, text: str) -> AsyncIterator[ModelEvent]:
         """Add ``text`` as the user's message and run to a ``Final`` event (the last one)."""
@@ -237,7 +244,7 @@ class ModelLoop:
         for step in range(1, self.max_steps + 1):
             tools = {tool.name: tool for tool in await self.toolset.tools()}
             reply: AssistantMessage | None = None
-            async for item in self.model.stream(conversation, list(tools.values())):
+            async for item in self.model.stream(conversation, self.tool_search.offer(conversation, tools)):
                 if isinstance(item, TextDelta):
                     yield item
                 else:
@@ -266,7 +273,9 @@ class ModelLoop:
     def _requested(self, call: ToolCall, tools: dict[str, Tool]) -> ToolCallRequested:
         server: str | None = None
         original: str | None = None
-        if call.name in tools:
+        if self.tool_search.answers(call.name):
+            server, original = SEARCH_OWNER, call.name
+        elif call.name in tools:
             try:
                 client, original = self.toolset.find_client_for(call.name)
                 server = client.name
@@ -286,6 +295,8 @@ class ModelLoop:
     async def _call(self, call: ToolCall, tools: dict[str, Tool]) -> CallToolResult:
         if call.error is not None:
             return error_result(f"the call to {call.name} was not run: {call.error}")
+        if (searched := self.tool_search.answer(call)) is not None:
+            return searched
         if call.name not in tools:
             known = ", ".join(sorted(tools)) or "none"
             return error_result(f"there is no tool named {call.name!r}; the tools are: {known}")
