@@ -171,12 +171,17 @@ def test_a_bad_env_pair_or_a_missing_file_is_a_usage_error(project):
     bad = install(project, "weather.py", "--env", "NOEQUALS")
     assert bad.returncode == 2 and "is not KEY=VALUE" in bad.stderr
     missing = install(project, "nothere.py")
-    assert missing.returncode == 1 and "no such file: nothere.py" in missing.stderr
+    assert missing.returncode == 2 and "no such file: nothere.py" in missing.stderr
+    (project / "notes.txt").write_text("not a server")
+    not_python = install(project, "notes.txt")
+    assert not_python.returncode == 2 and len(not_python.stderr.strip().splitlines()) == 1
+    empty = install(project, "weather.py", "--name", " ", "--dry-run")
+    assert empty.returncode == 2 and "--name must not be empty" in empty.stderr
 
 
 def test_workspace_is_refused_for_claude_desktop_which_has_no_project_config(project):
     result = install(project, "weather.py", "--client", "claude-desktop", "--workspace", ".")
-    assert result.returncode == 1 and "claude-desktop has no project config" in result.stderr
+    assert result.returncode == 2 and "claude-desktop has no project config" in result.stderr
     assert not (project.parent / "home").exists()
 
 

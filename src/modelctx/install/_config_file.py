@@ -9,11 +9,16 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["InstallError", "add_entry", "read_config", "write_atomically"]
+__all__ = ["InstallError", "InstallUsageError", "add_entry", "read_config", "write_atomically"]
 
 
 class InstallError(Exception):
     """The entry cannot be written; the message says why and what to do. Nothing was changed."""
+
+
+class InstallUsageError(InstallError):
+    """What was asked cannot be done as written (no such FILE, not a .py file, an empty
+    name, a project config for a host without one): ``modelctx install`` exits 2."""
 
 
 def read_config(path: Path) -> dict[str, Any]:
