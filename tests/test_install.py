@@ -99,6 +99,47 @@ def test_vscode_writes_servers_with_type_stdio_in_the_workspace_or_the_user_prof
     assert read(profile)["servers"]["weather"]["type"] == "stdio"
 
 
+VSCODE_JSONC = """\
+// Servers for this project (VS Code reads JSON with comments)
+{
+  "inputs": [
+    /* an API key, asked once */
+    {"type": "promptString", "id": "key", "password": true},
+  ],
+  "servers": {
+    // the linter, kept as written
+    "lint": {"type": "stdio", "command": "lint-mcp", "args": ["--fast",],},
+  },
+}
+"""
+
+
+def test_vscode_mcp_json_with_comments_and_trailing_commas_gets_the_entry_and_keeps_the_rest(project):
+    config = project / ".vscode" / "mcp.json"
+    config.parent.mkdir()
+    config.write_text(VSCODE_JSONC)
+
+    result = install(project, "weather.py", "--client", "vscode", "--workspace", str(project))
+    assert result.returncode == 0, result.stderr
+    written = config.read_text()
+    # Every line of the person's file is still there, in order, comments included.
+    kept = iter(written.splitlines())
+    assert all(any(line == other for other in kept) for line in VSCODE_JSONC.splitlines())
+    from modelctx.install._jsonc import blank
+
+    parsed = json.loads(blank(written))
+    assert parsed["servers"]["lint"] == {"type": "stdio", "command": "lint-mcp", "args": ["--fast"]}
+    assert parsed["servers"]["weather"]["command"] == sys.executable
+    assert parsed["inputs"] == [{"type": "promptString", "id": "key", "password": True}]
+
+    # Replaced with --force: the new entry, the comments still there.
+    again = install(project, "weather.py", "--client", "vscode", "--workspace", str(project), "--force", "--name", "lint")
+    assert again.returncode == 0, again.stderr
+    replaced = config.read_text()
+    assert "// the linter, kept as written" in replaced and "/* an API key, asked once */" in replaced
+    assert json.loads(blank(replaced))["servers"]["lint"]["command"] == sys.executable
+
+
 def test_claude_code_writes_the_project_scope_mcp_json(project):
     result = install(project, "weather.py", "--client", "claude-code")  # the workspace defaults to here
     assert result.returncode == 0, result.stderr

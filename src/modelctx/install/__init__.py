@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._config_file import InstallError, InstallUsageError, add_entry, read_config, write_atomically
+from ._config_file import InstallError, InstallUsageError, add_entry, parse_config, read_text, write_atomically
 from ._hosts import HOSTS, server_entry
 
 __all__ = ["HOSTS", "InstallError", "InstallUsageError", "Installed", "install"]
@@ -76,10 +76,19 @@ def install(
         folder = Path(workspace).absolute() if workspace is not None else None
         path = host.default_path(folder, home or Path.home(), sys.platform, os.environ)
     entry = server_entry(host, server_file, env or {})
-    updated = add_entry(read_config(path), host.servers_key, entry_name, entry, force=force, path=path)
+    original = read_text(path)
+    updated = add_entry(
+        parse_config(original, path, jsonc=host.jsonc), host.servers_key, entry_name, entry, force=force, path=path
+    )
+    # A JSONC file is edited in place, so the person's comments and layout are kept.
+    edited = None
+    if host.jsonc and original.strip():
+        from ._jsonc import with_entry
+
+        edited = with_entry(original, host.servers_key, entry_name, entry)
     if not dry_run:
         try:
-            write_atomically(path, updated, private=bool(env))
+            write_atomically(path, updated, private=bool(env), text=edited)
         except OSError as exc:
             raise InstallError(f"cannot write {path}: {exc}; check the directory's permissions or pass --config PATH") from None
     return Installed(entry_name, entry, path, client, written=not dry_run)
