@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import shlex
 import sys
+from pathlib import Path
 
+import pytest
 from cli_run import SERVERS, modelctx, one_line_error
 
 INSTRUCTED = shlex.join([sys.executable, "-m", "modelctx", "serve", str(SERVERS / "instructed_server.py")])
@@ -31,3 +33,32 @@ def test_a_piped_table_at_80_columns_keeps_each_name_on_one_line() -> None:
     assert result.returncode == 0, result.stderr
     assert LONG_NAME in result.stdout, result.stdout
     assert all(len(line) <= 80 for line in result.stdout.splitlines()), result.stdout
+
+
+def test_chat_help_names_the_variables_that_choose_the_model_api() -> None:
+    result = modelctx("chat", "--help")
+    assert result.returncode == 0, result.stderr
+    for variable in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "MODELCTX_MODEL"):
+        assert variable in result.stdout
+
+
+def test_chat_refuses_a_modelctx_model_of_the_other_provider_in_cli_words_before_any_server_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("MODELCTX_MODEL", "gpt-4o")
+    result = modelctx("chat", "--config", str(tmp_path / "never-read.json"))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == (
+        "modelctx chat: MODELCTX_MODEL=gpt-4o is an OpenAI-compatible model, and the provider is anthropic: "
+        "pass --model <an Anthropic model> or --provider openai, or unset MODELCTX_MODEL"
+    )
+
+
+def test_chat_with_provider_openai_and_no_key_says_the_key_is_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OPENAI_API_KEY", "MODELCTX_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    result = modelctx("chat", "--provider", "openai", "--config", str(tmp_path / "never-read.json"))
+    assert result.returncode == 2
+    assert result.stderr.startswith("modelctx chat: --provider openai needs OPENAI_API_KEY: export OPENAI_API_KEY=")
