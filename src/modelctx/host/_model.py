@@ -227,9 +227,11 @@ class ToolSet(Protocol):
     """The tools a model may call (``Host`` is one). ``tools()``: wire tools, names already
     namespaced, annotations as the server gave them. ``call_tool``: approval applied; a
     denied or unknown call comes back as an ``isError`` result; server and connection
-    errors raise ``MCPError``, with a deadline. ``find_client_for(name)``: the client
-    (its ``name`` is the server's) and the server's own tool name; raises ``LookupError``
-    or ``MCPError`` when it cannot say."""
+    errors raise ``MCPError``, with a deadline. ``find_client_for(name)``: a handle whose
+    ``name`` is the server's (``Host`` gives a ``GuardedClient``: its calls are approved
+    too) and the server's own tool name; raises ``LookupError`` or ``MCPError`` when it
+    cannot say. ``instructions()`` (optional): each server's instructions, by name, for
+    the system prompt."""
 
     async def tools(self) -> list[Tool]: ...
 
