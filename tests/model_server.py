@@ -50,9 +50,10 @@ def _pieces(text: str, size: int = 7) -> list[str]:
 
 
 class ScriptedModelServer:
-    def __init__(self, turns: list[Turn], model: str = "scripted-model") -> None:
+    def __init__(self, turns: list[Turn], model: str = "scripted-model", models: list[str] | None = None) -> None:
         self.turns = list(turns)
         self.model = model
+        self.models = models  # GET /v1/models lists these (None: a 404, as some endpoints answer)
         self.requests: list[Recorded] = []
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
@@ -84,6 +85,16 @@ def _handler_for(api: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
 
         def log_message(self, format: str, *args: Any) -> None:  # quiet
             pass
+
+        def do_GET(self) -> None:
+            if self.path.split("?")[0] != "/v1/models" or api.models is None:
+                return self._json(404, {"error": {"type": "not_found_error", "message": f"no route {self.path}"}})
+            # One shape both SDKs read: Anthropic's page fields and OpenAI's list fields.
+            data = [{"id": m, "type": "model", "object": "model", "display_name": m, "owned_by": "scripted",
+                     "created": 0, "created_at": "2026-01-01T00:00:00Z"} for m in api.models]
+            first, last = (data[0]["id"], data[-1]["id"]) if data else (None, None)
+            return self._json(200, {"object": "list", "data": data, "has_more": False,
+                                    "first_id": first, "last_id": last})
 
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length") or 0)

@@ -288,7 +288,9 @@ def test_a_provider_missing_its_configuration_says_what_to_set(
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "MODELCTX_MODEL"):
         monkeypatch.delenv(name, raising=False)
     if variable != "MODELCTX_MODEL":
-        monkeypatch.setenv("MODELCTX_MODEL", "some-model")
+        monkeypatch.setenv("MODELCTX_MODEL", "claude-some-model" if provider == "anthropic" else "some-model")
+    else:
+        monkeypatch.setenv("OPENAI_API_KEY", "k")  # a missing key is said first: only the model is missing
     with pytest.raises(ModelSetupError, match=variable):
         AnthropicModel() if provider == "anthropic" else OpenAIModel()
 

@@ -99,6 +99,47 @@ def test_vscode_writes_servers_with_type_stdio_in_the_workspace_or_the_user_prof
     assert read(profile)["servers"]["weather"]["type"] == "stdio"
 
 
+VSCODE_JSONC = """\
+// Servers for this project (VS Code reads JSON with comments)
+{
+  "inputs": [
+    /* an API key, asked once */
+    {"type": "promptString", "id": "key", "password": true},
+  ],
+  "servers": {
+    // the linter, kept as written
+    "lint": {"type": "stdio", "command": "lint-mcp", "args": ["--fast",],},
+  },
+}
+"""
+
+
+def test_vscode_mcp_json_with_comments_and_trailing_commas_gets_the_entry_and_keeps_the_rest(project):
+    config = project / ".vscode" / "mcp.json"
+    config.parent.mkdir()
+    config.write_text(VSCODE_JSONC)
+
+    result = install(project, "weather.py", "--client", "vscode", "--workspace", str(project))
+    assert result.returncode == 0, result.stderr
+    written = config.read_text()
+    # Every line of the person's file is still there, in order, comments included.
+    kept = iter(written.splitlines())
+    assert all(any(line == other for other in kept) for line in VSCODE_JSONC.splitlines())
+    from modelctx.install._jsonc import blank
+
+    parsed = json.loads(blank(written))
+    assert parsed["servers"]["lint"] == {"type": "stdio", "command": "lint-mcp", "args": ["--fast"]}
+    assert parsed["servers"]["weather"]["command"] == sys.executable
+    assert parsed["inputs"] == [{"type": "promptString", "id": "key", "password": True}]
+
+    # Replaced with --force: the new entry, the comments still there.
+    again = install(project, "weather.py", "--client", "vscode", "--workspace", str(project), "--force", "--name", "lint")
+    assert again.returncode == 0, again.stderr
+    replaced = config.read_text()
+    assert "// the linter, kept as written" in replaced and "/* an API key, asked once */" in replaced
+    assert json.loads(blank(replaced))["servers"]["lint"]["command"] == sys.executable
+
+
 def test_claude_code_writes_the_project_scope_mcp_json(project):
     result = install(project, "weather.py", "--client", "claude-code")  # the workspace defaults to here
     assert result.returncode == 0, result.stderr
@@ -171,12 +212,17 @@ def test_a_bad_env_pair_or_a_missing_file_is_a_usage_error(project):
     bad = install(project, "weather.py", "--env", "NOEQUALS")
     assert bad.returncode == 2 and "is not KEY=VALUE" in bad.stderr
     missing = install(project, "nothere.py")
-    assert missing.returncode == 1 and "no such file: nothere.py" in missing.stderr
+    assert missing.returncode == 2 and "no such file: nothere.py" in missing.stderr
+    (project / "notes.txt").write_text("not a server")
+    not_python = install(project, "notes.txt")
+    assert not_python.returncode == 2 and len(not_python.stderr.strip().splitlines()) == 1
+    empty = install(project, "weather.py", "--name", " ", "--dry-run")
+    assert empty.returncode == 2 and "--name must not be empty" in empty.stderr
 
 
 def test_workspace_is_refused_for_claude_desktop_which_has_no_project_config(project):
     result = install(project, "weather.py", "--client", "claude-desktop", "--workspace", ".")
-    assert result.returncode == 1 and "claude-desktop has no project config" in result.stderr
+    assert result.returncode == 2 and "claude-desktop has no project config" in result.stderr
     assert not (project.parent / "home").exists()
 
 

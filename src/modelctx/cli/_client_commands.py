@@ -102,7 +102,8 @@ def call_command(tool: str, pairs: tuple[str, ...], args_json: str | None, **opt
     A value is JSON when it parses as JSON (n=3, ok=true, tags='["a"]'), else a
     string (city=Oslo); write text='"3"' for the string "3". KEY=VALUE pairs are
     laid over --args. Prints the result's content (--json: the CallToolResult);
-    exits 1 when the tool reports isError.
+    exits 1 when the tool reports isError. A tool that runs as a task is waited for.
+    A server that needs you to open a URL first (error -32042) has it shown.
     """
     arguments = tool_arguments(pairs, args_json)
     target = ClientTarget.from_options(options)
@@ -121,7 +122,9 @@ def call_command(tool: str, pairs: tuple[str, ...], args_json: str | None, **opt
             show_content(screen, plain.get("content") or [], plain.get("structuredContent"))
         return ExitCode.TOOL_ERROR if plain.get("isError") else ExitCode.OK
 
-    return run_client(target, work)
+    # The tasks extension declared: a tool that must run as a task is called as one and
+    # polled to its result, like any other call.
+    return run_client(target, work, tasks=True)
 
 
 @click.command("resources")

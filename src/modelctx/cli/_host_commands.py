@@ -20,7 +20,15 @@ __all__ = ["auth_server_command", "chat_command", "gateway_command"]
               help="default: the one whose API key is set")
 @click.option("--model", help="the model name (default: MODELCTX_MODEL, else the provider's default)")
 def chat_command(config: str, provider: str | None, model: str | None) -> int:
-    """Chat with a model that uses the servers of a configuration file."""
+    """Chat with a model that uses the servers of a configuration file.
+
+    \b
+    Environment:
+      ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL   Anthropic (BASE_URL: another endpoint)
+      OPENAI_API_KEY, OPENAI_BASE_URL         an OpenAI-compatible API (e.g. a local server)
+      MODELCTX_MODEL                          the model name (--model wins)
+    With both keys set, Anthropic is used unless the model name is OpenAI's.
+    """
     try:
         from ..host._chat import run_chat
     except ImportError as exc:

@@ -76,7 +76,15 @@ class Screen:
         # Tables are for people (--json is for programs): their cells are always escaped.
         rows = [[for_terminal(str(cell)) for cell in row] for row in rows]
         title = for_terminal(title)
-        if not self._rich:
+        # No cell is cut inside a word (a piped table is 80 columns wide): a tool's name
+        # must stay one string to copy or grep. Each column is at least as wide as its
+        # longest word; when those do not fit, the table is plain aligned text instead.
+        longest = [
+            max((len(word) for cell in (column, *(row[i] for row in rows if i < len(row))) for word in cell.split()),
+                default=1)
+            for i, column in enumerate(columns)
+        ]
+        if not self._rich or sum(longest) + 3 * len(columns) + 1 > self._stdout().width:
             print(title)
             widths = [max(len(str(cell)) for cell in column) for column in zip(columns, *rows, strict=False)]
             for row in ((columns, *rows) if header else rows):
@@ -86,8 +94,11 @@ class Screen:
         from rich.text import Text
 
         table = Table(title=title, title_justify="left", show_header=header)
-        for column in columns:
-            table.add_column(column, overflow="fold")
+        for index, (column, width) in enumerate(zip(columns, longest, strict=True)):
+            # A column of single words (names, hints) is never wrapped: Rich narrows the
+            # widest wrappable column first, and would fold a name to re-widen it later.
+            words = all(len(str(row[index]).split()) <= 1 for row in rows if index < len(row))
+            table.add_column(column, overflow="fold", min_width=width, no_wrap=words)
         for row in rows:
             table.add_row(*(Text(str(cell)) for cell in row))
         self._stdout().print(table)

@@ -124,11 +124,13 @@ class ClientTarget:
         """The target as the person gave it, for messages."""
         return self.url if self.url is not None else shlex.join(self.argv)
 
-    def client(self, handlers: ClientHandlers) -> Client:
-        """A ``Client`` for this target (not connected)."""
+    def client(self, handlers: ClientHandlers, *, tasks: bool = False) -> Client:
+        """A ``Client`` for this target (not connected). ``tasks``: declare the tasks
+        extension, so a tool that must run as a task can be called (and is polled to its
+        result)."""
         from ..client import Client, ClientOptions
 
-        options = ClientOptions(probe_timeout=min(10.0, self.timeout))
+        options = ClientOptions(probe_timeout=min(10.0, self.timeout), tasks=tasks)
         return Client(self._transport(), mode=self.mode, timeout=self.timeout, handlers=handlers, options=options)
 
     def _transport(self) -> Any:
@@ -228,6 +230,12 @@ def exit_for(exc: BaseException) -> tuple[ExitCode, str]:
     if isinstance(exc, (RequestTimeout, TimeoutError)):
         return ExitCode.TIMEOUT, f"timed out: {exc}" if str(exc) else "timed out"
     if isinstance(exc, ProtocolError):
+        urls = _elicitation_urls(exc)
+        if urls:
+            return ExitCode.SERVER_ERROR, (
+                f"the server needs you to open {urls} in a browser first, then run the command again "
+                f"(error {exc.code}: {exc.message})"
+            )
         return ExitCode.SERVER_ERROR, f"the server answered error {exc.code}: {exc.message}"
     if isinstance(exc, (MalformedResponse, OutputSchemaViolation, InputRoundsExceeded)):
         return ExitCode.SERVER_ERROR, str(exc)
@@ -239,6 +247,22 @@ def exit_for(exc: BaseException) -> tuple[ExitCode, str]:
     if isinstance(exc, (MCPError, OSError)):
         return ExitCode.UNREACHABLE, str(exc) or type(exc).__name__
     raise exc
+
+
+def _elicitation_urls(exc: Any) -> str:
+    """The URLs of a -32042 (URL elicitation required) error's ``data.elicitations``, each
+    with its message: what the person must open before the request can succeed."""
+    from ..errors import HANDSHAKE_ERA_URL_ELICITATION_REQUIRED
+
+    data = exc.data if exc.code == HANDSHAKE_ERA_URL_ELICITATION_REQUIRED else None
+    asked = data.get("elicitations") if isinstance(data, dict) else None
+    shown = []
+    for item in asked if isinstance(asked, list) else ():
+        url = item.get("url") if isinstance(item, dict) else None
+        if isinstance(url, str) and url.startswith(("https://", "http://")):
+            message = item.get("message")
+            shown.append(f"{url} ({message})" if isinstance(message, str) and message else url)
+    return " and ".join(shown)
 
 
 async def _connected(target: ClientTarget, client: Client, screen: Screen) -> None:
@@ -253,16 +277,19 @@ async def _connected(target: ClientTarget, client: Client, screen: Screen) -> No
             ) from None
 
 
-def run_client(target: ClientTarget, work: Callable[[Client, Screen], Awaitable[int]]) -> int:
+def run_client(
+    target: ClientTarget, work: Callable[[Client, Screen], Awaitable[int]], *, tasks: bool = False
+) -> int:
     """Connect to ``target``, run ``work(client, screen)`` and close; the exit status.
 
-    Server requests for input are answered as ``_elicit.py`` says."""
+    Server requests for input are answered as ``_elicit.py`` says. ``tasks``: the client
+    declares the tasks extension (``ClientTarget.client``)."""
     from ._elicit import handlers_for
 
     screen = Screen(as_json=target.as_json)
 
     async def session() -> int:
-        client = target.client(handlers_for(target.elicitation_answers, screen))
+        client = target.client(handlers_for(target.elicitation_answers, screen), tasks=tasks)
         await _connected(target, client, screen)
         try:
             return await work(client, screen)

@@ -40,7 +40,7 @@ from ._approval import (
     tool_digest,
 )
 from ._config import HostConfig, HostConfigError, ServerSpec, ToolFilter, load_config
-from ._host import AllowAll, ApprovalCheck, Denied, Host, UnknownName
+from ._host import AllowAll, ApprovalCheck, Denied, GuardedClient, Host, UnknownName
 from ._model import (
     Conversation,
     Final,
@@ -103,6 +103,7 @@ __all__ = [
     "Final",
     "Gateway",
     "GatewayUI",
+    "GuardedClient",
     "Host",
     "HostConfig",
     "HostConfigError",

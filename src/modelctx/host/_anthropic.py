@@ -20,12 +20,14 @@ from ._model import (
     ImagePart,
     ModelError,
     ModelSetupError,
+    Sampling,
     TextDelta,
     ToolCall,
     ToolResult,
     ToolResults,
     UserMessage,
     parse_arguments,
+    pick_model,
     result_parts,
 )
 
@@ -57,9 +59,12 @@ class AnthropicModel:
 
     ``client``: a configured SDK client; without one, ``ANTHROPIC_API_KEY`` (required;
     ``ModelSetupError`` names it when missing) and ``ANTHROPIC_BASE_URL`` (optional) are
-    read. ``model``: the argument, else ``MODELCTX_MODEL``, else ``DEFAULT_ANTHROPIC_MODEL``.
+    read. ``model``: the argument, else ``MODELCTX_MODEL`` (only a ``claude...`` name:
+    ``ModelSetupError`` for another provider's), else ``DEFAULT_ANTHROPIC_MODEL``.
     ``streaming``: read the answer as server-sent events (text deltas as they come) or in
     one response. ``timeout``: seconds the SDK waits on each connect and read."""
+
+    provider = "anthropic"
 
     def __init__(
         self,
@@ -70,16 +75,23 @@ class AnthropicModel:
         streaming: bool = True,
         timeout: float = 60.0,
     ) -> None:
+        from ._providers import _env_model_for
+
+        #: Why this provider was chosen, when the environment left a choice (``choose_model``).
+        self.setup_note: str | None = None
+
         self.client = client if client is not None else _client_from_env(timeout)
-        self.model = model or os.environ.get("MODELCTX_MODEL") or DEFAULT_ANTHROPIC_MODEL
+        self.model = model or _env_model_for("anthropic", os.environ.get("MODELCTX_MODEL")) or DEFAULT_ANTHROPIC_MODEL
         self.max_tokens = max_tokens
         self.streaming = streaming
+        self._known: list[str] | None = None
 
     async def stream(
-        self, conversation: Conversation, tools: Sequence[Tool]
+        self, conversation: Conversation, tools: Sequence[Tool], sampling: Sampling | None = None
     ) -> AsyncIterator[TextDelta | AssistantMessage]:
-        """Text deltas, then the assistant message; ``ModelError`` when the API fails."""
-        request = self._request(conversation, tools)
+        """Text deltas, then the assistant message; ``ModelError`` when the API fails.
+        ``sampling``: a server's parameters for this one request."""
+        request = self._request(conversation, tools, sampling)
         try:
             if self.streaming:
                 async for item in self._streamed(request):
@@ -89,25 +101,45 @@ class AnthropicModel:
                 text, calls = _from_message(message)
                 if text:
                     yield TextDelta(text)
-                yield AssistantMessage(text, calls)
+                yield AssistantMessage(text, calls, _STOP_REASONS.get(message.stop_reason or ""))
         except anthropic.APIError as exc:
-            raise ModelError(f"the Anthropic Messages API failed for model {self.model!r}: {exc}") from exc
+            model = request["model"]
+            raise ModelError(f"the Anthropic Messages API failed for model {model!r}: {exc}") from exc
 
-    def _request(self, conversation: Conversation, tools: Sequence[Tool]) -> dict[str, Any]:
+    async def model_for(self, hints: Sequence[str]) -> str | None:
+        """The model of this API that a sampling request's hints name (the API's model
+        list, read once), or None: none of them names one it has."""
+        if self._known is None:
+            try:
+                self._known = [model.id async for model in self.client.models.list(limit=100)]
+            except anthropic.APIError:
+                self._known = []  # an endpoint without a model list: the chat's model
+        return pick_model(hints, self._known)
+
+    def _request(
+        self, conversation: Conversation, tools: Sequence[Tool], sampling: Sampling | None = None
+    ) -> dict[str, Any]:
+        sampling = sampling or Sampling()
         request: dict[str, Any] = {
-            "model": self.model,
-            "max_tokens": self.max_tokens,
+            "model": sampling.model or self.model,
+            "max_tokens": sampling.max_tokens or self.max_tokens,
             "messages": to_messages(conversation),
         }
         if conversation.system:
             request["system"] = conversation.system
         if tools:
             request["tools"] = [to_tool(tool) for tool in tools]
+        # A sampling request's temperature is not sent: the API version the SDK speaks
+        # (2026-10-21, anthropic 2.x) removed temperature/top_p/top_k and answers 400 to
+        # any of them, and MCP lets a client change what a server asked for.
+        if sampling.stop_sequences:
+            request["stop_sequences"] = list(sampling.stop_sequences)
         return request
 
     async def _streamed(self, request: dict[str, Any]) -> AsyncIterator[TextDelta | AssistantMessage]:
         texts: list[str] = []
         calls: dict[int, tuple[str, str, list[str]]] = {}  # block index -> id, name, JSON pieces
+        stop: str | None = None
         events = await self.client.messages.create(**request, stream=True)
         async with events:
             async for event in events:
@@ -125,7 +157,19 @@ class AnthropicModel:
                         yield TextDelta(delta.text)
                     elif delta.type == "input_json_delta" and event.index in calls:
                         calls[event.index][2].append(delta.partial_json)
-        yield AssistantMessage("".join(texts), tuple(_call(i, n, "".join(p)) for i, n, p in calls.values()))
+                elif event.type == "message_delta":
+                    stop = event.delta.stop_reason or stop
+        called = tuple(_call(i, n, "".join(p)) for i, n, p in calls.values())
+        yield AssistantMessage("".join(texts), called, _STOP_REASONS.get(stop or ""))
+
+
+# The Messages API's stop reasons in MCP's words (client/sampling.mdx ``stopReason``).
+_STOP_REASONS = {
+    "end_turn": "endTurn",
+    "max_tokens": "maxTokens",
+    "stop_sequence": "stopSequence",
+    "tool_use": "toolUse",
+}
 
 
 def _call(call_id: str, name: str, raw: str) -> ToolCall:

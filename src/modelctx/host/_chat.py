@@ -55,7 +55,9 @@ from ._model import (
     ToolResultEvent,
     UserMessage,
     result_parts,
+    sample,
 )
+from ._providers import NO_KEY_MESSAGE, choose_model, describe_model
 
 if TYPE_CHECKING:
     from ..client import Elicitation
@@ -67,10 +69,6 @@ USAGE_ERROR = 2
 
 log = logging.getLogger("modelctx.host.chat")
 
-NO_KEY_MESSAGE = (
-    "no model API key: set ANTHROPIC_API_KEY (Anthropic), or OPENAI_API_KEY and OPENAI_BASE_URL "
-    "(an OpenAI-compatible or local model, with MODELCTX_MODEL or --model naming it)"
-)
 
 HELP = """\
 [bold]/tools[/]                 the tools the model may call
@@ -345,23 +343,9 @@ def parse_field(text: str, prop: dict[str, Any], required: bool) -> Any:
 
 # -- the model -------------------------------------------------------------------------------------
 def make_model(provider: str | None, model: str | None, environ: Mapping[str, str]) -> Model:
-    """The model the environment configures. ``provider`` None: Anthropic when
-    ``ANTHROPIC_API_KEY`` is set, else OpenAI-compatible when ``OPENAI_API_KEY`` is.
-    Raises ``ModelSetupError`` saying what to set."""
-    if provider is None:
-        if environ.get("ANTHROPIC_API_KEY"):
-            provider = "anthropic"
-        elif environ.get("OPENAI_API_KEY"):
-            provider = "openai"
-        else:
-            raise ModelSetupError(NO_KEY_MESSAGE)
-    if provider == "anthropic":
-        from ._anthropic import AnthropicModel
-
-        return AnthropicModel(model=model)
-    from ._openai import OpenAIModel
-
-    return OpenAIModel(model=model)
+    """The model the flags and environment configure (``_providers.choose_model``: its
+    rules); raises ``ModelSetupError`` saying what to set."""
+    return choose_model(provider, model, environ)
 
 
 def _model_name(model: Model) -> str:
@@ -400,7 +384,7 @@ class Chat:
                 quiet.setLevel(level)
                 await self.show_servers()
                 self.console.print(
-                    f"model: [bold]{escape(_model_name(self.model))}[/]. Type a message, or /help for commands."
+                    f"model: [bold]{escape(describe_model(self.model))}[/]. Type a message, or /help for commands."
                 )
                 await self.prompt_loop()
         finally:
@@ -517,17 +501,9 @@ class Chat:
             refused = ProtocolError("the user refused the sampling request")
             refused.code = -1
             raise refused
-        text = ""
-        async for item in self.model.stream(conversation, []):
-            if isinstance(item, AssistantMessage):
-                text = item.text
-        self.console.print(f"[dim]sampling answer for {escape(name)}: {escape(_clip(text))}[/]")
-        return {
-            "role": "assistant",
-            "content": {"type": "text", "text": text},
-            "model": _model_name(self.model),
-            "stopReason": "endTurn",
-        }
+        answer = await sample(self.model, params)  # its maxTokens, temperature, stops, model hints
+        self.console.print(f"[dim]sampling answer for {escape(name)}: {escape(_clip(answer['content']['text']))}[/]")
+        return answer
 
     # -- slash commands ---------------------------------------------------------------------------
     async def command(self, line: str) -> None:

@@ -73,7 +73,7 @@ if TYPE_CHECKING:
         Tool,
     )
 
-__all__ = ["AllowAll", "ApprovalCheck", "Denied", "Host", "UnknownName"]
+__all__ = ["AllowAll", "ApprovalCheck", "Denied", "GuardedClient", "Host", "UnknownName"]
 
 log = logging.getLogger("modelctx.host")
 
@@ -232,6 +232,16 @@ class Host:
         self._registered.add(client.name)
         self._changed(server, "all")
 
+    def instructions(self) -> dict[str, str]:
+        """Each registered, ready server's ``instructions`` (what it told the host about
+        using it), by server name; servers that gave none are left out. The model loop
+        puts them in the system prompt (``server_instructions``)."""
+        return {
+            client.name: client.instructions
+            for client in self.mcp_clients()
+            if isinstance(client.instructions, str) and client.instructions.strip()
+        }
+
     def mcp_clients(self) -> list[Client]:
         """The connected clients of the registered servers, by name."""
         return [
@@ -335,9 +345,13 @@ class Host:
         found = self._tool_index.get(name)
         return None if found is None else found[1]
 
-    def find_client_for(self, name: str) -> tuple[Client, str]:
-        """The client and the server's own tool name behind a namespaced ``name``.
+    def find_client_for(self, name: str) -> tuple[GuardedClient, str]:
+        """The server behind a namespaced ``name``, as a ``GuardedClient``, and the
+        server's own tool name.
 
+        The handle's ``call_tool`` goes through this host's approval hook, as
+        ``host.call_tool`` does: routing a name is never a way around approval. The raw
+        ``Client`` is ``handle.unguarded_client``, for code that has already decided.
         Names come from the last ``tools()``. A plain ``<server>_<tool>`` built by hand is
         also understood when exactly one registered server's name fits. Raises
         ``UnknownName``, or ``ServerUnavailable`` while that server is down."""
@@ -346,14 +360,14 @@ class Host:
             server, tool = found
             if server.client is None or server.status != "ready":
                 raise ServerUnavailable(f"server {server.name!r} is {server.status}")
-            return server.client, tool.name
+            return GuardedClient(self, server), tool.name
         fits = [
             client
             for client in self.mcp_clients()
             if name.startswith(f"{_clean(client.name)}_") and len(name) > len(client.name) + 1
         ]
         if len(fits) == 1:
-            return fits[0], name[len(fits[0].name) + 1 :]
+            return GuardedClient(self, self.servers[fits[0].name]), name[len(fits[0].name) + 1 :]
         why = f"servers {sorted(c.name for c in fits)} could each own it" if fits else "no server's name fits"
         raise UnknownName(f"no tool named {name!r} ({why}); use the names host.tools() returns")
 
@@ -381,6 +395,17 @@ class Host:
             offered = sorted(set(self._tool_index) - self._hidden)
             return _error_result(f"there is no tool named {name!r}; the tools are: {', '.join(offered)}")
         server, tool = found
+        return await self._guarded_call(server, tool, name, arguments, timeout, progress)
+
+    async def _guarded_call(
+        self,
+        server: HostServer,
+        tool: Tool,
+        name: str,
+        arguments: dict[str, Any] | None,
+        timeout: float | None,
+        progress: ProgressCallback | None,
+    ) -> CallToolResult:
         sent = dict(arguments or {})
         verdict = await self.approvals.check(server, tool, sent)
         if not verdict:
@@ -392,6 +417,23 @@ class Host:
             )
         client = await server.ready()
         return await client.call_tool(tool.name, sent, timeout=timeout, progress=progress)
+
+    async def _call_server_tool(
+        self,
+        server: HostServer,
+        original: str,
+        arguments: dict[str, Any] | None,
+        timeout: float | None,
+        progress: ProgressCallback | None,
+    ) -> CallToolResult:
+        """``server``'s own tool ``original``, through approval (``GuardedClient.call_tool``)."""
+        for refresh in (False, True):
+            if refresh:
+                await self.tools()
+            for name, (owner, tool) in self._tool_index.items():
+                if owner is server and tool.name == original:
+                    return await self._guarded_call(server, tool, name, arguments, timeout, progress)
+        return _error_result(f"server {server.name!r} offers no tool named {original!r} through this host")
 
     # -- prompts and resources ------------------------------------------------------------------------
     def offers(self, server: HostServer, kind: Kind, name: str) -> bool:
@@ -513,6 +555,46 @@ class Host:
 
         results = await asyncio.gather(*(one(server) for server in servers))
         return list(zip(servers, results, strict=True))
+
+
+class GuardedClient:
+    """One server of a host, as ``Host.find_client_for`` hands it out: ``call_tool`` asks
+    the host's approval hook first (a denied call is an ``isError`` result and never
+    reaches the server), exactly as ``Host.call_tool`` does. ``name`` is the server's.
+    ``unguarded_client`` is the raw ``Client``: what is sent through it skips approval,
+    so use it only where the call was approved already (the gateway does its own check)."""
+
+    __slots__ = ("_host", "_server")
+
+    def __init__(self, host: Host, server: HostServer) -> None:
+        self._host = host
+        self._server = server
+
+    @property
+    def name(self) -> str:
+        return self._server.name
+
+    @property
+    def unguarded_client(self) -> Client:
+        """The server's ``Client`` itself; raises ``ServerUnavailable`` while it is down."""
+        client = self._server.client
+        if client is None:
+            raise ServerUnavailable(f"server {self._server.name!r} is {self._server.status}")
+        return client
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> CallToolResult:
+        """Call this server's own tool ``name`` after the host's approval hook allowed it."""
+        return await self._host._call_server_tool(self._server, name, arguments, timeout, progress)
+
+    def __repr__(self) -> str:
+        return f"GuardedClient({self._server.name!r})"
 
 
 def _transport(spec: ServerSpec, auth: Any = None) -> Any:

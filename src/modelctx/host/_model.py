@@ -61,7 +61,11 @@ __all__ = [
     "UserMessage",
     "error_result",
     "parse_arguments",
+    "Sampling",
     "result_parts",
+    "sample",
+    "sampling_request",
+    "server_instructions",
 ]
 
 
@@ -94,8 +98,12 @@ class UserMessage:
 
 @dataclass(frozen=True)
 class AssistantMessage:
+    """One model turn. ``stop_reason``: why the model stopped, in MCP's words
+    ("endTurn", "maxTokens", "stopSequence", "toolUse"), when the API said."""
+
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
+    stop_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -187,13 +195,26 @@ ModelEvent = TextDelta | ToolCallRequested | ToolResultEvent | Final
 # -- what the loop needs from others ------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Sampling:
+    """What a server's ``sampling/createMessage`` asks of the model beyond its messages
+    (client/sampling.mdx): ``max_tokens``, ``temperature``, ``stop_sequences``, and
+    ``model``: the model to use instead of the chat's (a provider's ``model_for(hints)``
+    picks it; None: the chat's)."""
+
+    max_tokens: int | None = None
+    temperature: float | None = None
+    stop_sequences: tuple[str, ...] = ()
+    model: str | None = None
+
+
 class Model(Protocol):
     """A model API. ``stream`` yields ``TextDelta``s as the text arrives, then exactly one
     ``AssistantMessage`` (the whole turn: text and tool calls); it raises ``ModelError``
-    when the API fails."""
+    when the API fails. ``sampling``: a server's sampling parameters, for that request."""
 
     def stream(
-        self, conversation: Conversation, tools: Sequence[Tool]
+        self, conversation: Conversation, tools: Sequence[Tool], sampling: Sampling | None = None
     ) -> AsyncIterator[TextDelta | AssistantMessage]: ...
 
 
@@ -206,15 +227,56 @@ class ToolSet(Protocol):
     """The tools a model may call (``Host`` is one). ``tools()``: wire tools, names already
     namespaced, annotations as the server gave them. ``call_tool``: approval applied; a
     denied or unknown call comes back as an ``isError`` result; server and connection
-    errors raise ``MCPError``, with a deadline. ``find_client_for(name)``: the client
-    (its ``name`` is the server's) and the server's own tool name; raises ``LookupError``
-    or ``MCPError`` when it cannot say."""
+    errors raise ``MCPError``, with a deadline. ``find_client_for(name)``: a handle whose
+    ``name`` is the server's (``Host`` gives a ``GuardedClient``: its calls are approved
+    too) and the server's own tool name; raises ``LookupError`` or ``MCPError`` when it
+    cannot say. ``instructions()`` (optional): each server's instructions, by name, for
+    the system prompt."""
 
     async def tools(self) -> list[Tool]: ...
 
     async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> CallToolResult: ...
 
     def find_client_for(self, name: str) -> tuple[_Named, str]: ...
+
+
+# Bounds on what servers' instructions add to the system prompt: a server cannot crowd
+# out the person's own prompt, nor make every request of the conversation expensive.
+INSTRUCTIONS_PER_SERVER = 2048
+INSTRUCTIONS_IN_ALL = 8192
+TRUNCATED = "[... truncated]"
+
+
+def server_instructions(instructions: dict[str, str]) -> str:
+    """Servers' ``instructions`` as one block of a system prompt, each labelled by its
+    server's name, in name order; each is cut to ``INSTRUCTIONS_PER_SERVER`` characters
+    and the whole to ``INSTRUCTIONS_IN_ALL``, marked ``TRUNCATED`` where cut. "" for none."""
+    if not instructions:
+        return ""
+    parts = ["The connected MCP servers gave these instructions for using their tools:"]
+    for server in sorted(instructions):
+        text = _clip(instructions[server].strip(), INSTRUCTIONS_PER_SERVER)
+        parts.append(f'<server-instructions server="{server}">\n{text}\n</server-instructions>')
+    return _clip("\n\n".join(parts), INSTRUCTIONS_IN_ALL)
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[: limit - len(TRUNCATED) - 1].rstrip() + " " + TRUNCATED
+
+
+def system_prompt(conversation: Conversation, toolset: object) -> Conversation:
+    """``conversation`` as the model sees it: its system prompt, then the instructions of
+    the toolset's servers (``toolset.instructions()`` when it has one: ``Host`` does).
+    The same messages, so nothing the model answers is lost; ``conversation`` itself is
+    unchanged, so a server's instructions are never saved as the person's prompt."""
+    source = getattr(toolset, "instructions", None)
+    block = server_instructions(source()) if callable(source) else ""
+    if not block:
+        return conversation
+    system = f"{conversation.system}\n\n{block}" if conversation.system else block
+    return Conversation(system=system, messages=conversation.messages)
 
 
 # -- the loop -----------------------------------------------------------------------------------
@@ -244,7 +306,8 @@ class ModelLoop:
         for step in range(1, self.max_steps + 1):
             tools = {tool.name: tool for tool in await self.toolset.tools()}
             reply: AssistantMessage | None = None
-            async for item in self.model.stream(conversation, self.tool_search.offer(conversation, tools)):
+            shown = system_prompt(conversation, self.toolset)
+            async for item in self.model.stream(shown, self.tool_search.offer(conversation, tools)):
                 if isinstance(item, TextDelta):
                     yield item
                 else:
@@ -341,6 +404,75 @@ def parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
     if not isinstance(value, dict):
         return {}, f"its arguments must be a JSON object, not {type(value).__name__}"
     return value, None
+
+
+# -- servers' sampling requests ----------------------------------------------------------------
+
+
+def sampling_request(params: dict[str, Any]) -> tuple[Conversation, Sampling, tuple[str, ...]]:
+    """A ``sampling/createMessage``'s params as a conversation (text only, its
+    ``systemPrompt`` as the system prompt), its ``Sampling`` parameters (``model`` left
+    None) and the names its ``modelPreferences.hints`` give, in order."""
+    system = params.get("systemPrompt")
+    conversation = Conversation(system=system if isinstance(system, str) and system else None)
+    for message in params.get("messages") or ():
+        if not isinstance(message, dict):
+            continue
+        content = message.get("content")
+        blocks = content if isinstance(content, list) else [content]
+        text = "\n".join(b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str))
+        if message.get("role") == "assistant":
+            conversation.add_assistant(AssistantMessage(text))
+        else:
+            conversation.add_user(text)
+    max_tokens = params.get("maxTokens")
+    temperature = params.get("temperature")
+    stops = params.get("stopSequences")
+    preferences = params.get("modelPreferences")
+    hints = preferences.get("hints") if isinstance(preferences, dict) else None
+    sampling = Sampling(
+        max_tokens=max_tokens if isinstance(max_tokens, int) and not isinstance(max_tokens, bool) and max_tokens > 0 else None,
+        temperature=float(temperature) if isinstance(temperature, int | float) and not isinstance(temperature, bool) else None,
+        stop_sequences=tuple(s for s in stops if isinstance(s, str) and s) if isinstance(stops, list) else (),
+    )
+    names = tuple(
+        hint["name"] for hint in hints or () if isinstance(hint, dict) and isinstance(hint.get("name"), str) and hint["name"]
+    ) if isinstance(hints, list) else ()
+    return conversation, sampling, names
+
+
+async def sample(model: Model, params: dict[str, Any]) -> dict[str, Any]:
+    """Answer a server's ``sampling/createMessage`` with ``model`` (no tools): the request's
+    parameters applied, a model its hints name when the provider has one (the provider's
+    ``model_for(hints)``), else ``model``'s own. Returns the ``CreateMessageResult``."""
+    conversation, sampling, hints = sampling_request(params)
+    chooser = getattr(model, "model_for", None)
+    chosen = await chooser(hints) if callable(chooser) and hints else None
+    sampling = Sampling(sampling.max_tokens, sampling.temperature, sampling.stop_sequences, chosen)
+    reply: AssistantMessage | None = None
+    async for item in model.stream(conversation, [], sampling):
+        if isinstance(item, AssistantMessage):
+            reply = item
+    if reply is None:
+        raise ModelError("the model's stream ended without an assistant message")
+    return {
+        "role": "assistant",
+        "content": {"type": "text", "text": reply.text},
+        "model": chosen or str(getattr(model, "model", "unknown")),
+        "stopReason": reply.stop_reason or "endTurn",
+    }
+
+
+def pick_model(hints: Sequence[str], known: Sequence[str]) -> str | None:
+    """The first of ``known`` that the first hint matching any names (a hint is a
+    substring of a model name, client/sampling.mdx "Model hints"; case is ignored)."""
+    for hint in hints:
+        wanted = hint.lower()
+        exact = [name for name in known if name.lower() == wanted]
+        for name in exact or known:
+            if wanted in name.lower():
+                return name
+    return None
 
 
 # -- tool results as parts a provider can send ---------------------------------------------------

@@ -21,6 +21,7 @@ from ._model import (
     ImagePart,
     ModelError,
     ModelSetupError,
+    Sampling,
     TextDelta,
     TextPart,
     ToolCall,
@@ -28,6 +29,7 @@ from ._model import (
     ToolResults,
     UserMessage,
     parse_arguments,
+    pick_model,
     result_parts,
 )
 
@@ -56,7 +58,9 @@ def _client_from_env(timeout: float) -> openai.AsyncOpenAI:
 
 
 def _model_name(model: str | None) -> str:
-    name = model or os.environ.get("MODELCTX_MODEL")
+    from ._providers import _env_model_for
+
+    name = model or _env_model_for("openai", os.environ.get("MODELCTX_MODEL"))
     if not name:
         raise ModelSetupError(
             "no model name: export MODELCTX_MODEL=<model> (the name your endpoint serves, "
@@ -74,6 +78,8 @@ class OpenAIModel:
     differ). ``streaming``: read chunks as they come or one response. ``timeout``: seconds
     the SDK waits on each connect and read."""
 
+    provider = "openai"
+
     def __init__(
         self,
         client: openai.AsyncOpenAI | None = None,
@@ -83,16 +89,21 @@ class OpenAIModel:
         streaming: bool = True,
         timeout: float = 60.0,
     ) -> None:
-        self.model = _model_name(model)
+        # The key first: "--provider openai" without one is told that before anything else.
         self.client = client if client is not None else _client_from_env(timeout)
+        self.model = _model_name(model)
+        #: Why this provider was chosen, when the environment left a choice (``choose_model``).
+        self.setup_note: str | None = None
         self.max_tokens = max_tokens
         self.streaming = streaming
+        self._known: list[str] | None = None
 
     async def stream(
-        self, conversation: Conversation, tools: Sequence[Tool]
+        self, conversation: Conversation, tools: Sequence[Tool], sampling: Sampling | None = None
     ) -> AsyncIterator[TextDelta | AssistantMessage]:
-        """Text deltas, then the assistant message; ``ModelError`` when the API fails."""
-        request = self._request(conversation, tools)
+        """Text deltas, then the assistant message; ``ModelError`` when the API fails.
+        ``sampling``: a server's parameters for this one request."""
+        request = self._request(conversation, tools, sampling)
         try:
             if self.streaming:
                 async for item in self._streamed(request):
@@ -102,25 +113,46 @@ class OpenAIModel:
                 text, calls = _from_completion(completion)
                 if text:
                     yield TextDelta(text)
-                yield AssistantMessage(text, calls)
+                yield AssistantMessage(text, calls, _STOP_REASONS.get(completion.choices[0].finish_reason or ""))
         except openai.APIError as exc:
-            raise ModelError(f"the Chat Completions API failed for model {self.model!r}: {exc}") from exc
+            model = request["model"]
+            raise ModelError(f"the Chat Completions API failed for model {model!r}: {exc}") from exc
 
-    def _request(self, conversation: Conversation, tools: Sequence[Tool]) -> dict[str, Any]:
-        request: dict[str, Any] = {"model": self.model, "messages": to_messages(conversation)}
+    async def model_for(self, hints: Sequence[str]) -> str | None:
+        """The model of this endpoint that a sampling request's hints name (its model
+        list, read once), or None: none of them names one it serves."""
+        if self._known is None:
+            try:
+                self._known = [model.id async for model in self.client.models.list()]
+            except openai.APIError:
+                self._known = []  # an endpoint without a model list: the chat's model
+        return pick_model(hints, self._known)
+
+    def _request(
+        self, conversation: Conversation, tools: Sequence[Tool], sampling: Sampling | None = None
+    ) -> dict[str, Any]:
+        sampling = sampling or Sampling()
+        request: dict[str, Any] = {"model": sampling.model or self.model, "messages": to_messages(conversation)}
         if tools:
             request["tools"] = [to_tool(tool) for tool in tools]
-        if self.max_tokens is not None:
-            request["max_completion_tokens"] = self.max_tokens
+        max_tokens = sampling.max_tokens or self.max_tokens
+        if max_tokens is not None:
+            request["max_completion_tokens"] = max_tokens
+        if sampling.temperature is not None:
+            request["temperature"] = sampling.temperature
+        if sampling.stop_sequences:
+            request["stop"] = list(sampling.stop_sequences[:4])  # the API takes up to 4
         return request
 
     async def _streamed(self, request: dict[str, Any]) -> AsyncIterator[TextDelta | AssistantMessage]:
         texts: list[str] = []
         calls: dict[int, list[str]] = {}  # tool call index -> [id, name, arguments so far]
+        stop: str | None = None
         chunks = await self.client.chat.completions.create(**request, stream=True)
         async with chunks:
             async for chunk in chunks:
                 for choice in chunk.choices[:1]:
+                    stop = choice.finish_reason or stop
                     delta = choice.delta
                     if delta.content:
                         texts.append(delta.content)
@@ -131,7 +163,13 @@ class OpenAIModel:
                         if piece.function is not None:
                             slot[1] += piece.function.name or ""
                             slot[2] += piece.function.arguments or ""
-        yield AssistantMessage("".join(texts), tuple(_call(*calls[i]) for i in sorted(calls)))
+        called = tuple(_call(*calls[i]) for i in sorted(calls))
+        yield AssistantMessage("".join(texts), called, _STOP_REASONS.get(stop or ""))
+
+
+# Chat Completions' finish reasons in MCP's words (client/sampling.mdx ``stopReason``):
+# "stop" is the end of a turn or a stop sequence, which the API does not tell apart.
+_STOP_REASONS = {"stop": "endTurn", "length": "maxTokens", "tool_calls": "toolUse"}
 
 
 def _call(call_id: str, name: str, raw: str) -> ToolCall:

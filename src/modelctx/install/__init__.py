@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._config_file import InstallError, add_entry, read_config, write_atomically
+from ._config_file import InstallError, InstallUsageError, add_entry, parse_config, read_text, write_atomically
 from ._hosts import HOSTS, server_entry
 
-__all__ = ["HOSTS", "InstallError", "Installed", "install"]
+__all__ = ["HOSTS", "InstallError", "InstallUsageError", "Installed", "install"]
 
 
 @dataclass(frozen=True)
@@ -49,22 +49,24 @@ def install(
     file; ``workspace`` picks the project file of Cursor, VS Code and Claude Code).
 
     The entry is named ``name`` (default: the file's stem). Raises ``InstallError``, with
-    the file untouched, when the file is not a ``.py`` file, the config is not a JSON
-    object, or an entry of that name exists and ``force`` is false.
+    the file untouched, when the config is not a JSON object or an entry of that name
+    exists and ``force`` is false; ``InstallUsageError`` (an ``InstallError``) when what
+    was asked is wrong as written: no such file, not a ``.py`` file, an empty name, a
+    ``workspace`` for a host without a project config.
     """
     host = HOSTS.get(client)
     if host is None:
-        raise InstallError(f"unknown client {client!r}; choose one of {', '.join(HOSTS)}")
+        raise InstallUsageError(f"unknown client {client!r}; choose one of {', '.join(HOSTS)}")
     server_file = Path(file).absolute()
     if not server_file.is_file():
-        raise InstallError(f"no such file: {file}; give the path of the .py file that holds your Server")
+        raise InstallUsageError(f"no such file: {file}; give the path of the .py file that holds your Server")
     if server_file.suffix != ".py":
-        raise InstallError(f"{file} is not a .py file; give the Python file that holds your Server")
+        raise InstallUsageError(f"{file} is not a .py file; give the Python file that holds your Server")
     entry_name = name or server_file.stem
     if not entry_name.strip():
-        raise InstallError("--name must not be empty")
+        raise InstallUsageError("--name must not be empty")
     if workspace is not None and config is None and not host.has_workspace_file:
-        raise InstallError(
+        raise InstallUsageError(
             f"{client} has no project config, only the user's; leave out --workspace, or use "
             "--client cursor, vscode or claude-code for a project"
         )
@@ -74,10 +76,19 @@ def install(
         folder = Path(workspace).absolute() if workspace is not None else None
         path = host.default_path(folder, home or Path.home(), sys.platform, os.environ)
     entry = server_entry(host, server_file, env or {})
-    updated = add_entry(read_config(path), host.servers_key, entry_name, entry, force=force, path=path)
+    original = read_text(path)
+    updated = add_entry(
+        parse_config(original, path, jsonc=host.jsonc), host.servers_key, entry_name, entry, force=force, path=path
+    )
+    # A JSONC file is edited in place, so the person's comments and layout are kept.
+    edited = None
+    if host.jsonc and original.strip():
+        from ._jsonc import with_entry
+
+        edited = with_entry(original, host.servers_key, entry_name, entry)
     if not dry_run:
         try:
-            write_atomically(path, updated, private=bool(env))
+            write_atomically(path, updated, private=bool(env), text=edited)
         except OSError as exc:
             raise InstallError(f"cannot write {path}: {exc}; check the directory's permissions or pass --config PATH") from None
     return Installed(entry_name, entry, path, client, written=not dry_run)

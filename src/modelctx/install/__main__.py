@@ -1,5 +1,8 @@
-"""``python -m modelctx.install``: the same command as ``modelctx install``."""
+"""``python -m modelctx.install``: the same command as ``modelctx install`` (its errors
+one line on stderr, its exit statuses the table of ``cli/_exit.py``)."""
 
-from ._cli import install_command
+import sys
 
-install_command(prog_name="modelctx install")
+from ..cli import main
+
+main(["install", *sys.argv[1:]])

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from . import HOSTS, InstallError, install
+from . import HOSTS, InstallError, InstallUsageError, install
 
 __all__ = ["install_command"]
 
@@ -123,6 +123,8 @@ def install_command(
         )
     try:
         done = install(file, client=client, name=name, env=env, config=config, workspace=workspace, force=force, dry_run=dry_run)
+    except InstallUsageError as exc:
+        raise click.UsageError(str(exc)) from None  # status 2, as for a bad option
     except InstallError as exc:
         raise click.ClickException(str(exc)) from None
     verb = "Would write" if dry_run else "Wrote"

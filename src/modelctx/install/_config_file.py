@@ -9,33 +9,47 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["InstallError", "add_entry", "read_config", "write_atomically"]
+__all__ = ["InstallError", "InstallUsageError", "add_entry", "parse_config", "read_config", "read_text", "write_atomically"]
 
 
 class InstallError(Exception):
     """The entry cannot be written; the message says why and what to do. Nothing was changed."""
 
 
-def read_config(path: Path) -> dict[str, Any]:
-    """The config at ``path`` as a dict: ``{}`` when it does not exist or is empty.
+class InstallUsageError(InstallError):
+    """What was asked cannot be done as written (no such FILE, not a .py file, an empty
+    name, a project config for a host without one): ``modelctx install`` exits 2."""
 
-    Raises ``InstallError`` when it is not a JSON object (hosts' files are strict JSON;
-    VS Code's may hold comments, which a rewrite would lose, so they are refused too)."""
+
+def read_text(path: Path) -> str:
+    """The text of the config at ``path``: "" when it does not exist."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return {}
+        return ""
     except (OSError, UnicodeDecodeError) as exc:
         raise InstallError(f"cannot read {path}: {exc}; fix its permissions or pass --config PATH") from None
+
+
+def parse_config(text: str, path: Path, *, jsonc: bool = False) -> dict[str, Any]:
+    """The config ``text`` as a dict: ``{}`` when it is empty. ``jsonc``: comments and
+    trailing commas are allowed (VS Code's files; ``_jsonc``).
+
+    Raises ``InstallError`` when it is not a JSON object (the other hosts' files are
+    strict JSON, and what they would not read is refused rather than written back)."""
     if not text.strip():
         return {}
+    if jsonc:
+        from ._jsonc import blank
+
+        text = blank(text)
     try:
         config = json.loads(text)
     except json.JSONDecodeError as exc:
+        allowed = "" if jsonc else " (comments and trailing commas are not JSON)"
         raise InstallError(
-            f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
-            "fix it (comments and trailing commas are not JSON) or move it aside, then run install again. "
-            "The file was not changed."
+            f"{path} is not valid JSON{'C' if jsonc else ''} (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+            f"fix it{allowed} or move it aside, then run install again. The file was not changed."
         ) from None
     if not isinstance(config, dict):
         raise InstallError(
@@ -43,6 +57,11 @@ def read_config(path: Path) -> dict[str, Any]:
             "Fix it or move it aside, then run install again. The file was not changed."
         )
     return config
+
+
+def read_config(path: Path, *, jsonc: bool = False) -> dict[str, Any]:
+    """The config at ``path`` as a dict (``parse_config`` of its text)."""
+    return parse_config(read_text(path), path, jsonc=jsonc)
 
 
 def add_entry(config: dict[str, Any], servers_key: str, name: str, entry: dict[str, Any], *, force: bool, path: Path) -> dict[str, Any]:
@@ -62,8 +81,8 @@ def add_entry(config: dict[str, Any], servers_key: str, name: str, entry: dict[s
     return {**config, servers_key: {**servers, name: entry}}
 
 
-def write_atomically(path: Path, config: dict[str, Any], *, private: bool) -> None:
-    """Write ``config`` to ``path`` through a temporary file in the same directory and a
+def write_atomically(path: Path, config: dict[str, Any], *, private: bool, text: str | None = None) -> None:
+    """Write ``config`` (or ``text``, when given: the file as edited in place) to ``path`` through a temporary file in the same directory and a
     rename, so the host never reads half a file. The directory is created; an existing
     file keeps its permissions; a new one is 0600 when ``private`` (it holds env values).
     A config that is a symlink (dotfiles kept in another folder) is written where it
@@ -75,7 +94,8 @@ def write_atomically(path: Path, config: dict[str, Any], *, private: bool) -> No
         mode = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
         mode = 0o600 if private else 0o644
-    text = json.dumps(config, indent=2, ensure_ascii=False) + "\n"
+    if text is None:
+        text = json.dumps(config, indent=2, ensure_ascii=False) + "\n"
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as file:

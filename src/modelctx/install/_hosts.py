@@ -37,6 +37,7 @@ class HostFormat:
     servers_key: str
     typed: bool
     has_workspace_file: bool  # True: --workspace picks a project file
+    jsonc: bool = False  # True: the host reads comments and trailing commas (VS Code)
 
     def default_path(self, workspace: Path | None, home: Path, platform: str, environ: Mapping[str, str]) -> Path:
         """The config file this host reads: the workspace's when one is given and the
@@ -68,7 +69,7 @@ def _app_data(home: Path, platform: str, environ: Mapping[str, str]) -> Path:
 HOSTS: dict[str, HostFormat] = {
     "claude-desktop": HostFormat("claude-desktop", "mcpServers", typed=False, has_workspace_file=False),
     "cursor": HostFormat("cursor", "mcpServers", typed=False, has_workspace_file=True),
-    "vscode": HostFormat("vscode", "servers", typed=True, has_workspace_file=True),
+    "vscode": HostFormat("vscode", "servers", typed=True, has_workspace_file=True, jsonc=True),
     "claude-code": HostFormat("claude-code", "mcpServers", typed=True, has_workspace_file=True),
 }
 
