@@ -14,7 +14,7 @@ def test_host_names():
         [
             "NAME_PATTERN", "AllowAll", "AnthropicModel", "ApprovalCheck", "ApprovalConfigError",
             "ApprovalPolicy", "ApprovalRequest", "ApprovalStore", "ApprovalStoreError", "Approvals", "Asker",
-            "Conversation", "DeclineUI", "Decision", "Denied", "Final", "Gateway", "GatewayUI", "Host", "HostConfig",
+            "Conversation", "DeclineUI", "Decision", "Denied", "Final", "Gateway", "GatewayUI", "GuardedClient", "Host", "HostConfig",
             "HostConfigError", "HostServer", "HostUI", "Model", "ModelError", "ModelLoop", "ModelSetupError",
             "NameFilter", "NameMap", "OpenAIModel", "RemoteServer", "RestartPolicy", "SampleCallback", "ScriptExhausted",
             "ScriptedUI",
