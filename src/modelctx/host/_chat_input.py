@@ -109,7 +109,7 @@ class PromptReader:
         shown = self._formatted(prompt)
         while True:
             try:
-                return await self._messages.prompt_async(shown)
+                return await self._messages.prompt_async(shown, handle_sigint=False)
             except KeyboardInterrupt:
                 continue  # Ctrl-C at the prompt: the line is dropped, the prompt comes back
             except EOFError:
@@ -117,7 +117,7 @@ class PromptReader:
 
     async def read(self, prompt: str = "") -> str | None:
         try:
-            return await self._answers.prompt_async(self._formatted(prompt))
+            return await self._answers.prompt_async(self._formatted(prompt), handle_sigint=False)
         except EOFError:
             return None
         except KeyboardInterrupt:
