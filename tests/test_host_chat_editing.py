@@ -146,12 +146,18 @@ def test_ctrl_c_while_a_tool_runs_stops_the_turn_and_progress_was_shown_in_place
     terminal.wait_for("[exited 0]")
 
 
-def test_a_line_ending_in_a_backslash_goes_on_to_the_next(session: Any) -> None:
-    api, terminal = session([Turn("Two lines read.")])
+def test_a_line_ending_in_a_backslash_or_esc_enter_goes_on_to_the_next(session: Any) -> None:
+    api, terminal = session([Turn("Two lines read."), Turn("Again.")])
     terminal.type("first line\\")
     terminal.type("second line")
     terminal.wait_for("Two lines read.")
     assert user_texts(api.requests[0].body) == ["first line\nsecond line"]
+    terminal.press_literal("one")
+    terminal.press("Escape", "Enter")
+    terminal.press_literal("two")
+    terminal.press("Enter")
+    terminal.wait_for("Again.")
+    assert user_texts(api.requests[1].body)[-1] == "one\ntwo"
     terminal.type("/help")
     assert "end a line with \\" in terminal.wait_for("/save FILE")
 
