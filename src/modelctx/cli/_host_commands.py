@@ -14,7 +14,16 @@ from ._params import PORT, served_url
 __all__ = ["auth_server_command", "chat_command", "gateway_command"]
 
 
-@click.command("chat")
+_CHAT_EXITS = """\b
+Exit status with -p (the table of `modelctx --help`, read for one question):
+    0  answered
+    1  stopped after the model's most turns without an answer (the notice is printed)
+    2  usage error: a bad option, no model API key, a config or --resume file that cannot be read
+    4  the model's API answered an error (the message on stderr)
+  130  interrupted (Ctrl-C)"""
+
+
+@click.command("chat", epilog=_CHAT_EXITS)
 @click.option("--config", required=True, metavar="FILE", help='a JSON file with "mcpServers"')
 @click.option("--provider", type=click.Choice(["anthropic", "openai"]),
               help="default: the one whose API key is set")

@@ -56,6 +56,11 @@ class ChatTools:
         self.on_progress = on_progress
         self.ask_url = ask_url
 
+    def __getattr__(self, name: str) -> Any:
+        # Whatever else the model loop asks of its tool set is the host's: this class
+        # only adds to call_tool, so a loop that learns a new host method keeps working.
+        return getattr(self.host, name)
+
     async def tools(self) -> list[Tool]:
         return await self.host.tools()
 
