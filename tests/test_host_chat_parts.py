@@ -57,9 +57,9 @@ def test_a_wrong_answer_says_what_to_type(prop: dict[str, object], typed: str, s
 
 
 def test_an_optional_field_left_empty_is_left_out() -> None:
-    from modelctx.host._chat import _SKIPPED
+    from modelctx.host._chat_forms import SKIPPED
 
-    assert parse_field("", {"type": "string"}, required=False) is _SKIPPED
+    assert parse_field("", {"type": "string"}, required=False) is SKIPPED
 
 
 def test_the_hint_names_the_type_choices_and_default() -> None:

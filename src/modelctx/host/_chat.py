@@ -40,6 +40,7 @@ from ._approval import ApprovalConfigError, ApprovalPolicy, ApprovalRequest, App
 from ._chat_file import ConversationFileError
 from ._chat_file import load as load_conversation
 from ._chat_file import save as save_conversation
+from ._chat_forms import CANCELLED, SKIPPED, field_hint, parse_field
 from ._chat_input import MULTILINE_HELP, LineReader, Reader, open_reader
 from ._chat_tools import ChatTools
 from ._config import HostConfigError, load_config
@@ -225,9 +226,9 @@ class TerminalUI:
         content: dict[str, Any] = {}
         for name, prop in (schema.get("properties") or {}).items():
             value = await self._field(name, prop if isinstance(prop, dict) else {}, name in required)
-            if value is _CANCELLED:
+            if value is CANCELLED:
                 return {"action": "cancel"}
-            if value is not _SKIPPED:
+            if value is not SKIPPED:
                 content[name] = value
         return {"action": "accept", "content": content}
 
@@ -239,7 +240,7 @@ class TerminalUI:
         while True:
             line = await self.reader.read(f"{escape(label)} [dim]{escape(hint)}[/]: ")
             if line is None:
-                return _CANCELLED
+                return CANCELLED
             try:
                 return parse_field(line.strip(), prop, required)
             except ValueError as exc:
@@ -267,114 +268,6 @@ def approval_panel(request: ApprovalRequest) -> Panel:
         body.add_row("[red]definition changed[/]", escape(", ".join(request.changed) or "yes"))
     title = "approve this tool call?" if request.why == "new" else "approve again: the tool changed"
     return Panel(body, title=title, border_style="yellow" if request.why == "new" else "red")
-
-
-class _Marker:
-    pass
-
-
-_SKIPPED = _Marker()
-_CANCELLED = _Marker()
-
-
-def field_hint(prop: dict[str, Any], required: bool) -> str:
-    """How to answer one form field, in a few words: its type, choices (by title when
-    the schema gives titles), default (as it would be typed, or as JSON)."""
-    kind = prop.get("type", "string")
-    shown = [title for _, title in _options(prop)]
-    parts = [f"one of {', '.join(shown)}" if shown else {"boolean": "y/n"}.get(str(kind), str(kind))]
-    if kind == "array":
-        parts = [f"comma-separated, from {', '.join(shown)}" if shown else "comma-separated"]
-    if "default" in prop:
-        parts.append(f"default {_shown_default(prop)}")
-    elif not required:
-        parts.append("optional")
-    return f"({'; '.join(parts)})"
-
-
-def _shown_default(prop: dict[str, Any]) -> str:
-    default = prop["default"]
-    titles = dict(_options(prop))
-    if titles and isinstance(default, str):
-        return titles.get(default, default)
-    if titles and isinstance(default, list):
-        return ", ".join(titles.get(str(value), str(value)) for value in default)
-    if isinstance(default, bool):
-        return "y" if default else "n"
-    return default if isinstance(default, str) else json.dumps(default, ensure_ascii=False)
-
-
-def _options(prop: dict[str, Any]) -> list[tuple[str, str]]:
-    """A choice field's ``(value, title)`` pairs (the value itself when untitled);
-    [] for a field that is not a choice. Titled enums are ``oneOf``/``anyOf`` of
-    ``{const, title}`` (elicitation.mdx, TitledSingleSelectEnumSchema and the multi-select kin)."""
-    items = prop.get("items") if prop.get("type") == "array" else prop
-    if not isinstance(items, dict):
-        return []
-    if isinstance(items.get("enum"), list):
-        return [(str(value), str(value)) for value in items["enum"]]
-    options = items.get("oneOf") or items.get("anyOf")
-    if isinstance(options, list):
-        return [
-            (str(option["const"]), str(option.get("title") or option["const"]))
-            for option in options
-            if isinstance(option, dict) and "const" in option
-        ]
-    return []
-
-
-def _pick(text: str, options: list[tuple[str, str]]) -> str | None:
-    """The value meant by ``text``: a title (any case) or the value itself."""
-    for value, title in options:
-        if text == value or text.casefold() == title.casefold():
-            return value
-    return None
-
-
-def parse_field(text: str, prop: dict[str, Any], required: bool) -> Any:
-    """The value typed for one form field (a primitive schema, elicitation.mdx); raises
-    ``ValueError`` saying what to type instead. An empty answer is the default, else
-    skipped when optional. A choice may be typed by its title or its value."""
-    if not text:
-        if "default" in prop:
-            return prop["default"]
-        if required:
-            raise ValueError("this field is required")
-        return _SKIPPED
-    kind = prop.get("type", "string")
-    options = _options(prop)
-    shown = ", ".join(title for _, title in options)
-    if kind == "array":
-        picked = [item.strip() for item in text.split(",") if item.strip()]
-        if not options:
-            return picked
-        wrong = [item for item in picked if _pick(item, options) is None]
-        if wrong:
-            raise ValueError(f"{', '.join(wrong)}: choose from {shown}")
-        return [_pick(item, options) for item in picked]
-    if kind == "boolean":
-        if text.lower() in ("y", "yes", "true"):
-            return True
-        if text.lower() in ("n", "no", "false"):
-            return False
-        raise ValueError("answer y or n")
-    if kind in ("integer", "number"):
-        try:
-            number: float = int(text) if kind == "integer" else float(text)
-        except ValueError:
-            raise ValueError(f"type a{'n integer' if kind == 'integer' else ' number'}") from None
-        low, high = prop.get("minimum"), prop.get("maximum")
-        if isinstance(low, int | float) and number < low:
-            raise ValueError(f"the least is {low}")
-        if isinstance(high, int | float) and number > high:
-            raise ValueError(f"the most is {high}")
-        return number
-    if options:
-        value = _pick(text, options)
-        if value is None:
-            raise ValueError(f"choose one of {shown}")
-        return value
-    return text
 
 
 # -- the model -------------------------------------------------------------------------------------
@@ -851,6 +744,8 @@ def run_chat(config_path: str, *, provider: str | None = None, model: str | None
         return USAGE_ERROR
     try:
         if options.question is not None:
+            from ._chat_once import ask_once
+
             return asyncio.run(ask_once(config_path, chosen, options, conversation))
         console = Console(highlight=False)
         return asyncio.run(Chat(config_path, chosen, console, conversation=conversation).run())
@@ -859,30 +754,3 @@ def run_chat(config_path: str, *, provider: str | None = None, model: str | None
         return USAGE_ERROR
     except KeyboardInterrupt:
         return 130
-
-
-async def ask_once(config_path: str, model: Model, options: ChatOptions, conversation: Conversation | None) -> int:
-    """``modelctx chat -p``: the host with a ``OneShotUI``, one run of the model loop, the
-    answer on stdout (see ``_chat_once``)."""
-    from ._chat_once import OneShotUI, run_once
-
-    assert options.question is not None
-    ui = OneShotUI(options.allow)
-    config = load_config(config_path)
-    approvals = Approvals(ApprovalPolicy.from_config(config), ui, store=getattr(config, "approval_store", None))
-
-    async def refuse_sampling(server: str, params: dict[str, Any]) -> dict[str, Any]:
-        ui.say(f"refused: server {server!r} asked the model to answer for it (sampling); no one is asked in -p mode")
-        refused = ProtocolError("the user refused the sampling request")
-        refused.code = -1
-        raise refused
-
-    quiet = logging.getLogger("modelctx")
-    quiet.setLevel(logging.ERROR)  # a server that fails to start is the answer's problem, said once below
-    host = Host(config, approvals=approvals, ui=ui, sample=refuse_sampling)
-    async with host:
-        for name, server in sorted(host.servers.items()):
-            if server.status == "failed":
-                ui.say(f"server {name} failed to start: {server.error}")
-        events = ModelLoop(ChatTools(host), model).run(conversation or Conversation(), options.question)
-        return await run_once(events, as_json=options.as_json, out=sys.stdout, err=sys.stderr)

@@ -21,18 +21,24 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import logging
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ._approval import ApprovalRequest, Decision
-from ._model import Final, ModelError, ToolCallRequested, ToolResultEvent, result_parts
+from ..errors import ProtocolError
+from ._approval import ApprovalPolicy, ApprovalRequest, Approvals, Decision
+from ._chat_tools import ChatTools
+from ._config import load_config
+from ._host import Host
+from ._model import Conversation, Final, ModelError, ModelLoop, ToolCallRequested, ToolResultEvent, result_parts
 
 if TYPE_CHECKING:
     from ..client import Elicitation
-    from ._model import ModelEvent
+    from ._chat import ChatOptions
+    from ._model import Model, ModelEvent
 
-__all__ = ["OneShotRecord", "OneShotUI", "run_once"]
+__all__ = ["OneShotRecord", "OneShotUI", "ask_once", "run_once"]
 
 ANSWERED, NO_ANSWER, MODEL_FAILED = 0, 1, 4
 
@@ -128,3 +134,28 @@ async def run_once(events: Any, *, as_json: bool, out: TextIO, err: TextIO) -> i
     else:
         print(record.final.text if record.final is not None else "", file=out)
     return record.status
+
+
+async def ask_once(config_path: str, model: Model, options: ChatOptions, conversation: Conversation | None) -> int:
+    """``modelctx chat -p``: the host with a ``OneShotUI``, one run of the model loop, the
+    answer on stdout (see ``_chat_once``)."""
+    assert options.question is not None
+    ui = OneShotUI(options.allow)
+    config = load_config(config_path)
+    approvals = Approvals(ApprovalPolicy.from_config(config), ui, store=getattr(config, "approval_store", None))
+
+    async def refuse_sampling(server: str, params: dict[str, Any]) -> dict[str, Any]:
+        ui.say(f"refused: server {server!r} asked the model to answer for it (sampling); no one is asked in -p mode")
+        refused = ProtocolError("the user refused the sampling request")
+        refused.code = -1
+        raise refused
+
+    quiet = logging.getLogger("modelctx")
+    quiet.setLevel(logging.ERROR)  # a server that fails to start is the answer's problem, said once below
+    host = Host(config, approvals=approvals, ui=ui, sample=refuse_sampling)
+    async with host:
+        for name, server in sorted(host.servers.items()):
+            if server.status == "failed":
+                ui.say(f"server {name} failed to start: {server.error}")
+        events = ModelLoop(ChatTools(host), model).run(conversation or Conversation(), options.question)
+        return await run_once(events, as_json=options.as_json, out=sys.stdout, err=sys.stderr)
