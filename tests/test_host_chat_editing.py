@@ -48,17 +48,19 @@ def session(tmp_path: Path) -> Iterator[Any]:
     chat in a terminal, both closed after the test. Every chat of a test shares HOME."""
     opened: list[tuple[ScriptedModelServer, Terminal]] = []
 
-    def start(script: list[Turn], servers: dict[str, Any] | None = None, provider: str = "anthropic") -> Any:
+    def start(
+        script: list[Turn], servers: dict[str, Any] | None = None, provider: str = "anthropic", args: tuple[str, ...] = ()
+    ) -> Any:
         write_config(tmp_path, servers if servers is not None else {"chat": served(CHAT_SERVER)})
         api = ScriptedModelServer(script).__enter__()
         env = base_env(tmp_path)
-        args = list(CHAT)
+        command = [*CHAT, *args]
         if provider == "anthropic":
             env.update(ANTHROPIC_API_KEY="test-key", ANTHROPIC_BASE_URL=api.url)
         else:
             env.update(OPENAI_API_KEY="local", OPENAI_BASE_URL=api.url + "/v1")
-            args += ["--model", "llama-local"]
-        terminal = Terminal(args, env, tmp_path)
+            command += ["--model", "llama-local"]
+        terminal = Terminal(command, env, tmp_path)
         opened.append((api, terminal))
         terminal.wait_for("you>")
         return api, terminal
@@ -187,20 +189,43 @@ def test_attach_without_a_server_says_the_form_that_works(session: Any) -> None:
     assert user_texts(api.requests[0].body)[0].startswith("Attached resource notes://today:\nBuy milk.")
 
 
-def test_through_openai_the_line_is_edited_and_recalled(session: Any) -> None:
+def test_through_openai_the_line_is_edited_recalled_and_cleared(session: Any) -> None:
     api, terminal = session([Turn("One."), Turn("Two.")], provider="openai")
+    terminal.press_literal("never mind")
+    terminal.press("C-c")
+    terminal.wait_for("you>", count=2)
     terminal.press_literal("wether?")
     terminal.press("Home", "Right", "Right")
     terminal.press_literal("a")
     terminal.press("Enter")
     terminal.wait_for("One.")
     terminal.press("Up")
-    terminal.wait_for("you> weather?", count=2)
+    terminal.wait_for("you> weather?", count=2)  # the sent line, and the recalled one
     terminal.press("Enter")
     terminal.wait_for("Two.")
     assert [r.path for r in api.requests] == ["/v1/chat/completions"] * 2
     sent = [m["content"] for m in api.requests[1].body["messages"] if m["role"] == "user"]
     assert sent == ["weather?", "weather?"]
+
+
+def test_a_saved_chat_goes_on_in_a_new_terminal(session: Any, tmp_path: Path) -> None:
+    _, first = session([Turn(calls=[("chat_connect_bank", {})]), Turn("Connected, after the page.")])
+    first.type("connect my bank")
+    first.wait_for("[o]pened it")
+    first.type("o")
+    first.wait_for("Connected, after the page.")
+    first.type("/save talk.json")
+    first.wait_for("saved 4 messages to talk.json")
+    first.press("C-d")
+    first.wait_for("[exited 0]")
+
+    api, second = session([Turn("It is still connected.")], args=("--resume", "talk.json"))
+    second.wait_for("(going on with 4 earlier messages)")
+    second.type("is it still connected?")
+    second.wait_for("It is still connected.")
+    sent = api.requests[0].body["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "user", "assistant", "user"]
+    assert tool_results(api.requests[0].body) == ["connected after 2 calls"]
 
 
 def test_without_a_terminal_the_chat_reads_plain_lines(tmp_path: Path) -> None:
