@@ -61,9 +61,13 @@ class Terminal:
         self._tmux("send-keys", "-t", "0", "-l", line)
         self._tmux("send-keys", "-t", "0", "Enter")
 
-    def press(self, key: str) -> None:
-        """Press a key by its tmux name ("C-c", "C-d")."""
-        self._tmux("send-keys", "-t", "0", key)
+    def press(self, *keys: str) -> None:
+        """Press keys by their tmux names ("C-c", "C-d", "Left", "Up", "Enter")."""
+        self._tmux("send-keys", "-t", "0", *keys)
+
+    def press_literal(self, text: str) -> None:
+        """Type ``text`` without pressing Enter."""
+        self._tmux("send-keys", "-t", "0", "-l", text)
 
     def screen(self) -> str:
         """Everything shown so far (scrollback included), wrapped lines joined."""

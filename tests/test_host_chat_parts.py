@@ -57,15 +57,37 @@ def test_a_wrong_answer_says_what_to_type(prop: dict[str, object], typed: str, s
 
 
 def test_an_optional_field_left_empty_is_left_out() -> None:
-    from modelctx.host._chat import _SKIPPED
+    from modelctx.host._chat_forms import SKIPPED
 
-    assert parse_field("", {"type": "string"}, required=False) is _SKIPPED
+    assert parse_field("", {"type": "string"}, required=False) is SKIPPED
 
 
 def test_the_hint_names_the_type_choices_and_default() -> None:
     assert field_hint({"type": "integer"}, True) == "(integer)"
-    assert field_hint({"type": "boolean", "default": False}, False) == "(y/n; default False)"
+    assert field_hint({"type": "boolean", "default": False}, False) == "(y/n; default n)"  # what one would type
     assert field_hint({"type": "string", "enum": ["a", "b"]}, False) == "(one of a, b; optional)"
+
+
+def test_a_default_is_shown_as_json_not_as_python() -> None:
+    assert field_hint({"type": "array", "items": {"type": "string"}, "default": ["x", "y"]}, False) == (
+        '(comma-separated; default ["x", "y"])'
+    )
+    assert field_hint({"type": "number", "default": 1.5}, False) == "(number; default 1.5)"
+    assert field_hint({"type": "string", "default": "Ada"}, False) == "(string; default Ada)"
+
+
+HEROES = {"type": "string", "oneOf": [{"const": "hero-1", "title": "Ada Lovelace"}, {"const": "hero-2", "title": "Alan Turing"}]}
+TEAM = {"type": "array", "items": {"anyOf": [{"const": "r", "title": "Red"}, {"const": "b", "title": "Blue"}]}}
+
+
+def test_a_titled_enum_is_offered_by_its_titles_and_answered_with_its_values() -> None:
+    assert field_hint({**HEROES, "default": "hero-2"}, True) == "(one of Ada Lovelace, Alan Turing; default Alan Turing)"
+    assert field_hint({**TEAM, "default": ["b"]}, False) == "(comma-separated, from Red, Blue; default Blue)"
+    assert parse_field("ada lovelace", HEROES, required=True) == "hero-1"  # a title, in any case
+    assert parse_field("hero-2", HEROES, required=True) == "hero-2"  # or the value itself
+    assert parse_field("Blue, red", TEAM, required=True) == ["b", "r"]
+    with pytest.raises(ValueError, match="choose one of Ada Lovelace, Alan Turing"):
+        parse_field("Grace Hopper", HEROES, required=True)
 
 
 def test_prompt_arguments_are_name_value_words_with_shell_quoting() -> None:

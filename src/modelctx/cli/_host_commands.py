@@ -14,13 +14,38 @@ from ._params import PORT, served_url
 __all__ = ["auth_server_command", "chat_command", "gateway_command"]
 
 
-@click.command("chat")
+_CHAT_EXITS = """\b
+Exit status with -p (the table of `modelctx --help`, read for one question):
+    0  answered
+    1  stopped after the model's most turns without an answer (the notice is printed)
+    2  usage error: a bad option, no model API key, a config or --resume file that cannot be read
+    4  the model's API answered an error (the message on stderr)
+  130  interrupted (Ctrl-C)"""
+
+
+@click.command("chat", epilog=_CHAT_EXITS)
 @click.option("--config", required=True, metavar="FILE", help='a JSON file with "mcpServers"')
 @click.option("--provider", type=click.Choice(["anthropic", "openai"]),
               help="default: the one whose API key is set")
 @click.option("--model", help="the model name (default: MODELCTX_MODEL, else the provider's default)")
-def chat_command(config: str, provider: str | None, model: str | None) -> int:
-    """Chat with a model that uses the servers of a configuration file.
+@click.option("-p", "--prompt", "question", metavar="TEXT",
+              help="ask this one question, print the answer and exit (no one is asked to approve)")
+@click.option("--allow", multiple=True, metavar="GLOB",
+              help="with -p: let tools that ask for approval run when GLOB matches SERVER/TOOL or SERVER_TOOL "
+                   "(repeatable); any other is denied")
+@click.option("--json", "as_json", is_flag=True, help="with -p: print the answer and the tool calls as JSON")
+@click.option("--resume", metavar="FILE", help="go on with a conversation saved by /save FILE")
+def chat_command(
+    config: str,
+    provider: str | None,
+    model: str | None,
+    question: str | None,
+    allow: tuple[str, ...],
+    as_json: bool,
+    resume: str | None,
+) -> int:
+    """Chat with a model that uses the servers of a configuration file; or, with -p,
+    answer one question and exit.
 
     \b
     Environment:
@@ -29,11 +54,16 @@ def chat_command(config: str, provider: str | None, model: str | None) -> int:
       MODELCTX_MODEL                          the model name (--model wins)
     With both keys set, Anthropic is used unless the model name is OpenAI's.
     """
+    if question is None and (allow or as_json):
+        fail("--allow and --json go with -p TEXT (one question, no one asked); the chat asks you instead")
+    if question is not None and not question.strip():
+        fail("-p needs a question: -p 'what is the weather in Oslo?'")
     try:
-        from ..host._chat import run_chat
+        from ..host._chat import ChatOptions, run_chat
     except ImportError as exc:
         fail(f"the chat needs {exc.name or 'rich'}: pip install 'modelctx[host]'")
-    return run_chat(config, provider=provider, model=model)
+    options = ChatOptions(provider, model, question, allow, as_json, resume)
+    return run_chat(config, options=options)
 
 
 @click.command("gateway")

@@ -23,10 +23,8 @@ import contextlib
 import json
 import logging
 import os
-import queue
 import signal
 import sys
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -40,6 +38,12 @@ from ..errors import MCPError, ProtocolError
 from ..protocol._apps import tool_ui
 from ..protocol.types.v2026_07_28 import EmbeddedResource, TextContent
 from ._approval import ApprovalConfigError, ApprovalPolicy, ApprovalRequest, Approvals, Decision
+from ._chat_file import ConversationFileError
+from ._chat_file import load as load_conversation
+from ._chat_file import save as save_conversation
+from ._chat_forms import CANCELLED, SKIPPED, field_hint, parse_field
+from ._chat_input import MULTILINE_HELP, LineReader, Reader, open_reader
+from ._chat_tools import ChatTools
 from ._config import HostConfigError, load_config
 from ._host import Host
 from ._model import (
@@ -63,7 +67,15 @@ if TYPE_CHECKING:
     from ..client import Elicitation
     from ..protocol.types.v2026_07_28 import CallToolResult, Tool
 
-__all__ = ["NO_KEY_MESSAGE", "LineReader", "TerminalUI", "make_model", "parse_prompt_arguments", "run_chat"]
+__all__ = [
+    "NO_KEY_MESSAGE",
+    "ChatOptions",
+    "LineReader",
+    "TerminalUI",
+    "make_model",
+    "parse_prompt_arguments",
+    "run_chat",
+]
 
 USAGE_ERROR = 2
 
@@ -78,59 +90,16 @@ HELP = """\
 [bold]/resources[/]             the servers' resources
 [bold]/attach URI[/] [SERVER]   attach a resource's text to your next message
 [bold]/prompts[/]               the servers' prompts; run one as [bold]/NAME arg=value ...[/]
+[bold]/save FILE[/]             save the conversation (go on later: modelctx chat --resume FILE)
 [bold]/help[/]                  this list
-[bold]/quit[/]                  leave (or Ctrl-D); Ctrl-C stops a running turn"""
+[bold]/quit[/]                  leave (or Ctrl-D); Ctrl-C stops a running turn, or clears the line
+A message of several lines: """ + MULTILINE_HELP + "."
 
 # How much of a tool result or a sampling request is shown in one line.
 SUMMARY_CHARS = 240
 
 
-# -- the keyboard ---------------------------------------------------------------------------------
-class LineReader:
-    """Lines typed at the terminal, read by one daemon thread.
-
-    ``read(prompt)`` prints ``prompt`` and waits for a line without blocking the event
-    loop; it returns the line without its newline, or None at end of input. A read that
-    is cancelled leaves its line to the next read (the thread cannot be interrupted, and
-    a line typed after Ctrl-C belongs to whoever asks next)."""
-
-    def __init__(self, console: Console, stream: Any = None) -> None:
-        self.console = console
-        self._stream = stream if stream is not None else sys.stdin
-        self._wanted: queue.Queue[tuple[asyncio.AbstractEventLoop, asyncio.Future[str | None]]] = queue.Queue()
-        self._pending: asyncio.Future[str | None] | None = None
-        self._thread = threading.Thread(target=self._serve, name="modelctx-chat-input", daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while True:
-            loop, future = self._wanted.get()
-            try:
-                raw = self._stream.readline()
-            except (OSError, ValueError):
-                raw = ""
-            line = raw.rstrip("\r\n") if raw else None
-            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-                loop.call_soon_threadsafe(_settle, future, line)
-
-    async def read(self, prompt: str = "") -> str | None:
-        if prompt:
-            self.console.print(prompt, end="")
-        if self._pending is None:  # else a cancelled read left its line to this one
-            self._pending = asyncio.get_running_loop().create_future()
-            self._wanted.put((asyncio.get_running_loop(), self._pending))
-        pending = self._pending
-        line = await asyncio.shield(pending)
-        self._pending = None
-        return line
-
-
-def _settle(future: asyncio.Future[str | None], line: str | None) -> None:
-    if not future.done():
-        future.set_result(line)
-
-
-async def _choose(reader: LineReader, prompt: str, choices: dict[str, str], default: str) -> str:
+async def _choose(reader: Reader, prompt: str, choices: dict[str, str], default: str) -> str:
     """Ask until the answer is one of ``choices`` (answer text -> meaning); an empty line
     is ``default``, end of input too."""
     while True:
@@ -159,14 +128,44 @@ class TerminalUI:
     """A ``HostUI`` that asks the person at the terminal."""
 
     console: Console
-    reader: LineReader
+    reader: Reader
     #: Held while a question is on the screen: questions come one at a time.
     asking: asyncio.Lock = field(default_factory=asyncio.Lock)
     #: Set when the person stopped the turn (Ctrl-C): a question withdrawn then needs no notice.
     interrupted: bool = False
+    #: Whether a progress line is on the screen, to be replaced by what is printed next.
+    progress_shown: bool = False
+
+    def progress(self, tool: str, done: float, total: float | None, message: str | None) -> None:
+        """Show a running tool's progress in place: one line, rewritten by each report
+        (at a terminal; elsewhere one line per report)."""
+        line = f"… {tool}: {progress_text(done, total)}" + (f" {message}" if message else "")
+        if not self.console.is_terminal:
+            self.console.print(f"[dim]{escape(line)}[/]")
+            return
+        width = max(10, self.console.width - 1)
+        self.console.file.write("\r\x1b[K" + _clip(" ".join(line.split()), width))
+        self.console.file.flush()
+        self.progress_shown = True
+
+    def clear_progress(self) -> None:
+        if self.progress_shown:
+            self.console.file.write("\r\x1b[K")
+            self.console.file.flush()
+            self.progress_shown = False
+
+    async def open_url(self, server: str, message: str, url: str) -> bool:
+        """A tool that needs the person to open a page first (error -32042): show the page
+        and ask; True when they say they opened it (the call is then sent again)."""
+        async with self.asking:
+            self.clear_progress()
+            with self._withdrawn_notice("the call was stopped"):
+                action = await self._ask_to_open(server, message, url, "the call is sent again once you have")
+        return action == "accept"
 
     async def approve(self, request: ApprovalRequest) -> Decision:
         async with self.asking:  # parallel calls are asked about one at a time
+            self.clear_progress()
             self.console.print(approval_panel(request))
             with self._withdrawn_notice("no answer in time: denied"):
                 answer = await _choose(
@@ -183,6 +182,7 @@ class TerminalUI:
     async def elicit(self, server: str, elicitation: Elicitation) -> dict[str, Any]:
         server = _server_name(server)  # a host before handlers_for passed its HostServer
         async with self.asking:
+            self.clear_progress()
             with self._withdrawn_notice("no answer in time: the question was withdrawn"):
                 if elicitation.mode == "url":
                     return await self._elicit_url(server, elicitation)
@@ -200,15 +200,17 @@ class TerminalUI:
             raise
 
     async def _elicit_url(self, server: str, elicitation: Elicitation) -> dict[str, Any]:
+        return {"action": await self._ask_to_open(server, elicitation.message, elicitation.url or "(none)")}
+
+    async def _ask_to_open(self, server: str, message: str, url: str, then: str = "") -> str:
         body = Table.grid(padding=(0, 2))
         body.add_row("server", escape(server))
-        body.add_row("asks", escape(elicitation.message))
-        body.add_row("URL", escape(elicitation.url or "(none)"))
+        body.add_row("asks", escape(message))
+        body.add_row("URL", escape(url))
         self.console.print(Panel(body, title="a server asks you to open a page", border_style="yellow"))
-        self.console.print("modelctx does not open it; open it yourself if you trust it.")
+        self.console.print("modelctx does not open it; open it yourself if you trust it" + (f"; {then}." if then else "."))
         choices = {"o": "accept", "opened": "accept", "a": "accept", "d": "decline", "c": "cancel"}
-        action = await _choose(self.reader, "\\[o]pened it / \\[d]ecline / \\[c]ancel (default)? ", choices, "cancel")
-        return {"action": action}
+        return await _choose(self.reader, "\\[o]pened it / \\[d]ecline / \\[c]ancel (default)? ", choices, "cancel")
 
     async def _elicit_form(self, server: str, elicitation: Elicitation) -> dict[str, Any]:
         self.console.print(
@@ -223,9 +225,9 @@ class TerminalUI:
         content: dict[str, Any] = {}
         for name, prop in (schema.get("properties") or {}).items():
             value = await self._field(name, prop if isinstance(prop, dict) else {}, name in required)
-            if value is _CANCELLED:
+            if value is CANCELLED:
                 return {"action": "cancel"}
-            if value is not _SKIPPED:
+            if value is not SKIPPED:
                 content[name] = value
         return {"action": "accept", "content": content}
 
@@ -237,7 +239,7 @@ class TerminalUI:
         while True:
             line = await self.reader.read(f"{escape(label)} [dim]{escape(hint)}[/]: ")
             if line is None:
-                return _CANCELLED
+                return CANCELLED
             try:
                 return parse_field(line.strip(), prop, required)
             except ValueError as exc:
@@ -267,80 +269,6 @@ def approval_panel(request: ApprovalRequest) -> Panel:
     return Panel(body, title=title, border_style="yellow" if request.why == "new" else "red")
 
 
-class _Marker:
-    pass
-
-
-_SKIPPED = _Marker()
-_CANCELLED = _Marker()
-
-
-def field_hint(prop: dict[str, Any], required: bool) -> str:
-    """How to answer one form field, in a few words: its type, choices, default."""
-    kind = prop.get("type", "string")
-    choices = _choices(prop)
-    parts = [f"one of {', '.join(choices)}" if choices else {"boolean": "y/n"}.get(str(kind), str(kind))]
-    if kind == "array":
-        parts = [f"comma-separated, from {', '.join(choices)}" if choices else "comma-separated"]
-    if "default" in prop:
-        parts.append(f"default {prop['default']}")
-    elif not required:
-        parts.append("optional")
-    return f"({'; '.join(parts)})"
-
-
-def _choices(prop: dict[str, Any]) -> list[str]:
-    items = prop.get("items") if prop.get("type") == "array" else prop
-    if not isinstance(items, dict):
-        return []
-    if isinstance(items.get("enum"), list):
-        return [str(value) for value in items["enum"]]
-    options = items.get("oneOf") or items.get("anyOf")
-    if isinstance(options, list):
-        return [str(option["const"]) for option in options if isinstance(option, dict) and "const" in option]
-    return []
-
-
-def parse_field(text: str, prop: dict[str, Any], required: bool) -> Any:
-    """The value typed for one form field (a primitive schema, elicitation.mdx); raises
-    ``ValueError`` saying what to type instead. An empty answer is the default, else
-    skipped when optional."""
-    if not text:
-        if "default" in prop:
-            return prop["default"]
-        if required:
-            raise ValueError("this field is required")
-        return _SKIPPED
-    kind = prop.get("type", "string")
-    choices = _choices(prop)
-    if kind == "array":
-        picked = [item.strip() for item in text.split(",") if item.strip()]
-        wrong = [item for item in picked if choices and item not in choices]
-        if wrong:
-            raise ValueError(f"{', '.join(wrong)}: choose from {', '.join(choices)}")
-        return picked
-    if kind == "boolean":
-        if text.lower() in ("y", "yes", "true"):
-            return True
-        if text.lower() in ("n", "no", "false"):
-            return False
-        raise ValueError("answer y or n")
-    if kind in ("integer", "number"):
-        try:
-            number: float = int(text) if kind == "integer" else float(text)
-        except ValueError:
-            raise ValueError(f"type a{'n integer' if kind == 'integer' else ' number'}") from None
-        low, high = prop.get("minimum"), prop.get("maximum")
-        if isinstance(low, int | float) and number < low:
-            raise ValueError(f"the least is {low}")
-        if isinstance(high, int | float) and number > high:
-            raise ValueError(f"the most is {high}")
-        return number
-    if choices and text not in choices:
-        raise ValueError(f"choose one of {', '.join(choices)}")
-    return text
-
-
 # -- the model -------------------------------------------------------------------------------------
 def make_model(provider: str | None, model: str | None, environ: Mapping[str, str]) -> Model:
     """The model the flags and environment configure (``_providers.choose_model``: its
@@ -354,19 +282,31 @@ def _model_name(model: Model) -> str:
 
 # -- the chat --------------------------------------------------------------------------------------
 class Chat:
-    """One chat session: the host, the model loop, the conversation and the terminal."""
+    """One chat session: the host, the model loop, the conversation and the terminal.
 
-    def __init__(self, config_path: str, model: Model, console: Console, reader: LineReader) -> None:
+    ``reader``: where lines come from (default: ``open_reader``, a line editor at a
+    terminal); ``conversation``: one to go on with (``--resume``)."""
+
+    def __init__(
+        self,
+        config_path: str,
+        model: Model,
+        console: Console,
+        reader: Reader | None = None,
+        *,
+        conversation: Conversation | None = None,
+    ) -> None:
         self.config_path = config_path
         self.model = model
         self.console = console
-        self.reader = reader
-        self.ui = TerminalUI(console, reader)
-        self.conversation = Conversation()
+        self.reader = reader if reader is not None else open_reader(console, os.environ, self._interrupt)
+        self.ui = TerminalUI(console, self.reader)
+        self.conversation = conversation if conversation is not None else Conversation()
         self.attachments: list[str] = []
         self.turn: asyncio.Task[None] | None = None
         self.host: Host | None = None
         self.ui_told: set[str] = set()  # tools whose view the chat said it cannot show
+        self.tools: ChatTools | None = None
 
     async def run(self) -> int:
         config = load_config(self.config_path)
@@ -375,6 +315,7 @@ class Chat:
         )
         host = Host(config, approvals=approvals, ui=self.ui, sample=self._sample)
         self.host = host
+        self.tools = ChatTools(host, on_progress=self.ui.progress, ask_url=self.ui.open_url)
         quiet = logging.getLogger("modelctx")
         level = quiet.level
         quiet.setLevel(logging.ERROR)  # failures to start are shown below, once
@@ -386,6 +327,8 @@ class Chat:
                 self.console.print(
                     f"model: [bold]{escape(describe_model(self.model))}[/]. Type a message, or /help for commands."
                 )
+                if self.conversation.messages:
+                    self.console.print(f"[dim](going on with {len(self.conversation.messages)} earlier messages)[/]")
                 await self.prompt_loop()
         finally:
             quiet.setLevel(level)
@@ -397,7 +340,7 @@ class Chat:
             loop.add_signal_handler(signal.SIGINT, self._interrupt)
         try:
             while True:
-                line = await self.reader.read("\n[bold cyan]you>[/] ")
+                line = await self.reader.read_message("\n[bold cyan]you>[/] ")
                 if line is None or line.strip() in ("/quit", "/exit"):
                     self.console.print("bye")
                     return
@@ -412,6 +355,7 @@ class Chat:
                     current = asyncio.current_task()
                     if current is not None and current.cancelling():
                         raise  # the chat itself is being stopped, not only this turn
+                    self.ui.clear_progress()
                     self.console.print("\n[yellow]interrupted[/]")
                 finally:
                     self.turn = None
@@ -434,11 +378,11 @@ class Chat:
             self.attachments = []
         if shown is not None:
             self.console.print(shown)
-        assert self.host is not None
+        assert self.tools is not None
         kept = len(self.conversation.messages)
         streaming = False
         try:
-            async for event in ModelLoop(self.host, self.model).run(self.conversation, text):
+            async for event in ModelLoop(self.tools, self.model).run(self.conversation, text):
                 streaming = self._show_event(event, streaming)
         except ModelError as exc:
             del self.conversation.messages[kept:]
@@ -455,6 +399,7 @@ class Chat:
 
     def _show_event(self, event: object, streaming: bool) -> bool:
         """Print one loop event; returns whether model text is being streamed."""
+        self.ui.clear_progress()
         if isinstance(event, TextDelta):
             if not streaming:
                 self.console.print("[bold magenta]model>[/] ", end="")
@@ -522,10 +467,24 @@ class Chat:
                 await self.approvals_command(rest.split())
             elif name == "attach":
                 await self.attach(rest.split())
+            elif name == "save":
+                self.save(rest.strip())
             else:
                 await self.run_prompt(name, rest)
         except (MCPError, ValueError) as exc:
             self.console.print(f"[red]{escape(str(exc))}[/]")
+
+    def save(self, path: str) -> None:
+        if not path:
+            raise ValueError("usage: /save FILE (then go on later with modelctx chat --resume FILE)")
+        try:
+            written = save_conversation(self.conversation, path)
+        except OSError as exc:
+            raise ValueError(f"cannot save to {path}: {exc.strerror or exc}") from None
+        self.console.print(
+            f"saved {len(self.conversation.messages)} messages to {escape(str(written))}; "
+            f"go on later with: modelctx chat --config {escape(self.config_path)} --resume {escape(str(written))}"
+        )
 
     async def show_help(self) -> None:
         self.console.print(HELP)
@@ -625,12 +584,27 @@ class Chat:
         if not words or len(words) > 2:
             raise ValueError("usage: /attach URI [SERVER]")
         assert self.host is not None
-        result = await self.host.read_resource(words[0], server=words[1] if len(words) == 2 else None)
+        uri = words[0]
+        server = words[1] if len(words) == 2 else await self._owner_of(uri)
+        result = await self.host.read_resource(uri, server=server)
         texts = [str(c["text"]) for c in result.contents if isinstance(c.get("text"), str)]
         if not texts:
-            raise ValueError(f"{words[0]} has no text to attach (binary contents are not attached)")
-        self.attachments.append(f"Attached resource {words[0]}:\n" + "\n".join(texts))
-        self.console.print(f"attached {escape(words[0])} ({sum(map(len, texts))} characters) to your next message")
+            raise ValueError(f"{uri} has no text to attach (binary contents are not attached)")
+        self.attachments.append(f"Attached resource {uri}:\n" + "\n".join(texts))
+        self.console.print(f"attached {escape(uri)} ({sum(map(len, texts))} characters) to your next message")
+
+    async def _owner_of(self, uri: str) -> str:
+        """The one server that lists ``uri``; raises ``ValueError`` saying how to name one."""
+        assert self.host is not None
+        owners = sorted({server for server, resource in await self.host.resources() if resource.uri == uri})
+        if len(owners) == 1:
+            return owners[0]
+        if owners:
+            raise ValueError(f"servers {', '.join(owners)} all list {uri}: name one, as /attach {uri} {owners[0]}")
+        raise ValueError(
+            f"no server lists {uri} (/resources shows what does); to read it from a server anyway "
+            f"(a URI of one of its templates), name the server: /attach {uri} SERVER"
+        )
 
     async def show_prompts(self) -> None:
         assert self.host is not None
@@ -719,19 +693,49 @@ def _clip(text: str, limit: int = SUMMARY_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def progress_text(done: float, total: float | None) -> str:
+    """``3/10 (30%)``, or ``3`` when the total is unknown."""
+    if total is None or total <= 0:
+        return f"{done:g}"
+    return f"{done:g}/{total:g} ({min(100, round(100 * done / total))}%)"
+
+
 # -- the command -----------------------------------------------------------------------------------
-def run_chat(config_path: str, *, provider: str | None = None, model: str | None = None) -> int:
-    """Run the chat until the person leaves; returns the exit status. Setup problems (no
-    API key, a configuration that cannot be read) are one line on stderr and status 2."""
+@dataclass(frozen=True)
+class ChatOptions:
+    """What ``modelctx chat`` was asked to do beyond chatting: one question (``question``,
+    with ``allow`` globs and ``as_json``), or a saved conversation to go on with (``resume``)."""
+
+    provider: str | None = None
+    model: str | None = None
+    question: str | None = None
+    allow: tuple[str, ...] = ()
+    as_json: bool = False
+    resume: str | None = None
+
+
+def run_chat(config_path: str, *, provider: str | None = None, model: str | None = None,
+             options: ChatOptions | None = None) -> int:  # fmt: skip
+    """Run the chat until the person leaves (or answer ``options.question`` and stop);
+    returns the exit status. Setup problems (no API key, a configuration or a saved chat
+    that cannot be read) are one line on stderr and status 2."""
+    options = options or ChatOptions(provider=provider, model=model)
     try:
-        chosen = make_model(provider, model, os.environ)
-    except ModelSetupError as exc:
+        chosen = make_model(options.provider or provider, options.model or model, os.environ)
+        conversation = load_conversation(options.resume) if options.resume else None
+    except (ModelSetupError, ConversationFileError) as exc:
         print(f"modelctx chat: {exc}", file=sys.stderr)
         return USAGE_ERROR
-    console = Console(highlight=False)
-    chat = Chat(config_path, chosen, console, LineReader(console))
+    except OSError as exc:
+        print(f"modelctx chat: cannot read {options.resume}: {exc.strerror or exc}", file=sys.stderr)
+        return USAGE_ERROR
     try:
-        return asyncio.run(chat.run())
+        if options.question is not None:
+            from ._chat_once import ask_once
+
+            return asyncio.run(ask_once(config_path, chosen, options, conversation))
+        console = Console(highlight=False)
+        return asyncio.run(Chat(config_path, chosen, console, conversation=conversation).run())
     except (HostConfigError, ApprovalConfigError, OSError) as exc:
         print(f"modelctx chat: {exc}", file=sys.stderr)
         return USAGE_ERROR
