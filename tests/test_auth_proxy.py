@@ -463,6 +463,7 @@ def test_several_workers_are_refused_saying_why(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "the OAuth proxy keeps its clients, codes and pending sign-ins in memory" in result.stderr
     assert "serve one worker" in result.stderr
+    assert "add --redis URL (or set ServerConfig.redis_url)" in result.stderr
 
 
 def test_a_proxy_that_cannot_tell_who_signed_in_is_refused_when_built() -> None:

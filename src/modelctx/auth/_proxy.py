@@ -39,17 +39,18 @@ upstream, or for another resource, is refused) and serves the proxy's endpoints
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import html
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlsplit
 
 from authlib.common.urls import add_params_to_uri
 from authlib.oauth2.rfc6749 import OAuth2Error
+from joserfc.jwk import ECKey
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -60,24 +61,16 @@ from starlette.routing import Route
 from ..errors import InvalidToken, ToolError
 from ._jwt import JwtVerifier
 from ._pkce import Pkce
-from ._proxy_state import (
-    APPROVAL_LIFETIME,
-    SESSION_LIFETIME,
-    TRANSACTION_LIFETIME,
-    Approvals,
-    Revocations,
-    Transactions,
-    UpstreamSession,
-    UpstreamSessions,
-)
+from ._proxy_shared import MemoryProxyState, RedisProxyState, StateUnavailable
+from ._proxy_state import APPROVAL_LIFETIME, SESSION_LIFETIME, TRANSACTION_LIFETIME, Approvals, UpstreamSession, sid_of
 from ._proxy_upstream import Identify, Upstream, UpstreamError
 from ._resource import AccessToken, ProtectedResource
-from .dev._consent import PAGE_HEADERS, Consents
+from .dev._consent import PAGE_HEADERS
 from .dev._endpoints import authorization_error, register, token
 from .dev._http import NO_STORE, bounded_form, error_page, to_response
 from .dev._keys import SigningKey
-from .dev._models import is_loopback_http
-from .dev._oauth import OAuthServer, form_request
+from .dev._models import Store, is_loopback_http
+from .dev._oauth import OAuthServer, Reply, form_request
 
 __all__ = ["OAuthProxy"]
 
@@ -85,6 +78,19 @@ log = logging.getLogger("modelctx.auth")
 
 MAX_AUTHORIZATION_REQUEST = 8 * 1024  # as the development server's (its reasons)
 _GRANTS = ("authorization_code", "refresh_token")  # a user behind every token: no client_credentials
+_REFRESH_WAIT = 15.0  # seconds one upstream refresh may hold a sign-in's lock
+_NO_SESSION = (
+    "The server holds no upstream sign-in for this token any more (it restarted or dropped it); "
+    "sign out and sign in again"
+)
+_T = TypeVar("_T")
+
+
+class _Unavailable(InvalidToken):
+    """The token could not be checked now (the shared state is silent): 503, retry shortly."""
+
+    unavailable = True
+    challenge_headers: Mapping[str, str] = MappingProxyType({"Retry-After": "1"})
 
 
 class OAuthProxy:
@@ -118,7 +124,12 @@ class OAuthProxy:
     ``<issuer>/authorize``, ``/token``, ``/register``, ``/jwks``), ``scopes`` (what MCP
     clients may ask for; advertised), ``required_scopes`` (held by every request),
     ``access_token_ttl`` seconds, ``key_file`` (keeps the signing key, 0600, so tokens
-    outlive a restart). Clients, codes and refresh tokens are kept in memory, bounded.
+    outlive a restart). Clients, codes, refresh tokens, pending sign-ins and the upstream's
+    tokens are kept in memory, bounded; with ``redis_url`` (or the server's
+    ``ServerConfig.redis_url`` / ``--redis``, under its ``redis_prefix``) they are kept in
+    that Redis with the same bounds, and so are the signing key (unless ``key_file``) and
+    the cookie key: every worker and replica sharing it serves every step of a sign-in
+    (``_proxy_shared``). Without Redis it serves one process only.
 
     Raises ``ValueError`` for URLs that cannot work or no way to identify the user.
     """
@@ -142,6 +153,7 @@ class OAuthProxy:
         required_scopes: Iterable[str] = (),
         access_token_ttl: int = 3600,
         key_file: Path | str | None = None,
+        redis_url: str | None = None,
     ) -> None:
         origin = "{0.scheme}://{0.netloc}".format(urlsplit(resource))
         self.issuer = (issuer or origin).rstrip("/")
@@ -161,13 +173,14 @@ class OAuthProxy:
             identify=_identifier(identify, upstream_issuer, upstream_resource or client_id),
         )
         self._upstream_issuer = upstream_issuer
+        self._key_file = key_file is not None
         key = SigningKey.load_or_create(Path(key_file), "ES256") if key_file else SigningKey.generate("ES256")
         self._oauth, self.resource = self._issuing(key, resource, list(scopes), required_scopes, access_token_ttl)
-        self._consents = Consents()
         self._approvals = Approvals()
-        self._transactions = Transactions()
-        self._sessions = UpstreamSessions()
-        self._revoked = Revocations()
+        self._state: MemoryProxyState | RedisProxyState = MemoryProxyState(self._oauth.store, access_token_ttl)
+        self._keys_loaded = True  # the shared ones, once read from Redis
+        if redis_url is not None:
+            self.share_through_redis(redis_url, "modelctx:")
         self._refreshing = asyncio.Lock()  # one upstream refresh at a time: a rotated token is used once
         self._secure = urlsplit(self.issuer).scheme == "https"
         # __Host-: only this origin, Path=/, Secure (security_best_practices.mdx, Consent
@@ -191,10 +204,7 @@ class OAuthProxy:
             grant_types=_GRANTS,
             client_documents=False,  # registration only: documents are not fetched here
         )
-        oauth.family_claims = lambda family: {"sid": _sid(family)}
-        # A replayed code or refresh token revokes its sign-in here too (someone holds a
-        # copy): its upstream tokens are dropped and its access tokens refused from now on.
-        oauth.store.on_revoked = self._revoke
+        oauth.family_claims = lambda family: {"sid": sid_of(family)}
         checks = ProtectedResource(
             resource,
             authorization_servers=[self.issuer],
@@ -220,15 +230,67 @@ class OAuthProxy:
         """The verified proxy token of a request; ``InvalidToken`` (an upstream token, one
         for another resource, expired, of a revoked sign-in, ...) or ``InsufficientScope``
         otherwise."""
-        principal = await self.resource.authenticate(headers, method)
-        if principal.claims.get("sid") in self._revoked:
+        try:
+            await self._ready()
+            principal = await self.resource.authenticate(headers, method)
+            sid = principal.claims.get("sid")
+            revoked = isinstance(sid, str) and await self._state.revoked(sid)
+        except StateUnavailable as exc:
+            raise _Unavailable(str(exc)) from None
+        if revoked:
             raise InvalidToken("This sign-in was revoked (a code or refresh token of it was used twice); sign in again")
         return principal
 
-    def _revoke(self, family: str) -> None:
-        sid = _sid(family)
-        self._sessions.drop(sid)
-        self._revoked.add(sid, until=time.time() + self._oauth.access_token_ttl)
+    # -- where the state lives ---------------------------------------------------------------
+    def share_through_redis(self, url: str, prefix: str) -> None:
+        """Keep the proxy's state in the Redis at ``url`` under ``<prefix>proxy:`` (the HTTP
+        app calls this when the server has a ``redis_url``; an explicit ``redis_url=``
+        given to the proxy wins), DPoP's spent proofs with it."""
+        if self._state.shared:
+            return
+        from ._proxy_shared import RedisProxyState
+        from ._replays import RedisReplays
+
+        self._state = RedisProxyState(url, prefix=f"{prefix}proxy:", access_token_ttl=self._oauth.access_token_ttl)
+        self._oauth.dpop.replays = RedisReplays(url, prefix=f"{prefix}proxy:dpop:")
+        self.resource.share_through_redis(url, prefix)
+        self._keys_loaded = False
+
+    async def _ready(self) -> None:
+        """Read the keys every process shares (made by the first to ask) before the first
+        token is signed or checked; ``StateUnavailable`` when Redis is silent."""
+        if self._keys_loaded:
+            return
+        jwk, cookie_key = await self._state.keys()
+        if self._keys_loaded:  # another request of this process got there first
+            return
+        if jwk is not None and not self._key_file:
+            key = SigningKey(ECKey.import_key(jwk), "ES256")
+            self._oauth.key = key
+            self.resource.verifier = JwtVerifier(
+                self.issuer, audience=self.resource.resource, jwks=key.public_jwks(), require_at_jwt=True
+            )
+        if cookie_key is not None:
+            self._approvals = Approvals(cookie_key)
+        self._keys_loaded = True
+
+    async def _run(self, client_id: str | None, credential: str | None, call: Callable[[], Reply]) -> Reply:
+        """Run one Authlib ``call`` on the records it needs (``_proxy_shared``): loaded,
+        run, written back; a grant spent elsewhere meanwhile is answered ``invalid_grant``."""
+        store = await self._state.snapshot(client_id, credential)
+        reply = self._on(store, call)
+        refusal = await self._state.commit(store)
+        if refusal is not None:
+            return Reply(400, {"error": "invalid_grant", "error_description": refusal}, list(NO_STORE.items()))
+        return reply
+
+    def _on(self, store: Store, call: Callable[[], _T]) -> _T:
+        # Authlib is synchronous: nothing else of this process runs while the store is swapped.
+        own, self._oauth.store = self._oauth.store, store
+        try:
+            return call()
+        finally:
+            self._oauth.store = own
 
     def challenge(self, refusal: Exception) -> tuple[int, str]:
         """The status and ``WWW-Authenticate`` challenge answering ``refusal``."""
@@ -239,12 +301,13 @@ class OAuthProxy:
         self.resource.check_scopes(principal, needed)
 
     def check_processes(self, processes: int) -> None:
-        """Refuse several worker processes: each would hold its own clients, codes,
-        transactions and (without ``key_file``) signing key."""
-        if processes > 1:
+        """Refuse several worker processes without Redis: each would hold its own
+        clients, codes, transactions and signing key."""
+        if processes > 1 and not self._state.shared:
             raise ValueError(
                 f"the OAuth proxy keeps its clients, codes and pending sign-ins in memory: {processes} workers "
-                "would each know only their own; serve one worker"
+                "would each know only their own; add --redis URL (or set ServerConfig.redis_url) to share "
+                "them, or serve one worker"
             )
 
     # -- the upstream's API, for the server's own calls ------------------------------------
@@ -258,27 +321,50 @@ class OAuthProxy:
         upstream token for it (the proxy restarted or dropped it past its cap) or the
         upstream refused to renew it: the user signs in again."""
         sid = principal.claims.get("sid") if principal.issuer == self.issuer else None
-        session = self._sessions.get(sid) if isinstance(sid, str) else None
-        if session is None:
-            raise ToolError(
-                "The server holds no upstream sign-in for this token any more (it restarted or dropped it); "
-                "sign out and sign in again"
-            )
-        if session.expires_at is None or session.expires_at > time.time() + 30:
-            return session.access_token
-        async with self._refreshing:
-            if session.expires_at is not None and session.expires_at <= time.time() + 30:
-                if session.refresh_token is None:
-                    raise ToolError("The upstream sign-in of this token expired; sign out and sign in again")
-                try:
-                    tokens = await self.upstream.refresh(session.refresh_token)
-                except UpstreamError as exc:
-                    log.warning("OAuth proxy: %s", exc.message)
-                    raise ToolError("The upstream refused to renew this sign-in; sign out and sign in again") from None
-                renewed = _session(tokens, previous=session)
-                self._sessions.put(str(sid), renewed)
-                session = renewed
+        if not isinstance(sid, str):
+            raise ToolError(_NO_SESSION)
+        try:
+            session = await self._held(sid)
+            if not _fresh(session):
+                async with self._refreshing:
+                    session = await self._renewed(sid)
+        except StateUnavailable as exc:
+            raise ToolError(str(exc)) from None
         return session.access_token
+
+    async def _held(self, sid: str) -> UpstreamSession:
+        session = await self._state.get_session(sid)
+        if session is None:
+            raise ToolError(_NO_SESSION)
+        return session
+
+    async def _renewed(self, sid: str) -> UpstreamSession:
+        """``sid``'s upstream tokens, refreshed upstream unless another request (of any
+        process) did meanwhile: one refresh at a time, as a rotated token is used once."""
+        deadline = time.monotonic() + _REFRESH_WAIT
+        while not await self._state.lock_refresh(sid, _REFRESH_WAIT):
+            await asyncio.sleep(0.1)  # another process is refreshing it
+            session = await self._held(sid)
+            if _fresh(session):
+                return session
+            if time.monotonic() > deadline:
+                raise ToolError("The upstream sign-in is being renewed elsewhere and did not finish; try again")
+        try:
+            session = await self._held(sid)  # renewed by the request that held the lock before?
+            if _fresh(session):
+                return session
+            if session.refresh_token is None:
+                raise ToolError("The upstream sign-in of this token expired; sign out and sign in again")
+            try:
+                tokens = await self.upstream.refresh(session.refresh_token)
+            except UpstreamError as exc:
+                log.warning("OAuth proxy: %s", exc.message)
+                raise ToolError("The upstream refused to renew this sign-in; sign out and sign in again") from None
+            renewed = _session(tokens, previous=session)
+            await self._state.put_session(sid, renewed)
+            return renewed
+        finally:
+            await self._state.unlock_refresh(sid)
 
     # -- routes -------------------------------------------------------------------------
     def _routes(self) -> list[Route]:
@@ -286,12 +372,30 @@ class OAuthProxy:
         metadata_paths = {f"/.well-known/oauth-authorization-server{prefix}", f"/.well-known/openid-configuration{prefix}"}
         return [
             *(Route(path, self._metadata, methods=["GET"]) for path in sorted(metadata_paths)),
-            Route(f"{prefix}/jwks", self._jwks, methods=["GET"]),
-            Route(f"{prefix}/authorize", self._authorize, methods=["GET", "POST"]),
-            Route(f"{prefix}/token", self._token, methods=["POST"]),
-            Route(f"{prefix}/register", self._register, methods=["POST"]),
-            Route(urlsplit(self.callback_url).path, self._callback, methods=["GET"]),
+            Route(f"{prefix}/jwks", self._guarded(self._jwks), methods=["GET"]),
+            Route(f"{prefix}/authorize", self._guarded(self._authorize), methods=["GET", "POST"]),
+            Route(f"{prefix}/token", self._guarded(self._token), methods=["POST"]),
+            Route(f"{prefix}/register", self._guarded(self._register), methods=["POST"]),
+            Route(urlsplit(self.callback_url).path, self._guarded(self._callback), methods=["GET"]),
         ]
+
+    def _guarded(self, endpoint: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+        """``endpoint`` once the shared keys are read; 503 with Retry-After when the
+        shared state is silent (nothing is accepted without it)."""
+
+        async def guarded(request: Request) -> Response:
+            try:
+                await self._ready()
+                return await endpoint(request)
+            except StateUnavailable as exc:
+                headers = {**NO_STORE, "Retry-After": "1"}
+                if request.url.path.endswith(("/token", "/register")):
+                    return JSONResponse({"error": "temporarily_unavailable", "error_description": str(exc)}, 503, headers)
+                page = error_page(503, "temporarily_unavailable", str(exc))
+                page.headers["Retry-After"] = "1"
+                return page
+
+        return guarded
 
     async def _metadata(self, request: Request) -> Response:
         return JSONResponse(self._oauth.metadata, headers={"Access-Control-Allow-Origin": "*"})
@@ -300,10 +404,10 @@ class OAuthProxy:
         return JSONResponse(self._oauth.key.public_jwks(), headers={"Cache-Control": "max-age=300"})
 
     async def _token(self, request: Request) -> Response:
-        return await token(self._oauth, request)
+        return await token(self._oauth, request, run=self._run)
 
     async def _register(self, request: Request) -> Response:
-        return await register(self._oauth, request)
+        return await register(self._oauth, request, run=self._run)
 
     # Steps 1 and 2: the MCP client's request, then consent.
     async def _authorize(self, request: Request) -> Response:
@@ -314,7 +418,8 @@ class OAuthProxy:
                 400, "invalid_request", f"The authorization request is longer than {MAX_AUTHORIZATION_REQUEST} bytes"
             )
         pairs = parse_qsl(request.url.query, keep_blank_values=True)
-        checked = self._checked(request, pairs)
+        store = await self._state.snapshot(_client_of(pairs))
+        checked = self._on(store, lambda: self._checked(request, pairs))
         if isinstance(checked, Response):
             return checked
         oauth_request, grant = checked
@@ -325,8 +430,8 @@ class OAuthProxy:
         direct = request.headers.get("sec-fetch-site", "none") in ("none", "same-origin")
         approved = self._approvals.approved(request.cookies.get(self._cookies["approved"]), client_id, grant.redirect_uri)
         if approved and direct:
-            return self._to_upstream(request, pairs)
-        return self._consent_page(grant, pairs)
+            return await self._to_upstream(request, pairs)
+        return await self._consent_page(grant, pairs)
 
     def _checked(self, request: Request, pairs: list[tuple[str, str]]) -> tuple[Any, Any] | Response:
         """The Authlib request and grant of a valid authorization request, else the answer."""
@@ -336,8 +441,8 @@ class OAuthProxy:
         except OAuth2Error as error:
             return authorization_error(self._oauth, oauth_request, error)
 
-    def _consent_page(self, grant: Any, pairs: list[tuple[str, str]]) -> Response:
-        ticket, browser = self._consents.open(pairs)
+    async def _consent_page(self, grant: Any, pairs: list[tuple[str, str]]) -> Response:
+        ticket, browser = await self._state.open_consent(pairs)
         client = grant.request.client
         page = _render_consent(
             action=self._oauth.endpoint("authorize"),
@@ -363,7 +468,8 @@ class OAuthProxy:
         issuer_origin = "{0.scheme}://{0.netloc}".format(urlsplit(self.issuer))
         pairs = None
         if request.headers.get("origin") in (None, issuer_origin):  # CSRF: a cross-origin post is refused
-            pairs = self._consents.take(form.get("ticket", ""), request.cookies.get(self._cookies["consent"], ""))
+            ticket, browser = form.get("ticket", ""), request.cookies.get(self._cookies["consent"], "")
+            pairs = await self._state.take_consent(ticket, browser)
         if pairs is None:
             return error_page(
                 403,
@@ -371,13 +477,14 @@ class OAuthProxy:
                 "This consent form is expired, already used, or was not shown to this browser; "
                 "start the authorization again from the application.",
             )
-        checked = self._checked(request, pairs)
+        store = await self._state.snapshot(_client_of(pairs))
+        checked = self._on(store, lambda: self._checked(request, pairs))
         if isinstance(checked, Response):
             return checked
         oauth_request, grant = checked
         if form.get("decision") != "approve":
-            return to_response(self._oauth.create_authorization_response(oauth_request, None, grant))
-        response = self._to_upstream(request, pairs)
+            return to_response(self._on(store, lambda: self._oauth.create_authorization_response(oauth_request, None, grant)))
+        response = await self._to_upstream(request, pairs)
         approved = self._approvals.add(
             request.cookies.get(self._cookies["approved"]), grant.request.client.client_id, grant.redirect_uri
         )
@@ -385,9 +492,10 @@ class OAuthProxy:
         return response
 
     # Step 3: the transaction, and the browser sent upstream.
-    def _to_upstream(self, request: Request, pairs: list[tuple[str, str]]) -> Response:
+    async def _to_upstream(self, request: Request, pairs: list[tuple[str, str]]) -> Response:
         pkce = Pkce()
-        state, browser = self._transactions.open(pairs, pkce.verifier, request.cookies.get(self._cookies["flow"]))
+        flow = request.cookies.get(self._cookies["flow"])
+        state, browser = await self._state.open_transaction(pairs, pkce.verifier, flow)
         response = RedirectResponse(self.upstream.authorization_url(state, pkce), 302, headers=NO_STORE)
         # Lax: the upstream sends the browser back with a top-level GET from its own site.
         self._set_cookie(response, "flow", browser, max_age=int(TRANSACTION_LIFETIME), samesite="lax")
@@ -396,7 +504,8 @@ class OAuthProxy:
     # Steps 4 and 5: the upstream's answer, then the MCP client's code.
     async def _callback(self, request: Request) -> Response:
         query = dict(parse_qsl(request.url.query, keep_blank_values=True))
-        transaction = self._transactions.take(query.get("state", ""), request.cookies.get(self._cookies["flow"], ""))
+        flow = request.cookies.get(self._cookies["flow"], "")
+        transaction = await self._state.take_transaction(query.get("state", ""), flow)
         if transaction is None:
             return error_page(
                 400,
@@ -405,7 +514,8 @@ class OAuthProxy:
                 "start the authorization again from the application.",
             )
         pairs = list(transaction.pairs)
-        checked = self._checked(request, pairs)
+        store = await self._state.snapshot(_client_of(pairs))
+        checked = self._on(store, lambda: self._checked(request, pairs))
         if isinstance(checked, Response):  # the client went away meanwhile (its registration dropped)
             return checked
         oauth_request, grant = checked
@@ -413,10 +523,11 @@ class OAuthProxy:
         if signed_in is None:
             return self._failed(grant, query)
         subject, tokens = signed_in
-        reply = self._oauth.create_authorization_response(oauth_request, subject, grant)
+        reply = self._on(store, lambda: self._oauth.create_authorization_response(oauth_request, subject, grant))
         code = dict(parse_qsl(urlsplit(reply.location or "").query)).get("code")
-        if code is not None:  # the proxy's tokens from this code carry sid = _sid(code)
-            self._sessions.put(_sid(code), _session(tokens))
+        if code is not None:  # the proxy's tokens from this code carry sid = sid_of(code); held before the code is
+            await self._state.put_session(sid_of(code), _session(tokens))
+        await self._state.commit(store)  # the code, only now usable
         return to_response(reply)  # the flow cookie stays: other sign-ins of this browser may be pending
 
     async def _signed_in(self, query: Mapping[str, str], verifier: str) -> tuple[str, dict[str, Any]] | None:
@@ -475,9 +586,14 @@ def _served_hosts(issuer: str, resource: str) -> list[str]:
     return sorted(hosts)
 
 
-def _sid(family: str) -> str:
-    """The ``sid`` claim of a sign-in's tokens: named after its code, without revealing it."""
-    return hashlib.sha256(f"modelctx-proxy-sid:{family}".encode()).hexdigest()[:32]
+def _client_of(pairs: list[tuple[str, str]]) -> str | None:
+    """The ``client_id`` an authorization request names (the first, as Authlib reads it)."""
+    return next((value for name, value in pairs if name == "client_id"), None)
+
+
+def _fresh(session: UpstreamSession) -> bool:
+    """Whether ``session``'s upstream access token is good for 30 s more (or says no expiry)."""
+    return session.expires_at is None or session.expires_at > time.time() + 30
 
 
 def _session(tokens: Mapping[str, Any], previous: UpstreamSession | None = None) -> UpstreamSession:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import unquote_plus
 
 from authlib.common.urls import add_params_to_uri
 from authlib.oauth2.rfc6749 import OAuth2Error
@@ -23,6 +24,14 @@ __all__ = ["authorization_error", "register", "token"]
 #: Loads the client a token request names when it is not known yet (a Client ID
 #: Metadata Document): the reason it cannot be used, or None.
 ClientLoader = Callable[[str | None], Awaitable[str | None]]
+#: Runs one synchronous Authlib call (``call``) for a request naming ``client_id`` and
+#: the code or refresh token ``credential``, and returns its reply: the OAuth proxy
+#: loads those records from Redis first and writes what changed after.
+Runner = Callable[[str | None, str | None, Callable[[], Reply]], Awaitable[Reply]]
+
+
+async def _direct(client_id: str | None, credential: str | None, call: Callable[[], Reply]) -> Reply:
+    return call()
 
 
 def authorization_error(oauth: OAuthServer, oauth_request: Any, error: OAuth2Error) -> Response:
@@ -38,9 +47,11 @@ def authorization_error(oauth: OAuthServer, oauth_request: Any, error: OAuth2Err
     return to_response(reply)
 
 
-async def token(oauth: OAuthServer, request: Request, load_client: ClientLoader | None = None) -> Response:
+async def token(
+    oauth: OAuthServer, request: Request, load_client: ClientLoader | None = None, run: Runner = _direct
+) -> Response:
     """``/token``: a bounded form, readable client credentials, a DPoP proof checked when
-    sent (RFC 9449 5: a valid one binds the token to its key), then Authlib's grants."""
+    sent (RFC 9449 5: a valid one binds the token to its key), then Authlib's grants (by ``run``)."""
     body = await bounded_form(request)
     if isinstance(body, Response):
         return body
@@ -64,10 +75,13 @@ async def token(oauth: OAuthServer, request: Request, load_client: ClientLoader 
             oauth_request.dpop_jkt = (await oauth.dpop.verify(proofs[0], "POST", oauth.endpoint("token"))).jkt
         except InvalidDPoPProof as exc:
             return JSONResponse({"error": "invalid_dpop_proof", "error_description": exc.message}, 400, NO_STORE)
-    return to_response(oauth.create_token_response(oauth_request))
+    form = dict(body)
+    credential = form.get("code") if form.get("grant_type") == "authorization_code" else form.get("refresh_token")
+    client_id = named_client(form) or _basic_client_id(request.headers.get("authorization"))
+    return to_response(await run(client_id, credential, lambda: oauth.create_token_response(oauth_request)))
 
 
-async def register(oauth: OAuthServer, request: Request) -> Response:
+async def register(oauth: OAuthServer, request: Request, run: Runner = _direct) -> Response:
     """``/register``: dynamic client registration (RFC 7591), the metadata checked by
     ``check_metadata`` first."""
     raw = await bounded_body(request)
@@ -81,7 +95,19 @@ async def register(oauth: OAuthServer, request: Request) -> Response:
     except MetadataError as exc:
         return JSONResponse({"error": exc.error, "error_description": str(exc)}, 400, NO_STORE)
     oauth_request = json_request("POST", oauth.endpoint("register"), request.headers, metadata)
-    return to_response(oauth.create_endpoint_response("client_registration", oauth_request))
+    return to_response(await run(None, None, lambda: oauth.create_endpoint_response("client_registration", oauth_request)))
+
+
+def _basic_client_id(authorization: str | None) -> str | None:
+    """The client id of readable ``Authorization: Basic`` credentials, else None."""
+    scheme, _, credentials = (authorization or "").partition(" ")
+    if scheme.lower() != "basic":
+        return None
+    try:
+        decoded = base64.b64decode(credentials.strip(), validate=True).decode("utf-8")
+    except ValueError:
+        return None
+    return unquote_plus(decoded.partition(":")[0]) or None
 
 
 def _basic_credentials_problem(authorization: str | None) -> str | None:
