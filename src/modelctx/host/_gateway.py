@@ -51,6 +51,10 @@ streams, errors, ``input_required`` sealing) is the ordinary server machinery.
   ``resourceSubscriptions``) is watched on its server while someone subscribes, and its
   updates are published on the gateway's bus. A handshake session that ends without
   unsubscribing keeps its watches until the gateway stops.
+- **MCP Apps views** (``_gateway_views.py``): the gateway declares the ui extension when an
+  upstream does; its host's clients declare views, so upstreams list their view-only
+  tools, which go on to the gateway's clients that show views only. A tool's
+  ``_meta.ui.resourceUri`` is the gateway's name for its view, read from that tool's server.
 - **The fast lane** (``serve_fast``): a call of a tool the policy allows outright, to a
   2026-07-28 upstream over stdio, from a client that asked for no logs, is relayed from
   the loop's callbacks, with no task or coroutine per call (a task only to send a
