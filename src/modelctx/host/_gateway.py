@@ -51,6 +51,10 @@ streams, errors, ``input_required`` sealing) is the ordinary server machinery.
   ``resourceSubscriptions``) is watched on its server while someone subscribes, and its
   updates are published on the gateway's bus. A handshake session that ends without
   unsubscribing keeps its watches until the gateway stops.
+- **MCP Apps views** (``_gateway_views.py``): the gateway declares the ui extension when an
+  upstream does; its host's clients declare views, so upstreams list their view-only
+  tools, which go on to the gateway's clients that show views only. A tool's
+  ``_meta.ui.resourceUri`` is the gateway's name for its view, read from that tool's server.
 - **The fast lane** (``serve_fast``): a call of a tool the policy allows outright, to a
   2026-07-28 upstream over stdio, from a client that asked for no logs, is relayed from
   the loop's callbacks, with no task or coroutine per call (a task only to send a
@@ -93,6 +97,7 @@ from ..errors import (
     ResourceNotFound,
 )
 from ..protocol import _meta
+from ..protocol._apps import UI_EXTENSION, UI_MIME_TYPE, client_shows_ui, visible_to
 from ..protocol._jsonrpc import Request, error_response, is_request_id, result_response
 from ..protocol._versions import Feature, features
 from ..server import Context, Server, ServerConfig, StartupError
@@ -102,6 +107,7 @@ from ..server._methods import _input_required, _load_answers
 from ..transports._identity import principal_key
 from ._approval import ApprovalPolicy, ApprovalRequest, Approvals, Decision, Verdict
 from ._gateway_relays import ResourceWatches, complete
+from ._gateway_views import Views
 from ._host import AllowAll, Denied, Host, UnknownName
 from ._server import HostServer
 
@@ -339,6 +345,10 @@ class Gateway(Server):
         elif isinstance(host.approvals, Approvals):
             host.approvals.ui = self.ui
         host.add_listener(self._upstream_changed)
+        # MCP Apps: the upstreams list their view-only tools to the gateway, which lists
+        # them on to the clients that show views (see _gateway_views.py).
+        host.client_extensions.setdefault(UI_EXTENSION, {"mimeTypes": [UI_MIME_TYPE]})
+        self.views = Views()
         self._hooked: weakref.WeakSet[Client] = weakref.WeakSet()
         # The same, by id (a weak reference each: cheaper to look up than the WeakSet).
         self._hooked_by_id: dict[int, weakref.ref[Client]] = {}
@@ -399,6 +409,8 @@ class Gateway(Server):
             caps["completions"] = {}
         if "resources" in kinds and self._upstream_subscribes():
             caps["resources"]["subscribe"] = True
+        if any(UI_EXTENSION in client.server_extensions for client in self.host.mcp_clients()):
+            caps.setdefault("extensions", {})[UI_EXTENSION] = {}
         return caps
 
     def serves(self, method: str) -> bool:
@@ -432,7 +444,7 @@ class Gateway(Server):
         approvals = host.approvals
         policy = approvals.policy if isinstance(approvals, Approvals) else None
         found: list[tuple[Tool, HostServer, Tool]] = []
-        for tool in await host.tools():
+        for tool in await host.tools(views=True):
             client, original = host.find_client_for(tool.name)
             server = host.servers[client.name]
             own = msgspec.structs.replace(tool, name=original)
@@ -441,7 +453,9 @@ class Gateway(Server):
         owners = Counter(own.name for _, _, own in found)
         index: dict[str, _Route] = {}
         shown = []
+        self.views.rebuild((server.name, own) for _, server, own in found)
         for tool, server, own in found:
+            tool = self.views.renamed(server.name, tool)
             if self.bare_names and owners[own.name] == 1 and own.name not in index:
                 tool = msgspec.structs.replace(tool, name=own.name)
             allowed_by = _allowing(approvals, server, own)
@@ -452,7 +466,10 @@ class Gateway(Server):
         return shown
 
     async def _tools_list(self, call: Call) -> dict[str, Any]:
-        return {"tools": [_wire(tool) for tool in await self._refresh()]}
+        tools = await self._refresh()
+        if not client_shows_ui(call.capabilities):  # a tool only a view may call: not for its model
+            tools = [tool for tool in tools if visible_to(tool.meta, "model")]
+        return {"tools": [_wire(tool) for tool in tools]}
 
     async def _tools_call(self, call: Call) -> dict[str, Any]:
         params = call.params
@@ -665,7 +682,12 @@ class Gateway(Server):
         return _passthrough(result)
 
     async def _resources_list(self, call: Call) -> dict[str, Any]:
-        return {"resources": [_wire(resource) for _, resource in await self.host.resources()]}
+        listed = []
+        for server, resource in await self.host.resources():
+            wire = _wire(resource)
+            wire["uri"] = self.views.gateway_uri(server, resource.uri)
+            listed.append(wire)
+        return {"resources": listed}
 
     async def _templates_list(self, call: Call) -> dict[str, Any]:
         return {"resourceTemplates": [_wire(template) for _, template in await self.host.resource_templates()]}
@@ -722,6 +744,18 @@ class Gateway(Server):
         uri = call.params.get("uri")
         if not isinstance(uri, str):
             raise InvalidParams("Invalid params: resources/read needs uri (a string)")
+        if uri.startswith("ui://"):
+            view = self.views.upstream(uri)
+            if view is None:
+                await self._refresh()  # names the views of the tools (cached lists: no request)
+                view = self.views.upstream(uri)
+            if view is not None:  # a tool's view: read from that tool's server
+                server, upstream = view
+                try:
+                    read = await self.host.read_resource(upstream, server=server)
+                except Denied as exc:
+                    raise InvalidParams(f"Invalid params: {exc}") from None
+                return self.views.contents(_passthrough(read), upstream, uri)
         try:
             return _passthrough(await self.host.read_resource(uri))
         except UnknownName:

@@ -176,6 +176,11 @@ class Host:
         self._registered: set[str] = set()
         self._tool_index: dict[str, tuple[HostServer, Tool]] = {}
         self._hidden: set[str] = set()
+        # Names of tools only an MCP Apps view may call: listed by tools(views=True), never called by call_tool.
+        self._app_only: set[str] = set()
+        #: Extensions each server's client declares (``ClientOptions.extensions``), for the
+        #: servers connected after it is set; the gateway declares MCP Apps here.
+        self.client_extensions: dict[str, dict[str, Any]] = {}
         self._prompt_index: dict[str, tuple[HostServer, Prompt]] = {}
         self._hidden_prompts: set[str] = set()
         self._listeners: list[ChangeListener] = []
@@ -297,7 +302,9 @@ class Host:
         handlers = handlers_for(spec.name, self.ui, self.sample, roots)
         # Signing in happens within the first request: its wait includes the person's.
         probe = min(10.0, spec.timeout) + spec.connect_timeout - spec.timeout
-        options = ClientOptions(probe_timeout=probe, max_timeout=self.request_max_timeout)
+        options = ClientOptions(
+            probe_timeout=probe, max_timeout=self.request_max_timeout, extensions=dict(self.client_extensions)
+        )
         auth = self._auth_for(spec) if spec.auth is not None else None
         return Client(
             _transport(spec, auth), name=spec.name, handlers=handlers, options=options, timeout=self.request_timeout
@@ -314,30 +321,37 @@ class Host:
         return provider_for(spec.name, spec.auth, self._token_store, self.authorization_handler)
 
     # -- tools --------------------------------------------------------------------------------------
-    async def tools(self) -> list[Tool]:
+    async def tools(self, *, views: bool = False) -> list[Tool]:
         """Every tool of every registered server that serves tools, fresh, filtered by the
         server's allow/deny globs and by the approval hook (a denied tool is left out),
         renamed ``<server>_<tool>`` (see ``_names``). A tool only an MCP Apps view may call
-        (``_meta.ui.visibility`` without ``"model"``) is left out. Ordered by server name, then as the
-        server lists them. A server that cannot answer in time is left out (and logged)."""
+        (``_meta.ui.visibility`` without ``"model"``) is left out, and ``call_tool``
+        refuses it; ``views=True`` lists it too, for a client that shows views (the
+        gateway's). Ordered by server name, then as the server lists them. A server that
+        cannot answer in time is left out (and logged)."""
         listed = await self._gather("tools", lambda server: server.tools())
         pairs = [
             (server, tool)
             for server, tools in listed
             for tool in tools
-            if (server.spec is None or server.spec.tools.permits(tool.name)) and visible_to(tool.meta, "model")
+            if server.spec is None or server.spec.tools.permits(tool.name)
         ]
         # Hidden tools keep their names (the names of the others do not depend on the
-        # policy) and their index entry: a call by name is refused as denied, not unknown.
+        # policy, nor on who asks) and their index entry: a call by name is refused as
+        # denied, not unknown.
         names = NameMap((server.name, tool.name) for server, tool in pairs)
         self._tool_index = {names.name_for(server.name, tool.name): (server, tool) for server, tool in pairs}
         self._hidden = {
             names.name_for(server.name, tool.name) for server, tool in pairs if self.approvals.hidden(server, tool)
         }
+        self._app_only = {
+            names.name_for(server.name, tool.name) for server, tool in pairs if not visible_to(tool.meta, "model")
+        }
+        left_out = self._hidden if views else self._hidden | self._app_only
         return [
             msgspec.structs.replace(tool, name=name)
             for server, tool in pairs
-            if (name := names.name_for(server.name, tool.name)) not in self._hidden
+            if (name := names.name_for(server.name, tool.name)) not in left_out
         ]
 
     def listed_tool(self, name: str) -> Tool | None:
@@ -391,9 +405,10 @@ class Host:
         if found is None:
             await self.tools()  # the list may have changed since the caller saw it
             found = self._tool_index.get(name)
-        if found is None:
-            offered = sorted(set(self._tool_index) - self._hidden)
-            return _error_result(f"there is no tool named {name!r}; the tools are: {', '.join(offered)}")
+        if found is None or name in self._app_only:
+            offered = sorted(set(self._tool_index) - self._hidden - self._app_only)
+            only = " (only an MCP Apps view may call it)" if found is not None else ""
+            return _error_result(f"there is no tool named {name!r}{only}; the tools are: {', '.join(offered)}")
         server, tool = found
         return await self._guarded_call(server, tool, name, arguments, timeout, progress)
 

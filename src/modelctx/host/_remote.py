@@ -17,31 +17,46 @@ directly, and the forwarder makes the one request to the remote. Served on its o
 - **Calls** forward the arguments as they came (the remote checks them against its own
   schema) and relay the result as the remote sent it (content blocks, structured
   content, ``isError``), and the remote's progress to the caller.
+- **What the remote asks** while a call runs (elicitation, form or URL; sampling; roots)
+  is asked of the parent's caller through the call's ``Context`` (``ctx.elicit``,
+  ``ctx.sample``, ``ctx.list_roots``), and the answer goes back to the remote; its **log
+  messages** go to the caller at the caller's level. A 2026-07-28 remote asks within the
+  call's own task (``input_required``), so each question is the call's; a handshake-era
+  remote asks on its connection, and its question (or log) is the call's only while
+  that is the one call to the remote in flight (else declined, or dropped). A caller
+  that cannot answer gets the remote's question declined (roots: none). A ``Client``
+  handed in with handlers of its own keeps them.
 - **Errors**: what the remote answers with a JSON-RPC error reaches the caller as that
   error; a remote that cannot be reached is a tool error naming the error's class only
   (its text, which may quote the remote's stderr, goes to the log).
-- **Not relayed**: what the remote asks while a call runs (elicitation, sampling, roots:
-  the client declares no such capability, so a well-behaved remote does not ask), its
-  log messages, completions, resource subscriptions. The gateway (``_gateway.py``) relays
-  those; this is the small static case.
+- **Not relayed**: completions, resource subscriptions; a question a handshake-era
+  remote asks of a 2026-07-28 caller (it arrives outside the call's task, where
+  ``input_required`` cannot be raised: declined). The gateway (``_gateway.py``) relays
+  completions and subscriptions; this is the small static case.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..client import Client, ListChanged, Target
-from ..errors import LocalError, RegistrationError, ToolError
+from ..client import Client, ClientHandlers, ListChanged, Target
+from ..errors import LocalError, MCPError, ProtocolError, RegistrationError, ToolError
 from ..server import Context, Server, ToolResult
+from ..server._context import InputRequired
 from ..server._registry import PromptDef, ResourceDef, TemplateDef, ToolDef
 from ..server._signature import Signature
 from ..server._uri_template import UriTemplate
+
+if TYPE_CHECKING:
+    from ..client import Elicitation
+    from ..protocol._jsonrpc import Notification
 
 __all__ = ["RemoteServer"]
 
@@ -50,15 +65,44 @@ log = logging.getLogger("modelctx.host")
 _SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 
 
+class _Asking:
+    """One forwarded call in flight: the parent's context, for what the remote asks."""
+
+    __slots__ = ("ctx", "owner", "questions")
+
+    def __init__(self, ctx: Context, owner: RemoteServer) -> None:
+        self.ctx, self.owner, self.questions = ctx, owner, 0
+
+    def key(self) -> str:
+        # The same question gets the same key when a 2026-07-28 caller's retry runs the
+        # call again: its answer is found (Context.elicit's ``key``).
+        self.questions += 1
+        return f"remote-{self.questions}"
+
+
+_asking: contextvars.ContextVar[_Asking | None] = contextvars.ContextVar("modelctx_remote_call", default=None)
+
+
 class RemoteServer(Server):
     """The tools, resources and prompts of the server ``target`` names (a URL, a
     command, a ``Client``), listed when it starts and again at each ``list_changed``."""
 
     def __init__(self, target: Client | Target, *, name: str | None = None, **options: Any) -> None:
+        handlers = ClientHandlers(
+            elicitation=self._elicit, sampling=self._sample, roots=self._roots, notification=self._note
+        )
         client = target if isinstance(target, Client) else Client(target)
+        #: Whether what the remote asks and logs is relayed (not for a Client with handlers of its own).
+        self.relays = client.handlers == ClientHandlers()
+        if self.relays:
+            client.handlers = handlers
+            if client.session.log_level is None:
+                client.session.log_level = "debug"  # every level; the caller's own is applied by ctx.log
         super().__init__(name or client.name, lifespan=_connected, **options)
         self.client = client
         self._follower: asyncio.Task[None] | None = None
+        self._calls: list[_Asking] = []
+        self._logs: set[asyncio.Task[None]] = set()
 
     async def refresh(self, kind: str) -> None:
         """List ``kind`` ("tools", "resources" with templates, "prompts") of the remote
@@ -86,6 +130,83 @@ class RemoteServer(Server):
                 self._add(registry.templates, template.uri_template, self._template, template)
         registry.changed(kind)
 
+    # -- what the remote asks while a call runs ------------------------------------------------
+    def _asker(self) -> tuple[_Asking | None, bool]:
+        """The call the remote's question belongs to, and whether it is asked from within
+        that call's task (a 2026-07-28 remote) rather than from the connection's."""
+        asking = _asking.get()
+        if asking is not None and asking.owner is self:
+            return asking, True
+        return (self._calls[0] if len(self._calls) == 1 else None), False
+
+    async def _ask(self, what: str, ask: Callable[[Context, str], Any]) -> Any:
+        """``ask(ctx, key)`` of the caller of the call the question belongs to; raises
+        ``LookupError`` when there is none, or it cannot be asked (the log says why)."""
+        asking, own_task = self._asker()
+        if asking is None:
+            log.warning("remote server %r asked for %s outside one call to it; declined", self.name, what)
+            raise LookupError(what)
+        try:
+            return await ask(asking.ctx, asking.key())
+        except ProtocolError as exc:  # the caller cannot elicit / sample / list roots
+            log.warning("remote server %r asked for %s; the caller cannot answer: %s", self.name, what, exc.message)
+            raise LookupError(what) from None
+        except InputRequired:
+            if own_task:
+                raise  # the parent answers input_required; the retry runs the call again
+            log.warning(
+                "remote server %r asked for %s on its connection while the caller speaks 2026-07-28; declined",
+                self.name, what,
+            )
+            raise LookupError(what) from None
+
+    async def _elicit(self, asked: Elicitation) -> dict[str, Any]:
+        def ask(ctx: Context, key: str) -> Any:
+            if asked.mode == "url" and asked.url is not None:
+                return ctx.elicit_url(asked.message, asked.url, key=key)
+            return ctx.elicit(asked.message, asked.requested_schema or {"type": "object", "properties": {}}, key=key)
+
+        try:
+            answer = await self._ask("elicitation", ask)
+        except LookupError:
+            return {"action": "decline"}
+        reply: dict[str, Any] = {"action": answer.action}
+        if answer.action == "accept" and isinstance(answer.content, dict):
+            reply["content"] = answer.content
+        return reply
+
+    async def _sample(self, params: dict[str, Any]) -> dict[str, Any]:
+        options = {k: v for k, v in params.items() if k not in ("messages", "maxTokens", "_meta")}
+        messages, max_tokens = params.get("messages") or [], int(params.get("maxTokens") or 1000)
+        try:
+            answer: dict[str, Any] = await self._ask(
+                "sampling", lambda ctx, key: ctx.sample(messages, max_tokens, key=key, **options)
+            )
+        except LookupError:
+            raise LocalError(f"the caller of {self.name!r} cannot sample for it") from None
+        return answer
+
+    async def _roots(self) -> list[dict[str, Any]]:
+        try:
+            roots: list[dict[str, Any]] = await self._ask("roots", lambda ctx, key: ctx.list_roots(key=key))
+        except LookupError:
+            return []
+        return roots
+
+    def _note(self, note: Notification) -> None:
+        """The remote's log messages, to the caller of the call they belong to."""
+        if note.method != "notifications/message":
+            return
+        asking, _ = self._asker()
+        level, logger = note.params.get("level"), note.params.get("logger")
+        if asking is None or not isinstance(level, str):
+            return
+        relay = asyncio.ensure_future(
+            asking.ctx.log(level, note.params.get("data"), logger if isinstance(logger, str) else None)
+        )
+        self._logs.add(relay)
+        relay.add_done_callback(self._logs.discard)
+
     def _add(self, items: dict[str, Any], key: str, build: Callable[[dict[str, Any]], Any], item: Any) -> None:
         """``build(definition)`` registered under ``key``, or a warning saying why not."""
         try:
@@ -100,6 +221,9 @@ class RemoteServer(Server):
             async def progress(done: float, total: float | None, message: str | None) -> None:
                 await ctx.report_progress(done, total, message)
 
+            asking = _Asking(ctx, self)
+            token = _asking.set(asking)
+            self._calls.append(asking)
             try:
                 result = await client.call_tool_raw(name, arguments, progress=progress)
             except LocalError as exc:
@@ -109,6 +233,9 @@ class RemoteServer(Server):
                     f"the server behind {self.name!r} could not be reached ({type(exc).__name__}); "
                     "the server log says why"
                 ) from None
+            finally:
+                _asking.reset(token)
+                self._calls.remove(asking)
             meta = {k: v for k, v in (result.get("_meta") or {}).items() if k != _SERVER_INFO}
             return ToolResult(
                 content=result.get("content") or [],
@@ -173,6 +300,11 @@ class RemoteServer(Server):
 @asynccontextmanager
 async def _connected(server: RemoteServer) -> AsyncIterator[Client]:
     async with server.client as client:
+        if server.relays and not client.modern and client.server_capabilities.logging:
+            try:  # a handshake-era server logs nothing until asked
+                await client.session.request("logging/setLevel", {"level": "debug"})
+            except MCPError as exc:
+                log.info("remote server %r refused logging/setLevel: %s", server.name, exc)
         for kind in ("tools", "resources", "prompts"):
             await server.refresh(kind)
         follower = asyncio.get_running_loop().create_task(server._follow(), name=f"changes of {server.name!r}")
