@@ -173,7 +173,7 @@ def test_one_code_sent_to_both_replicas_at_once_is_exchanged_once(replicas: Site
     for _round in range(5):
         fresh = _fresh_code(replicas)
         with ThreadPoolExecutor(8) as pool:
-            answers = list(pool.map(lambda _: _exchange(replicas, *fresh), range(8)))
+            answers = list(pool.map(lambda _, code=fresh: _exchange(replicas, *code), range(8)))
         assert sorted(a.status_code for a in answers) == [200] + [400] * 7, [a.text for a in answers]
 
 
