@@ -90,7 +90,7 @@ async def test_the_hosts_sketch_from_the_issue_runs_with_our_objects(http_server
             if client.server_capabilities.tools:  # typed capabilities, not a dict
                 host.register(client)  # client.name is the configured name
         available_tools = []
-        for client in host.mcp_clients():
+        for client in host.unguarded_clients():
             for tool in (await client.list_tools()).tools:
                 available_tools.append(namespaced(client.name, tool.name))
         client, original = host.find_client_for("weather_forecast")

@@ -266,3 +266,10 @@ async def test_the_client_find_client_for_hands_out_asks_approval_before_every_c
     assert not looked.is_error and json.loads(text(looked))["key"] == "k"
     assert asked == ["remember", "lookup", "remember"]
     assert written["count"] == 1  # neither denied call reached the server
+
+
+def test_every_way_from_a_host_to_a_raw_client_is_named_unguarded() -> None:
+    # Host.mcp_clients() handed out raw Clients under a plain name: a tool called through
+    # one skipped approval. What reaches a raw client now says so in its name.
+    raw_ways = sorted(name for name in dir(Host) if "client" in name.lower() and not name.startswith("_"))
+    assert raw_ways == ["find_client_for", "unguarded_clients"]

@@ -388,7 +388,7 @@ class Gateway(Server):
     # -- what the gateway declares ------------------------------------------------------------
     def _upstream_kinds(self) -> set[str]:
         kinds: set[str] = set()
-        for client in self.host.mcp_clients():
+        for client in self.host.unguarded_clients():
             caps = client.server_capabilities
             kinds.update(kind for kind in ("tools", "prompts", "resources", "completions") if _declared(caps, kind))
         return kinds
@@ -397,7 +397,7 @@ class Gateway(Server):
         """Whether some upstream lets its resources be subscribed to."""
         return any(
             getattr(client.server_capabilities.resources, "subscribe", False) is True
-            for client in self.host.mcp_clients()
+            for client in self.host.unguarded_clients()
         )
 
     def capabilities(self) -> dict[str, Any]:
@@ -409,7 +409,7 @@ class Gateway(Server):
             caps["completions"] = {}
         if "resources" in kinds and self._upstream_subscribes():
             caps["resources"]["subscribe"] = True
-        if any(UI_EXTENSION in client.server_extensions for client in self.host.mcp_clients()):
+        if any(UI_EXTENSION in client.server_extensions for client in self.host.unguarded_clients()):
             caps.setdefault("extensions", {})[UI_EXTENSION] = {}
         return caps
 
@@ -765,7 +765,7 @@ class Gateway(Server):
         # Not listed by exactly one server: a template's URI, say. Ask each that serves
         # resources and whose configuration offers it (the host refuses the others).
         denied: Denied | None = None
-        for client in self.host.mcp_clients():
+        for client in self.host.unguarded_clients():
             if client.server_capabilities.resources:
                 try:
                     return _passthrough(await self.host.read_resource(uri, server=client.name))

@@ -243,12 +243,14 @@ class Host:
         puts them in the system prompt (``server_instructions``)."""
         return {
             client.name: client.instructions
-            for client in self.mcp_clients()
+            for client in self.unguarded_clients()
             if isinstance(client.instructions, str) and client.instructions.strip()
         }
 
-    def mcp_clients(self) -> list[Client]:
-        """The connected clients of the registered servers, by name."""
+    def unguarded_clients(self) -> list[Client]:
+        """The connected clients of the registered servers, by name. Unguarded: a tool
+        called through one of them skips the approval hook; a model's calls go through
+        ``call_tool`` (or ``find_client_for(name).call_tool``), which ask it first."""
         return [
             server.client
             for name, server in sorted(self.servers.items())
@@ -377,7 +379,7 @@ class Host:
             return GuardedClient(self, server), tool.name
         fits = [
             client
-            for client in self.mcp_clients()
+            for client in self.unguarded_clients()
             if name.startswith(f"{_clean(client.name)}_") and len(name) > len(client.name) + 1
         ]
         if len(fits) == 1:
