@@ -23,6 +23,7 @@ from anyio.from_thread import start_blocking_portal
 from conftest import async_test
 from mcp import Client, StdioServerParameters
 from mcp.client import advertise
+from mcp.shared.exceptions import MCPError as McpError
 
 from modelctx import Host
 from modelctx.host import HostConfig, ServerSpec
@@ -105,6 +106,22 @@ def test_a_tool_only_a_view_may_call_is_listed_only_to_a_client_that_shows_views
     result = client.call_tool("weather_refresh", {"city": "Oslo"})
     assert not result.is_error
     assert "Oslo" in result.content[0].text
+
+
+def test_a_view_calls_its_own_servers_tools_by_their_own_names_through_the_gateway(gateway):
+    # A view knows its server's names (refresh, forecast), not the gateway's
+    # (weather_refresh): they reached nothing ("Unknown tool") unless --bare-names.
+    client, _, upstreams = gateway
+    if upstreams > 1:  # two servers own "refresh": its own name is ambiguous, so not routed
+        with pytest.raises(McpError, match="Unknown tool"):
+            client.call_tool("refresh", {"city": "Oslo"})
+        return
+    assert "refresh" not in {tool.name for tool in client.list_tools().tools}  # routed, never listed
+    for own in ("refresh", "forecast"):
+        result = client.call_tool(own, {"city": "Oslo"})
+        assert not result.is_error and "Oslo" in result.content[0].text, own
+    with pytest.raises(McpError, match="Unknown tool"):  # a tool no view may call: only its listed name
+        client.call_tool("secret_plan", {})
 
 
 def test_reading_a_tools_view_relays_it_with_its_type_and_meta_ui(gateway):

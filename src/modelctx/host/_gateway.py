@@ -97,7 +97,7 @@ from ..errors import (
     ResourceNotFound,
 )
 from ..protocol import _meta
-from ..protocol._apps import UI_EXTENSION, UI_MIME_TYPE, client_shows_ui, visible_to
+from ..protocol._apps import UI_EXTENSION, UI_MIME_TYPE, client_shows_ui, tool_ui, visible_to
 from ..protocol._jsonrpc import Request, error_response, is_request_id, result_response
 from ..protocol._versions import Feature, features
 from ..server import Context, Server, ServerConfig, StartupError
@@ -354,6 +354,7 @@ class Gateway(Server):
         self._hooked_by_id: dict[int, weakref.ref[Client]] = {}
         self._relays: set[asyncio.Task[None]] = set()
         self._index: dict[str, _Route] = {}
+        self._view_names: dict[str, _Route] = {}  # tools a view calls by their own names
         self._routes: dict[str, Handler] = {
             "tools/list": self._tools_list,
             "tools/call": self._tools_call,
@@ -426,6 +427,7 @@ class Gateway(Server):
         for changed in kinds:
             if changed == "tools":
                 self._index = {}
+                self._view_names = {}
             self._publish(Event(changed))
 
     # -- the middleware ---------------------------------------------------------------------
@@ -462,6 +464,19 @@ class Gateway(Server):
             plain = own.output_schema is None or own.output_schema is msgspec.UNSET
             index[tool.name] = _Route(server, own, allowed_by, allowed_by if plain else None)
             shown.append(tool)
+        # A view calls its own server's tools by their own names (it knows no gateway
+        # names): for a server with a view, each tool a view may call ("app" in its
+        # visibility) is also routed by its own name when no other server has one like
+        # it and no listed name is the same. Never listed; same approval as by name.
+        with_views = {server.name for _, server, own in found if tool_ui(own.meta)[0] is not None}
+        self._view_names = {
+            own.name: index[name]
+            for name, (_, server, own) in zip((t.name for t in shown), found, strict=True)
+            if server.name in with_views
+            and owners[own.name] == 1
+            and own.name not in index
+            and visible_to(own.meta, "app")
+        }
         self._index = index
         return shown
 
@@ -479,10 +494,10 @@ class Gateway(Server):
         arguments = params.get("arguments")
         if arguments is not None and not isinstance(arguments, dict):
             return _error("Invalid arguments: expected an object")
-        found = self._index.get(name)
+        found = self._index.get(name) or self._view_names.get(name)
         if found is None:
             await self._refresh()
-            found = self._index.get(name)
+            found = self._index.get(name) or self._view_names.get(name)
             if found is None:
                 raise InvalidParams(f"Unknown tool: {name}")
         server = found.server
