@@ -302,11 +302,13 @@ def test_a_servers_sampling_request_is_shown_and_answered_by_the_same_model(chat
     terminal.type("a")
     screen = terminal.wait_for("let the model answer?")
     assert "files asks the model (sampling)" in screen and "Summarize: a very long report" in screen
+    assert "system: You write one-line summaries." in screen and "maxTokens 50 · temperature 0.7" in screen
     terminal.type("y")
     screen = terminal.wait_for("Here it is.")
     assert "✓ result files_summarize: A short summary." in screen
     sampled = api.requests[1].body
     assert sampled["messages"][0]["content"][0]["text"] == "Summarize: a very long report"
+    assert sampled["max_tokens"] == 50 and "You write one-line summaries." in json.dumps(sampled["system"])
     assert "tools" not in sampled
     assert tool_results(api.requests[2].body) == ["A short summary."]
 

@@ -81,7 +81,9 @@ async def connect_account(ctx: Context) -> str:
 @server.tool
 async def summarize(text: str, ctx: Context) -> str:
     """Have the host's model summarize ``text`` (sampling)."""
-    result = await ctx.sample(f"Summarize: {text}", 50)
+    result = await ctx.sample(
+        f"Summarize: {text}", 50, systemPrompt="You write one-line summaries.", temperature=0.7
+    )
     return str(result["content"]["text"])
 
 

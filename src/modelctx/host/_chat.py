@@ -434,10 +434,21 @@ class Chat:
         name = _server_name(server)
         conversation = sampling_conversation(params)
         last = next((m.text for m in reversed(conversation.messages) if isinstance(m, UserMessage)), "")
+        # What the server asks for, all of it that changes the answer: its system prompt and
+        # parameters are shown beside the message (they were not, so a server's instructions
+        # to the model went by unseen).
+        shown = escape(_clip(last))
+        system = params.get("systemPrompt")
+        if isinstance(system, str) and system.strip():
+            shown = f"[dim]system:[/] {escape(_clip(system))}\n{shown}"
+        settings = [f"{key} {params[key]}" for key in ("maxTokens", "temperature") if key in params]
+        stops = params.get("stopSequences")
+        if isinstance(stops, list) and stops:
+            settings.append("stop at " + ", ".join(json.dumps(stop, ensure_ascii=False) for stop in stops[:5]))
+        if settings:
+            shown += f"\n[dim]{escape(' · '.join(settings))}[/]"
         async with self.ui.asking:
-            self.console.print(
-                Panel(escape(_clip(last)), title=f"{escape(name)} asks the model (sampling)", border_style="yellow")
-            )
+            self.console.print(Panel(shown, title=f"{escape(name)} asks the model (sampling)", border_style="yellow"))
             allow = await _choose(
                 self.reader, "let the model answer? \\[y]es / \\[n]o (default): ",
                 {"y": "yes", "yes": "yes", "n": "no", "no": "no"}, "no",
