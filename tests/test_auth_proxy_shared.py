@@ -200,3 +200,35 @@ def _exchange(site: Site, client_id: str, code: str, verifier: str) -> httpx.Res
     form = {"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT, "client_id": client_id,
             "code_verifier": verifier, "resource": site.url}  # fmt: skip
     return _new_connection("POST", site.at(f"{site.proxy}/token"), httpx.Cookies(), data=form)
+
+
+def test_redis_silent_is_a_503_at_the_proxy_and_at_the_endpoint_never_an_acceptance(upstream, tmp_path):
+    # Frozen (SIGSTOP): connections accepted and never answered; only the 2 s deadline
+    # turns that into an answer, and the answer refuses: nothing is checked against
+    # nothing, no token is accepted unchecked.
+    import shutil
+    import signal
+
+    from redis_server import RedisServer
+
+    if shutil.which("redis-server") is None and not Path("/usr/bin/redis-server").exists():
+        pytest.skip("redis-server is not installed (scripts/test.sh installs it)")
+    redis = RedisServer(tmp_path)
+    port = free_port()
+    try:
+        with _start(upstream, port, port, 1, redis.url):
+            site = Site(port, [port])
+            _, _, token = _sign_in(site)
+            assert _text(_call(site, token, "whoami"))
+            os.kill(redis.process.pid, signal.SIGSTOP)
+            try:
+                registered = _new_connection("POST", f"{site.proxy}/register", httpx.Cookies(), json={
+                    "client_name": "late", "redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"})  # fmt: skip
+                called = _call(site, token, "whoami")
+            finally:
+                os.kill(redis.process.pid, signal.SIGCONT)
+            assert registered.status_code == 503 and registered.headers["retry-after"] == "1", registered.text
+            assert called.status_code == 503, called.text
+            assert _text(_call(site, token, "whoami"))  # Redis back: served again
+    finally:
+        redis.stop()
