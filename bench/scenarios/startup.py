@@ -6,9 +6,12 @@ installed console script; ``python official_echo.py``) to reading the answer to 
 reads). Median of several runs after one unmeasured run that warms the OS file cache
 and writes any stale .pyc files.
 
-``import``: ``python -X importtime -c 'import modelctx'`` against ``import mcp``; the
-cumulative time of the package's own top-level line, median of three runs. Python's own
-start-up (encodings, site) is excluded, so this is the package's cost only.
+``import``: the import a server file makes, ``from modelctx import Server`` against the
+official ``from mcp.server.mcpserver import MCPServer``, under ``python -X importtime``:
+the sum of the cumulative times of the top-level import lines the statement adds, median
+of three runs. ``import modelctx`` alone would measure almost nothing (its names load on
+first use); the facade is what a server pays. Python's own start-up (encodings, site:
+the top-level lines of ``-c pass``) is excluded, so this is the package's cost only.
 """
 
 from __future__ import annotations
@@ -32,7 +35,9 @@ from harness import (
 
 from . import Context, Metric, Scenario, Target
 
-PACKAGE = {"modelctx": "modelctx", "official": "mcp"}
+#: The import a server file starts with (the echo servers in ``bench/servers`` make these).
+FACADE = {"modelctx": "from modelctx import Server", "official": "from mcp.server.mcpserver import MCPServer"}
+_TOP_LEVEL = re.compile(r"^import time:\s+\d+ \|\s+(\d+) \| (\S.*)$", re.MULTILINE)
 
 
 def spawn_to_ready(ctx: Context, impl: str) -> float:
@@ -49,27 +54,34 @@ def spawn_to_ready(ctx: Context, impl: str) -> float:
         ctx.servers.stop(proc)
 
 
-def import_ms(package: str) -> float:
+def _top_level_imports(statement: str) -> dict[str, int]:
+    """Module -> cumulative microseconds, for each top-level line of ``-X importtime``."""
     try:
         done = subprocess.run(
-            [PYTHON, "-X", "importtime", "-c", f"import {package}"],
+            [PYTHON, "-X", "importtime", "-c", statement],
             capture_output=True, text=True, timeout=30, cwd=REPO, check=False, env=CHILD_ENV,
         )
     except subprocess.TimeoutExpired:
-        raise BenchError(f"import {package} took over 30 s") from None
+        raise BenchError(f"{statement!r} took over 30 s") from None
     if done.returncode != 0:
-        raise BenchError(f"import {package} failed:\n{done.stderr[-1500:]}")
-    m = re.search(rf"^import time:\s+\d+ \|\s+(\d+) \| {re.escape(package)}$", done.stderr, re.MULTILINE)
-    if not m:
-        raise BenchError(f"no top-level importtime line for {package}")
-    return int(m.group(1)) / 1e3
+        raise BenchError(f"{statement!r} failed:\n{done.stderr[-1500:]}")
+    return {m.group(2): int(m.group(1)) for m in _TOP_LEVEL.finditer(done.stderr)}
+
+
+def import_ms(statement: str) -> float:
+    """Milliseconds of the imports ``statement`` adds to Python's own start-up."""
+    start_up = _top_level_imports("pass")
+    added = {name: us for name, us in _top_level_imports(statement).items() if name not in start_up}
+    if not added:
+        raise BenchError(f"no top-level importtime line for {statement!r}")
+    return sum(added.values()) / 1e3
 
 
 def run(ctx: Context, impl: str) -> dict:
     runs = ctx.pick(7, 3)
     spawn_to_ready(ctx, impl)  # unmeasured: warms caches, compiles .pyc
     ready = [spawn_to_ready(ctx, impl) for _ in range(runs)]
-    imports = [import_ms(PACKAGE[impl]) for _ in range(3)]
+    imports = [import_ms(FACADE[impl]) for _ in range(3)]
     return {
         "ready_s": median(ready),
         "ready_min_s": min(ready),
@@ -85,7 +97,7 @@ SCENARIO = Scenario(
     description="stdio spawn -> first server/discover answer (median); import time of the package",
     metrics=(
         Metric("ready_s", "import-to-ready (stdio)", "s", False, Target("ours_below", 0.15)),
-        Metric("import_ms", "import (-X importtime)", "ms", False),
+        Metric("import_ms", "facade import (-X importtime)", "ms", False),
     ),
     run=run,
 )
