@@ -1,0 +1,46 @@
+"""Micro-measurements behind issue 25's isolated items; run on its own, never in tests.
+
+    python bench/micro_i25.py auth        # HttpClientTransport._base_headers, per call
+    python bench/micro_i25.py schema      # start: a server with one input_schema= tool
+    python bench/micro_i25.py list        # tools/list of 1,000 and 10,000 tools, per tool
+    python bench/micro_i25.py bigreply    # peak memory of writing a 10 MB reply on stdio
+
+Each prints one line of figures; run it three times and report the range.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+
+
+def bench_auth() -> None:
+    from modelctx.transports.http_client import HttpClientTransport
+
+    class Bearer:
+        async def headers(self, method: str, url: str) -> dict[str, str]:
+            return {"Authorization": "Bearer t"}
+
+        async def challenged(self, status: int, headers: object, method: str, url: str) -> bool:
+            return False
+
+    async def hook() -> dict[str, str]:
+        return {"Authorization": "Bearer t"}
+
+    async def main() -> None:
+        for name, auth in (("HttpAuth", Bearer()), ("hook", hook), ("none", None)):
+            t = HttpClientTransport("http://127.0.0.1:1/mcp", auth=auth)  # type: ignore[arg-type]
+            n = 100_000
+            for _ in range(1000):
+                await t._base_headers()
+            start = time.perf_counter()
+            for _ in range(n):
+                await t._base_headers()
+            print(f"{name}: {(time.perf_counter() - start) / n * 1e6:.2f} us per _base_headers")
+
+    asyncio.run(main())
+
+
+if __name__ == "__main__":
+    {"auth": bench_auth}[sys.argv[1]]()
