@@ -11,6 +11,7 @@ Each prints one line of figures; run it three times and report the range.
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import sys
 import time
 
@@ -42,5 +43,26 @@ def bench_auth() -> None:
     asyncio.run(main())
 
 
+_START = """
+import time
+t = time.perf_counter()
+from modelctx import Server
+server = Server("start")
+@server.tool(input_schema={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
+def forecast(**arguments): return "sunny"
+print((time.perf_counter() - t) * 1e3)
+"""
+
+
+def bench_schema() -> None:
+    """Import + register one input_schema= tool, in a fresh interpreter (median of 7)."""
+    subprocess.run([sys.executable, "-c", _START], check=True, capture_output=True)  # warm .pyc
+    runs = sorted(
+        float(subprocess.run([sys.executable, "-c", _START], check=True, capture_output=True, text=True).stdout)
+        for _ in range(7)
+    )
+    print(f"import + one input_schema tool: median {runs[3]:.1f} ms (min {runs[0]:.1f}, max {runs[-1]:.1f})")
+
+
 if __name__ == "__main__":
-    {"auth": bench_auth}[sys.argv[1]]()
+    {"auth": bench_auth, "schema": bench_schema}[sys.argv[1]]()

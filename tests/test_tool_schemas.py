@@ -9,6 +9,9 @@ Every test talks to the server through the modelctx client, in process.
 
 from __future__ import annotations
 
+import logging
+import subprocess
+import sys
 from dataclasses import dataclass
 from typing import Annotated, Any, Optional
 
@@ -18,7 +21,7 @@ import pydantic
 import pytest
 from conftest import async_test
 
-from modelctx import RegistrationError, Server
+from modelctx import ProtocolError, RegistrationError, Server
 from modelctx.client import Client
 
 DEADLINE = 15.0
@@ -246,10 +249,57 @@ async def test_an_input_schema_naming_its_dialect_is_read_in_that_dialect():
     [
         ({"type": "object", "properties": {"n": {"type": "integr"}}}, "not a valid JSON Schema at properties/n/type"),
         ({"type": "string"}, 'input_schema must have "type": "object"'),
+        ({"type": "object", "required": "city"}, "not a valid JSON Schema at required"),
+        ({"type": "object", "properties": {"c": {"pattern": "(["}}}, "not a valid JSON Schema at properties/c/pattern"),
+        ({"type": "object", "properties": {"c": {"minLength": -1}}}, "not a valid JSON Schema at properties/c/minLength"),
+        ({"type": "object", "anyOf": []}, "not a valid JSON Schema at anyOf"),
+        ({"type": "object", "$defs": {"a": {"type": ["string", "string"]}}}, "not a valid JSON Schema at $defs/a/type"),
+        ({"type": "object", "$schema": 7}, "$schema must be a URI"),
+        # Another dialect than 2020-12 gets jsonschema's own check at registration.
+        (
+            {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "properties": {"n": {"type": "integr"}}},
+            "not a valid JSON Schema at properties/n/type",
+        ),
     ],
-    ids=["invalid-schema", "not-an-object-schema"],
+    ids=[
+        "invalid-schema", "not-an-object-schema", "required-not-a-list", "bad-regex", "negative-count",
+        "empty-anyOf", "repeated-type", "schema-uri-not-a-string", "draft-07-invalid",
+    ],
 )
 def test_an_invalid_input_schema_is_refused_at_registration(schema, complaint):
     with pytest.raises(RegistrationError) as caught:
         schema_server(schema)
     assert "tool 'forecast'" in str(caught.value) and complaint in str(caught.value)
+
+
+def test_registering_an_input_schema_tool_does_not_import_jsonschema():
+    # jsonschema's import is 55-77 ms of a small server's start (issue 25): the shape is
+    # checked at registration, the validator is built at the first call.
+    code = (
+        "import sys\n"
+        "from modelctx import Server\n"
+        "server = Server('start')\n"
+        "@server.tool(input_schema={'type': 'object', 'properties': {'city': {'type': 'string', 'pattern': '^[A-Z]'}},"
+        " 'required': ['city']})\n"
+        "def forecast(**arguments): return 'sunny'\n"
+        "print('jsonschema' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
+@async_test()
+async def test_a_schema_only_the_full_meta_schema_check_refuses_fails_its_calls_as_the_servers_fault(caplog):
+    # "examples" must be an array, "$vocabulary" an object of booleans: the quick shape
+    # check at registration does not know "$vocabulary", jsonschema's check at the first
+    # call does. The caller gets an Internal error (not the server's schema in detail);
+    # the server's log says what is wrong.
+    server, seen = schema_server({"type": "object", "$vocabulary": 5})
+    with caplog.at_level(logging.ERROR, logger="modelctx.server"):
+        async with Client(server, timeout=DEADLINE) as client:
+            with pytest.raises(ProtocolError) as caught:
+                await client.call_tool("forecast", {})
+    assert "Internal error" in str(caught.value) and "vocabulary" not in str(caught.value)
+    assert seen == []
+    assert any("not a valid JSON Schema at $vocabulary" in r.getMessage() + str(r.exc_info) for r in caplog.records)
