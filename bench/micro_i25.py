@@ -64,5 +64,39 @@ def bench_schema() -> None:
     print(f"import + one input_schema tool: median {runs[3]:.1f} ms (min {runs[0]:.1f}, max {runs[-1]:.1f})")
 
 
+def bench_bigreply() -> None:
+    """Peak traced memory while stdio writes a 10 MB reply to a pipe nobody reads yet."""
+    import os
+    import resource
+    import threading
+    import tracemalloc
+
+    from modelctx.transports.stdio import _open_stdout
+
+    size = 10 * 1024 * 1024
+    message = {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "x" * size}]}}
+    read_fd, write_fd = os.pipe()
+
+    def drain() -> None:  # the peer reads only after the write has been buffered
+        time.sleep(0.3)
+        while os.read(read_fd, 1 << 20):
+            pass
+
+    async def main() -> None:
+        writer = await _open_stdout(os.fdopen(write_fd, "wb", buffering=0))
+        threading.Thread(target=drain, daemon=True).start()
+        tracemalloc.start()
+        base = tracemalloc.get_traced_memory()[0]
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        await writer.send(message)
+        peak = tracemalloc.get_traced_memory()[1] - base
+        tracemalloc.stop()
+        grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - rss
+        print(f"10 MB reply on stdio, above the message: traced peak {peak / size:.2f}x its size, "
+              f"peak RSS growth {grown / size:.2f}x")
+
+    asyncio.run(main())
+
+
 if __name__ == "__main__":
-    {"auth": bench_auth, "schema": bench_schema}[sys.argv[1]]()
+    {"auth": bench_auth, "schema": bench_schema, "bigreply": bench_bigreply}[sys.argv[1]]()
