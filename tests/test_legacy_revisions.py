@@ -22,7 +22,7 @@ from modelctx.protocol._versions import (
     first_with,
     negotiate_handshake,
 )
-from modelctx.server._shape import needs_shape, shape
+from modelctx.server._shape import needs_shape, shape, shape_initialize
 
 OLD, OLDEST = LEGACY_HANDSHAKE_VERSIONS  # 2025-03-26, 2024-11-05
 NEWEST_HANDSHAKE = HANDSHAKE_VERSIONS[0]
@@ -91,6 +91,18 @@ def test_structured_content_without_content_becomes_its_json_text():
     result = {"content": [], "structuredContent": {"a": 1}}
     shape("tools/call", result, features(OLD))
     assert result == {"content": [{"type": "text", "text": '{"a": 1}'}]}
+
+
+@pytest.mark.parametrize("version", LEGACY_HANDSHAKE_VERSIONS)
+def test_initialize_declares_only_the_capabilities_the_revision_names(version):
+    result = {
+        "serverInfo": {"name": "s", "version": "1", "title": "S", "icons": []},
+        "capabilities": {"tools": {}, "completions": {}, "extensions": {"io.x/y": {}}, "logging": {}},
+    }
+    shape_initialize(result, features(version))
+    assert result["serverInfo"] == {"name": "s", "version": "1"}
+    expected = {"tools", "logging"} | ({"completions"} if version == OLD else set())
+    assert set(result["capabilities"]) == expected
 
 
 # -- over stdio ----------------------------------------------------------------------------

@@ -4,7 +4,8 @@ Theory of operation. Handlers build results once, in the newest form. For a sess
 old revision (one without ``Feature.META_ON_TYPES``: every revision that lacks any feature
 read here lacks that one, and a test keeps it so) the dispatcher passes the result through
 ``shape`` before it is sent. Objects are rebuilt from a whitelist of the keys the old schema
-knows (schema/2025-03-26 and schema/2024-11-05), with the keys a revision gained added per
+knows (schema/2025-03-26 and schema/2024-11-05 of modelcontextprotocol/modelcontextprotocol,
+checked field by field), with the keys a revision gained added per
 feature; the whitelist is exact for those revisions, so a field added later (``icons``,
 ``execution``, a vendor key) never reaches them either. Where the old schema lacks a whole
 kind of value, what it stands for is kept in a form it has:
@@ -34,6 +35,7 @@ _ARGUMENT = frozenset({"name", "description", "required"})
 _ANNOTATIONS = frozenset({"audience", "priority"})  # lastModified came with 2025-06-18
 _CONTENTS = frozenset({"uri", "mimeType", "text", "blob"})
 _IMPLEMENTATION = frozenset({"name", "version"})
+_CAPABILITIES = frozenset({"experimental", "logging", "prompts", "resources", "tools"})
 _BLOCK = {
     "text": frozenset({"type", "text", "annotations"}),
     "image": frozenset({"type", "data", "mimeType", "annotations"}),
@@ -157,7 +159,7 @@ def shape(method: str, result: dict[str, Any], features: frozenset[Feature]) -> 
 def shape_initialize(result: dict[str, Any], features: frozenset[Feature]) -> None:
     """Shape an ``initialize`` result: the server's info and capabilities."""
     result["serverInfo"] = _keep(result.get("serverInfo"), _titled(_IMPLEMENTATION, features))
-    capabilities = result.get("capabilities")
-    if Feature.COMPLETIONS_CAPABILITY not in features and isinstance(capabilities, dict):
-        # 2024-11-05 has completion/complete but no capability naming it.
-        result["capabilities"] = {k: v for k, v in capabilities.items() if k != "completions"}
+    # 2024-11-05 has completion/complete but no capability naming it; neither revision
+    # has ``extensions`` (MCP Apps, tasks), which no client of theirs can use.
+    keys = _CAPABILITIES | {"completions"} if Feature.COMPLETIONS_CAPABILITY in features else _CAPABILITIES
+    result["capabilities"] = _keep(result.get("capabilities"), keys)
