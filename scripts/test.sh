@@ -59,6 +59,19 @@ fi
 export MODELCTX_NPM_FILESYSTEM_BIN="$REFERENCE_DIR/node_modules/.bin/mcp-server-filesystem"
 export MODELCTX_NPM_MEMORY_BIN="$REFERENCE_DIR/node_modules/.bin/mcp-server-memory"
 
+# Old official SDK clients, the installed base (issue 21): mcp 1.2.0 speaks 2024-11-05 and
+# mcp 1.9.4 speaks 2025-03-26. Each gets its own venv (they need pydantic<2.11 and conflict
+# with the current mcp); tests/test_interop_old_clients.py runs them as subprocesses.
+for OLD_MCP in 1.2.0 1.9.4; do
+  OLD_DIR="$ROOT/.tools/mcp-$OLD_MCP"
+  if ! "$OLD_DIR/bin/python" -c "import mcp, importlib.metadata as m; assert m.version('mcp') == '$OLD_MCP'" 2>/dev/null; then
+    "$PY" -m venv "$OLD_DIR"
+    "$OLD_DIR/bin/python" -m pip install -q "mcp==$OLD_MCP" "pydantic<2.11" >/dev/null
+  fi
+done
+export MODELCTX_MCP_1_2_0_PYTHON="$ROOT/.tools/mcp-1.2.0/bin/python"
+export MODELCTX_MCP_1_9_4_PYTHON="$ROOT/.tools/mcp-1.9.4/bin/python"
+
 # Lint and types first: both are part of the test run (and of CI).
 .venv/bin/ruff check src tests bench examples tools fuzz soak
 .venv/bin/mypy  # --strict on src/modelctx ([tool.mypy] in pyproject.toml)

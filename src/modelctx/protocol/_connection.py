@@ -33,7 +33,17 @@ from typing import Any
 
 from ..errors import InvalidRequest, ProtocolError
 from . import _meta
-from ._jsonrpc import Message, Notification, Request, Response, decode, error_response, is_request_id
+from ._jsonrpc import (
+    Message,
+    Notification,
+    Request,
+    Response,
+    decode,
+    decode_json,
+    error_response,
+    from_object,
+    is_request_id,
+)
 
 __all__ = [
     "Inbound",
@@ -45,6 +55,8 @@ __all__ = [
     "Progress",
     "Reject",
     "Ignore",
+    "Batch",
+    "MAX_BATCH",
     "Event",
     "ServerConnection",
     "ClientConnection",
@@ -166,7 +178,21 @@ class Ignore:
         self.why = why
 
 
+class Batch:
+    """A JSON-RPC batch (2025-03-26 only): one event per item, in order. The requests'
+    responses (and the items' refusals) go back together, as one array."""
+
+    __slots__ = ("events",)
+
+    def __init__(self, events: list[Event]) -> None:
+        self.events = events
+
+
 Event = Serve | Notify | Cancel | Answer | Progress | Reject | Ignore
+
+# At most this many messages in one batch: each request of it runs at once, so a batch is
+# bounded like the requests a peer may have in flight (a bigger one is refused whole).
+MAX_BATCH = 64
 
 
 def decode_frame(data: bytes | str) -> Message | Reject:
@@ -298,6 +324,35 @@ class ServerConnection:
         if isinstance(message, Reject):
             return message
         return self.receive(message)
+
+    def receive_batch(self, data: bytes | str) -> Batch | Reject:
+        """Take in a frame that is a JSON-RPC batch. Only a 2025-03-26 session has them
+        (``Feature.BATCH``): the transport, which knows the session, asks for this after
+        ``receive_data`` refused the array. An empty or oversized batch is refused whole;
+        otherwise each item is taken in as ``receive`` would, and refused alone if bad."""
+        try:
+            items = decode_json(data)
+        except ProtocolError as exc:
+            return Reject(exc, None)
+        if not isinstance(items, list) or not items:
+            return Reject(InvalidRequest("Invalid Request: a batch must be a non-empty array"), None)
+        if len(items) > MAX_BATCH:
+            return Reject(
+                InvalidRequest(
+                    f"Invalid Request: a batch of {len(items)} messages; at most {MAX_BATCH} "
+                    "go in one batch (send the rest in another)"
+                ),
+                None,
+            )
+        events: list[Event] = []
+        for item in items:
+            try:
+                message = from_object(item)
+            except ProtocolError as exc:
+                events.append(Reject(exc, exc.request_id))
+                continue
+            events.append(self.receive(message))
+        return Batch(events)
 
     def receive(self, message: Message) -> Event:
         if isinstance(message, Request):

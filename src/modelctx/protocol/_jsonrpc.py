@@ -105,6 +105,17 @@ def decode(data: bytes | str) -> Message:
     return from_object(obj)
 
 
+def decode_json(data: bytes | str) -> Any:
+    """Decode a frame's JSON value, whatever it is (a 2025-03-26 batch is an array);
+    raise ``ParseError`` if it is not JSON."""
+    try:
+        return _decoder.decode(data)
+    except msgspec.DecodeError as exc:
+        raise ParseError(f"Parse error: the message is not valid JSON ({exc})") from None
+    except RecursionError:
+        raise ParseError("Parse error: the message is nested too deeply") from None
+
+
 def json_type(value: Any) -> str:
     """The JSON name of a decoded value's type, for errors a peer reads (``null``, not
     ``NoneType``)."""

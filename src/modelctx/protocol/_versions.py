@@ -4,9 +4,14 @@ Two eras share one server and one client (basic/versioning.mdx):
 
 * **stateless** (2026-07-28 and later): no handshake; every request carries its version,
   client info and capabilities in ``params._meta``.
-* **handshake** (2025-11-25, 2025-06-18): ``initialize`` opens a connection-scoped
-  session (a stdio process, or an HTTP ``Mcp-Session-Id``) whose negotiated version
-  governs every later message on it.
+* **handshake** (2025-11-25, 2025-06-18, and on the server side the installed base's
+  2025-03-26 and 2024-11-05): ``initialize`` opens a connection-scoped session (a stdio
+  process, or an HTTP ``Mcp-Session-Id``) whose negotiated version governs every later
+  message on it.
+
+The two oldest revisions lack much of what later ones added; their feature sets below
+say what, and the server shapes every result for the session's revision
+(server/_shape.py) so that an old client never sees a field its schema does not know.
 
 Code elsewhere never compares version strings: it asks ``Feature.X in features(version)``
 (a frozenset, cheap to keep per request) or ``offers(version, method)``. Every feature
@@ -21,6 +26,8 @@ __all__ = [
     "LATEST",
     "MODERN_VERSIONS",
     "HANDSHAKE_VERSIONS",
+    "LEGACY_HANDSHAKE_VERSIONS",
+    "SERVED_HANDSHAKE_VERSIONS",
     "SUPPORTED_VERSIONS",
     "HTTP_DEFAULT_HANDSHAKE_VERSION",
     "HTTP_HANDSHAKE_HEADER_VERSIONS",
@@ -31,20 +38,24 @@ __all__ = [
     "offers",
     "negotiate_handshake",
     "accepts_handshake_version",
+    "first_with",
 ]
 
 LATEST = "2026-07-28"
 MODERN_VERSIONS: tuple[str, ...] = ("2026-07-28",)
 HANDSHAKE_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18")
 SUPPORTED_VERSIONS: tuple[str, ...] = MODERN_VERSIONS + HANDSHAKE_VERSIONS
+# The installed base (issue 21): revisions a server negotiates in initialize and serves
+# with their own rules. Our client does not speak them yet, so they are not in
+# HANDSHAKE_VERSIONS (what the client offers and accepts).
+LEGACY_HANDSHAKE_VERSIONS: tuple[str, ...] = ("2025-03-26", "2024-11-05")
+SERVED_HANDSHAKE_VERSIONS: tuple[str, ...] = HANDSHAKE_VERSIONS + LEGACY_HANDSHAKE_VERSIONS
 # A handshake-era HTTP request without MCP-Protocol-Version is taken as this revision
 # (2025-06-18 basic/transports.mdx, Protocol Version Header).
 HTTP_DEFAULT_HANDSHAKE_VERSION = "2025-03-26"
 # MCP-Protocol-Version values that mean the handshake era (and its sessions) over HTTP:
 # ours, and the older ones a handshake-era client may still send.
-HTTP_HANDSHAKE_HEADER_VERSIONS = frozenset(
-    (*HANDSHAKE_VERSIONS, HTTP_DEFAULT_HANDSHAKE_VERSION, "2024-11-05")
-)
+HTTP_HANDSHAKE_HEADER_VERSIONS = frozenset(SERVED_HANDSHAKE_VERSIONS)
 
 
 class Feature(enum.Enum):
@@ -60,13 +71,38 @@ class Feature(enum.Enum):
     URL_ELICITATION = "elicitation in URL mode"
     ELICITATION_ID = "URL elicitations carry an elicitationId"
     SSE_POLLING = "a server may close an SSE reply early; the client resumes with Last-Event-ID"
+    # Added by 2025-06-18 (changelog): absent from the installed base's revisions.
+    STRUCTURED_OUTPUT = "structuredContent in tool results, outputSchema on tools"
+    ELICITATION = "elicitation/create (server to client)"
+    TITLES = "title on tools, prompts, resources, templates, arguments and implementations"
+    RESOURCE_LINKS = "resource_link content in tool results"
+    META_ON_TYPES = "_meta on tools, prompts, resources, templates and content blocks"
+    # Added by 2025-03-26 (changelog): absent from 2024-11-05.
+    AUDIO = "audio content"
+    TOOL_ANNOTATIONS = "annotations on tools (readOnlyHint, destructiveHint ...)"
+    COMPLETIONS_CAPABILITY = "the completions server capability"
+    PROGRESS_MESSAGE = "message on notifications/progress"
+    # 2025-03-26 only (2025-06-18 removed them again).
+    BATCH = "JSON-RPC batches: an array of requests and notifications, answered by an array"
 
     # Members are singletons: hash them by identity, in C (Enum's own __hash__ is Python
     # code, and the dispatcher asks several features of every request).
     __hash__ = object.__hash__
 
 
-_MODERN = frozenset(
+# What 2025-03-26 added to 2024-11-05, and 2025-06-18 to 2025-03-26 (batches aside):
+# every later revision has all of it.
+_SINCE_2025_03_26 = frozenset(
+    {Feature.AUDIO, Feature.TOOL_ANNOTATIONS, Feature.COMPLETIONS_CAPABILITY, Feature.PROGRESS_MESSAGE}
+)
+_SINCE_2025_06_18 = _SINCE_2025_03_26 | {
+    Feature.STRUCTURED_OUTPUT,
+    Feature.ELICITATION,
+    Feature.TITLES,
+    Feature.RESOURCE_LINKS,
+    Feature.META_ON_TYPES,
+}
+_MODERN = _SINCE_2025_06_18 | frozenset(
     {
         Feature.STATELESS,
         Feature.RESULT_TYPE,
@@ -77,7 +113,9 @@ _MODERN = frozenset(
         Feature.URL_ELICITATION,
     }
 )
-_HANDSHAKE_2025_06_18 = frozenset({Feature.PING, Feature.SET_LEVEL, Feature.RESOURCE_SUBSCRIBE})
+_HANDSHAKE_2024_11_05 = frozenset({Feature.PING, Feature.SET_LEVEL, Feature.RESOURCE_SUBSCRIBE})
+_HANDSHAKE_2025_03_26 = _HANDSHAKE_2024_11_05 | _SINCE_2025_03_26 | {Feature.BATCH}
+_HANDSHAKE_2025_06_18 = _HANDSHAKE_2024_11_05 | _SINCE_2025_06_18
 _HANDSHAKE_2025_11_25 = _HANDSHAKE_2025_06_18 | {
     Feature.URL_ELICITATION,
     Feature.ELICITATION_ID,
@@ -88,9 +126,8 @@ _FEATURES: dict[str, frozenset[Feature]] = {
     "2026-07-28": _MODERN,
     "2025-11-25": _HANDSHAKE_2025_11_25,
     "2025-06-18": _HANDSHAKE_2025_06_18,
-    # Older handshake revisions are accepted on initialize-less HTTP requests only as a
-    # fallback; they get the 2025-06-18 rules.
-    HTTP_DEFAULT_HANDSHAKE_VERSION: _HANDSHAKE_2025_06_18,
+    "2025-03-26": _HANDSHAKE_2025_03_26,
+    "2024-11-05": _HANDSHAKE_2024_11_05,
 }
 _NOTHING: frozenset[Feature] = frozenset()
 
@@ -136,7 +173,7 @@ def negotiate_handshake(requested: object) -> str:
     Echo the client's version when we support it in the handshake era, else offer our
     latest handshake version and let the client decide whether to go on.
     """
-    if isinstance(requested, str) and requested in HANDSHAKE_VERSIONS:
+    if isinstance(requested, str) and requested in SERVED_HANDSHAKE_VERSIONS:
         return requested
     return HANDSHAKE_VERSIONS[0]
 
@@ -146,3 +183,11 @@ def accepts_handshake_version(version: object) -> bool:
     return isinstance(version, str) and (
         version in HANDSHAKE_VERSIONS or version == HTTP_DEFAULT_HANDSHAKE_VERSION
     )
+
+
+def first_with(feature: Feature) -> str:
+    """The oldest revision that has ``feature``, for errors that say what to upgrade to."""
+    for version in reversed(MODERN_VERSIONS + SERVED_HANDSHAKE_VERSIONS):
+        if feature in _FEATURES[version]:
+            return version
+    return LATEST

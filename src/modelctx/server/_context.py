@@ -38,10 +38,10 @@ from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, overload
 
 import msgspec
 
-from ..errors import InsufficientScope, InvalidParams, MissingRequiredClientCapability
+from ..errors import InsufficientScope, InvalidParams, InvalidRequest, MissingRequiredClientCapability
 from ..protocol import _meta
 from ..protocol._jsonrpc import Request
-from ..protocol._versions import Feature, features
+from ..protocol._versions import Feature, features, first_with
 from ..transports._seam import ResponseStream, Send
 from ._elicit_form import FormSchema
 
@@ -294,8 +294,8 @@ class Context:
         params: dict[str, Any] = {"progressToken": token, "progress": progress}
         if total is not None:
             params["total"] = total
-        if message is not None:
-            params["message"] = message
+        if message is not None and Feature.PROGRESS_MESSAGE in self._call.features:
+            params["message"] = message  # 2024-11-05 progress has no message
         await self._call.send(
             {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
         )
@@ -547,6 +547,12 @@ def _parse(key: str, request: InputRequest, answer: Any, where: str) -> Any:
 
 
 def _require_elicitation(call: Call, mode: str) -> None:
+    if Feature.ELICITATION not in call.features:
+        raise InvalidRequest(
+            f"This request needs elicitation, which protocol revision {call.version} does not have "
+            f"(it came with {first_with(Feature.ELICITATION)}); the client must upgrade, or the "
+            "handler must do without asking the user"
+        )
     elicitation = call.capabilities.get("elicitation")
     if isinstance(elicitation, dict):
         # {} means form only (client/elicitation.mdx, Capabilities).

@@ -22,7 +22,8 @@ translate either. Requests refused before a method is found (no or an unsupporte
 version, an unknown method or capability, a malformed ``initialize``) and client
 notifications never reach it: they have no caller to describe or no answer to wrap.
 
-Results of modern requests get ``resultType``, ``serverInfo`` in ``_meta`` and, for
+Results for 2025-03-26 and 2024-11-05 sessions are shaped for that revision
+(server/_shape.py): no field its schema lacks. Results of modern requests get ``resultType``, ``serverInfo`` in ``_meta`` and, for
 cacheable methods, ``ttlMs`` and ``cacheScope``. Exceptions become JSON-RPC errors at
 this one boundary: ``ProtocolError`` as itself, anything else as a generic -32603
 whose detail goes to the log only.
@@ -45,10 +46,11 @@ from ..errors import (
 )
 from ..protocol import _meta
 from ..protocol._jsonrpc import Notification, Request, error_response, result_response
-from ..protocol._versions import Feature, is_modern, negotiate_handshake, offers
+from ..protocol._versions import Feature, features, is_modern, negotiate_handshake, offers
 from ..transports._seam import Peer, ResponseStream, Send
 from ..transports._session import HandshakeSession
 from ._context import Call, Caller
+from ._shape import needs_shape, shape, shape_initialize
 
 if TYPE_CHECKING:
     from ._server import Server
@@ -167,6 +169,8 @@ class Dispatcher:
             return None
         if Feature.RESULT_TYPE in caller.features:
             self._decorate(method, result, caller.features)
+        elif needs_shape(caller.features):  # 2025-03-26 and 2024-11-05 sessions
+            shape(method, result, caller.features)
         return result
 
     def _decorate(self, method: str, result: dict[str, Any], features: frozenset[Feature]) -> None:
@@ -228,6 +232,9 @@ class Dispatcher:
         }
         if self.server.instructions:
             result["instructions"] = self.server.instructions
+        has = features(version)
+        if needs_shape(has):
+            shape_initialize(result, has)
         return result
 
     def notify(self, notification: Notification, peer: Peer) -> None:

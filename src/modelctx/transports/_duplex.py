@@ -13,10 +13,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
 from ..errors import ConnectionClosed
 from ..protocol._connection import (
+    Batch,
     Event,
     Inbound,
     Reject,
@@ -24,6 +25,7 @@ from ..protocol._connection import (
     ServerConnection,
 )
 from ..protocol._jsonrpc import Notification
+from ..protocol._versions import Feature, features
 from ._seam import FastLane, Peer, ServerApp
 from ._session import HandshakeSession, Send, act, fail
 
@@ -62,7 +64,54 @@ class DuplexServer:
     # -- in ------------------------------------------------------------------------------
     def receive_data(self, data: bytes) -> None:
         """Take in one frame (a line of stdio); a malformed one is answered, never raised."""
-        self._act(self.connection.receive_data(data))
+        event = self.connection.receive_data(data)
+        if isinstance(event, Reject) and data.lstrip().startswith(b"[") and self._batches():
+            batch = self.connection.receive_batch(data)
+            if isinstance(batch, Batch):
+                self._spawn(self._serve_batch(batch))
+                return
+            event = batch
+        self._act(event)
+
+    def _batches(self) -> bool:
+        """Does this connection's session take JSON-RPC batches (2025-03-26 only)?"""
+        session = self.peer.session
+        return session is not None and Feature.BATCH in features(session.version)
+
+    async def _serve_batch(self, batch: Batch) -> None:
+        """Serve a batch's requests at once and send their responses as one array (the
+        items' refusals among them); a request cancelled meanwhile is left out, and a
+        batch of notifications only is not answered (JSON-RPC 2.0, Batch)."""
+        answers: list[dict[str, Any]] = []
+        running: list[asyncio.Task[dict[str, Any] | None]] = []
+        for event in batch.events:
+            if isinstance(event, Serve):
+                task = self._loop.create_task(self._serve_one(event.inbound))
+                event.inbound.handle = task
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+                running.append(task)
+            elif isinstance(event, Reject):
+                answers.append(event.response)
+            else:
+                act(event, self._notify)
+        for outcome in await asyncio.gather(*running, return_exceptions=True):
+            if isinstance(outcome, dict):
+                answers.append(outcome)
+            elif isinstance(outcome, BaseException) and not isinstance(outcome, asyncio.CancelledError):
+                log.error("a batched request failed", exc_info=outcome)
+        if answers:
+            # A batch response is a JSON array; the writers encode any JSON value.
+            await self._send(cast(dict[str, Any], answers))
+
+    async def _serve_one(self, inbound: Inbound) -> dict[str, Any] | None:
+        """``_serve`` for a request of a batch: its response is returned, not sent."""
+        try:
+            response = await self._app.handle(inbound.request, self.peer, self._send)
+        except asyncio.CancelledError:
+            self.connection.cancel(inbound)
+            raise
+        return self.connection.finish(inbound, response)
 
     def _act(self, event: Event) -> None:
         if isinstance(event, Serve):
