@@ -38,7 +38,11 @@ async def test_a_tool_whose_visibility_leaves_out_the_model_is_not_in_the_hosts_
         # The official SDK listed "poll" (visibility ["app"]); the host keeps it from the model.
         official = await host.servers["official"].tools()
         assert [tool.name for tool in official] == ["show", "poll"]
+        # Nor is it reachable by routing: the guarded handle refuses it as call_tool does.
+        handle, own = host.find_client_for("official_poll")
+        routed = await handle.call_tool(own, {})
     assert names == ["official_show", "weather_forecast", "weather_secret_plan", "weather_hostile"]
+    assert routed.is_error and "only an MCP Apps view may call it" in routed.content[0].text
 
 
 def test_the_chat_says_once_that_a_tool_has_a_ui_it_cannot_show(chat: Any) -> None:  # noqa: F811

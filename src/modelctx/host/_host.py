@@ -449,7 +449,8 @@ class Host:
                 await self.tools()
             for name, (owner, tool) in self._tool_index.items():
                 if owner is server and tool.name == original:
-                    return await self._guarded_call(server, tool, name, arguments, timeout, progress)
+                    # Through call_tool: its refusals (a tool only a view may call) hold here too.
+                    return await self.call_tool(name, arguments, timeout=timeout, progress=progress)
         return _error_result(f"server {server.name!r} offers no tool named {original!r} through this host")
 
     # -- prompts and resources ------------------------------------------------------------------------
