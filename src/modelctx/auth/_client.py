@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from ..errors import AuthorizationError
-from ..transports._url_guard import UrlPolicy
+from ..transports.fetch import UrlPolicy
 from ._client_base import OAuthProviderBase
 from ._discovery import AuthServerMetadata, ResourceMetadata
 from ._pkce import Pkce

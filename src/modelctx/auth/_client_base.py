@@ -16,9 +16,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..client._fetch import PostReply, post_form
 from ..errors import AuthorizationError
-from ..transports._url_guard import UrlPolicy, Zone, trust_of
+from ..transports.fetch import PostReply, UrlPolicy, Zone, post_form, trust_of
 from ._discovery import (
     AuthServerMetadata,
     Challenge,

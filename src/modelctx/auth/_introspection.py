@@ -32,7 +32,7 @@ import msgspec
 from ..errors import InvalidToken, MCPError
 from ..transports._http11 import HttpError
 from ..transports._http_requests import Http11Client
-from ..transports._url_guard import UrlPolicy, check_scheme
+from ..transports.fetch import UrlPolicy, check_scheme
 from ._jwt import default_policy, scopes_of
 from ._resource import AccessToken
 
