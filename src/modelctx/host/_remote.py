@@ -56,7 +56,7 @@ from ..server._uri_template import UriTemplate
 
 if TYPE_CHECKING:
     from ..client import Elicitation
-    from ..protocol._jsonrpc import Notification
+    from ..protocol import Notification
 
 __all__ = ["RemoteServer"]
 

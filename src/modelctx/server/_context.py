@@ -39,8 +39,7 @@ from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, overload
 import msgspec
 
 from ..errors import InsufficientScope, InvalidParams, InvalidRequest, MissingRequiredClientCapability
-from ..protocol import _meta
-from ..protocol._jsonrpc import Request
+from ..protocol import Request, _meta
 from ..protocol._versions import Feature, features, first_with
 from ..transports._seam import ResponseStream, Send
 from ._elicit_form import FormSchema

@@ -33,9 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RegistrationError
-from ..protocol._jsonrpc import Notification, Request
-from ..protocol._request_state import StateSealer
-from ..protocol._versions import SUPPORTED_VERSIONS
+from ..protocol import SUPPORTED_VERSIONS, Notification, Request, StateSealer
 from ..transports._seam import Peer, ResponseStream, Send
 from ..transports._session import HandshakeSession
 from ._apps import bind_tool_ui

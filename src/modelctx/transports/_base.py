@@ -20,7 +20,7 @@ from __future__ import annotations
 import abc
 from typing import Any, Protocol
 
-from ..protocol._jsonrpc import Message
+from ..protocol import Message
 
 __all__ = ["ClientTransport", "TransportEvents", "Outgoing"]
 

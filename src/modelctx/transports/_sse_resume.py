@@ -28,8 +28,8 @@ import time
 from collections import deque
 from typing import Any
 
+from ..protocol import encode
 from ..protocol._framing import SSE_KEEPALIVE, sse_event
-from ..protocol._jsonrpc import encode
 from ._asgi import KEEPALIVE_SECONDS, SSE_HEADERS, ASGISend, Receive, wait_disconnect, wait_or_keepalive
 
 __all__ = [

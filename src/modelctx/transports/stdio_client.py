@@ -33,8 +33,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from ..errors import ConnectionClosed, ParseError
+from ..protocol import decode, encode, notification
 from ..protocol._framing import LineBuffer, LineTooLong, response_id
-from ..protocol._jsonrpc import decode, encode, notification
 from ._base import ClientTransport, Outgoing, TransportEvents
 
 __all__ = ["ServerNotStarted", "StdioClientTransport"]
