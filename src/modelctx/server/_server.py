@@ -55,7 +55,7 @@ from ._registry import (
     resource_definition,
 )
 from ._signature import Signature
-from ._task_store import SqliteTaskStore, TaskStore
+from ._task_store import TaskStore
 from ._tasks import EXTENSION as TASKS_EXTENSION
 from ._tasks import TaskManager
 from ._transform import ArgTransform, derive_tool
@@ -360,6 +360,8 @@ class Server:
             from ._redis_tasks import RedisTaskStore
 
             return RedisTaskStore(self.config.redis_url, prefix=f"{self.redis_prefix}tasks:")
+        from ._sqlite_tasks import SqliteTaskStore
+
         return SqliteTaskStore(self.config.task_db or ":memory:")
 
     def remove_tool(self, name: str) -> None:
