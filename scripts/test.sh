@@ -73,7 +73,7 @@ export MODELCTX_MCP_1_2_0_PYTHON="$ROOT/.tools/mcp-1.2.0/bin/python"
 export MODELCTX_MCP_1_9_4_PYTHON="$ROOT/.tools/mcp-1.9.4/bin/python"
 
 # Lint and types first: both are part of the test run (and of CI).
-.venv/bin/ruff check src tests bench examples tools fuzz soak
+.venv/bin/ruff check src tests bench examples scripts fuzz soak
 .venv/bin/mypy  # --strict on src/modelctx ([tool.mypy] in pyproject.toml)
 
 exec .venv/bin/python -m pytest "$@"
