@@ -92,6 +92,11 @@ def _check_options(kind: str, options: Mapping[str, Any], known: frozenset[str])
         )
 
 
+def _server_info(name: str, version: str, **optional: Any) -> dict[str, Any]:
+    """The server's ``Implementation`` (``serverInfo``): name, version, and each optional field given."""
+    return {"name": name, "version": version, **{key: value for key, value in optional.items() if value}}
+
+
 def _checked_extensions(extensions: Mapping[str, Mapping[str, Any]] | None) -> dict[str, dict[str, Any]]:
     """``extensions`` as the ``capabilities.extensions`` object; raises ``ValueError``
     naming an identifier the spec does not allow, ``TypeError`` for settings that are not
@@ -227,16 +232,7 @@ class Server:
         self.version = version
         self.instructions = instructions
         self.config = config or ServerConfig()
-        info: dict[str, Any] = {"name": name, "version": version}
-        for key, value in (
-            ("title", title),
-            ("description", description),
-            ("websiteUrl", website_url),
-            ("icons", icons),
-        ):
-            if value:
-                info[key] = value
-        self.info = info
+        self.info = _server_info(name, version, title=title, description=description, websiteUrl=website_url, icons=icons)
         # Without a bus given, LocalBus; while serving with redis_url, a RedisBus over it.
         self._local_bus = LocalBus()
         self._bus_given = bus is not None
@@ -416,33 +412,49 @@ class Server:
                 "icons": icons,
                 "meta": meta,
             }
-            is_async = asyncio.iscoroutinefunction(fn)
-            if template is not None:
-                missing = set(signature.param_names) - set(template.variables)
-                if missing:
-                    raise RegistrationError(
-                        f"resource template {uri!r}: parameters {sorted(missing)} of "
-                        f"{resource_name!r} are not variables of the template "
-                        f"(it has {template.variables})"
-                    )
-                definition = resource_definition(uri_template=uri, **common)
-                self._registry.put(
-                    "templates",
-                    uri,
-                    TemplateDef(template, fn, signature, definition, mime_type, is_async, cache=cache),
-                    replace=replace,
-                )
-            else:
-                definition = resource_definition(uri=uri, size=size, **common)
-                self._registry.put(
-                    "resources",
-                    uri,
-                    ResourceDef(uri, fn, signature, definition, mime_type, is_async, cache),
-                    replace=replace,
-                )
+            self._put_resource(uri, template, fn, signature, common, size, cache, replace)
             return fn
 
         return register
+
+    def _put_resource(
+        self,
+        uri: str,
+        template: UriTemplate | None,
+        fn: Callable[..., Any],
+        signature: Signature,
+        common: dict[str, Any],
+        size: int | None,
+        cache: CacheHint | None,
+        replace: bool,
+    ) -> None:
+        """Register ``fn`` under ``uri``: a template when ``template`` is given (each of
+        its parameters a variable of it, or ``RegistrationError``), else a resource."""
+        mime_type = common["mime_type"]
+        is_async = asyncio.iscoroutinefunction(fn)
+        if template is not None:
+            missing = set(signature.param_names) - set(template.variables)
+            if missing:
+                raise RegistrationError(
+                    f"resource template {uri!r}: parameters {sorted(missing)} of "
+                    f"{common['name']!r} are not variables of the template "
+                    f"(it has {template.variables})"
+                )
+            definition = resource_definition(uri_template=uri, **common)
+            self._registry.put(
+                "templates",
+                uri,
+                TemplateDef(template, fn, signature, definition, mime_type, is_async, cache=cache),
+                replace=replace,
+            )
+        else:
+            definition = resource_definition(uri=uri, size=size, **common)
+            self._registry.put(
+                "resources",
+                uri,
+                ResourceDef(uri, fn, signature, definition, mime_type, is_async, cache),
+                replace=replace,
+            )
 
     def remove_resource(self, uri: str) -> None:
         registry = self._registry

@@ -156,11 +156,22 @@ class Signature:
             raise RegistrationError(f"{self.where}: cannot read its type hints: {exc}") from exc
         self.return_type = hints.get("return", _MISSING)
         self.context_param: str | None = None
-        fields: list[tuple[str, Any, Any]] = []
         self.param_names: list[str] = []
         self.var_kw = False
         self.hints: dict[str, Any] = {}  # each exposed parameter's type, as written
         self._predicates: dict[str, list[Callable[[Any], bool]]] = {}
+        fields, pydantic_fields = self._parameters(fn, hints, context_type, param_docs)
+        self._pydantic: Any = None  # a pydantic model class, when a parameter needs one
+        self._schema: dict[str, Any] | None = None  # set by use_schema: the author's own inputSchema
+        self._validator: Any = None  # its jsonschema validator, built at first use
+        self._build_schema(name, fields, pydantic_fields)
+
+    def _parameters(
+        self, fn: Callable[..., Any], hints: dict[str, Any], context_type: type, param_docs: dict[str, str]
+    ) -> tuple[list[tuple[str, Any, Any]], dict[str, Any]]:
+        """Each parameter the client sends, as (name, msgspec type, default) and as a pydantic
+        field; notes the context parameter and ``**kwargs``; refuses ``*args`` and an untyped ``ctx``."""
+        fields: list[tuple[str, Any, Any]] = []
         pydantic_fields: dict[str, Any] = {}
         for param in inspect.signature(fn).parameters.values():
             tp = hints.get(param.name, Any)
@@ -191,9 +202,13 @@ class Signature:
                 doc,
             )
             self.param_names.append(param.name)
-        self._pydantic = None
-        self._schema: dict[str, Any] | None = None  # set by use_schema: the author's own inputSchema
-        self._validator: Any = None  # its jsonschema validator, built at first use
+        return fields, pydantic_fields
+
+    def _build_schema(
+        self, name: str, fields: list[tuple[str, Any, Any]], pydantic_fields: dict[str, Any]
+    ) -> None:
+        """The input schema and what validates arguments: a pydantic model when a type
+        needs pydantic, else a msgspec struct."""
         self._required = [n for n, _, d in fields if d is msgspec.NODEFAULT]
         if any(_mentions_pydantic(tp) for _, tp, _ in fields):
             self._pydantic = _pydantic_model(self.where, name, pydantic_fields)
