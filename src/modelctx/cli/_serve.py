@@ -131,19 +131,7 @@ def serve_command(target: str, **options: Any) -> None:
 def _protected_resource(args: Any, url: str) -> Any:
     """The ``ProtectedResource`` the ``--auth-*`` options describe, None without them;
     ``fail`` for a combination that cannot work."""
-    given = [
-        name
-        for name, value in (
-            ("--auth-resource", args.auth_resource),
-            ("--auth-scopes", args.auth_scopes),
-            ("--auth-required-scopes", args.auth_required_scopes),
-            ("--auth-jwks-uri", args.auth_jwks_uri),
-            ("--auth-introspect", args.auth_introspect),
-            ("--auth-dpop", args.auth_dpop != "off"),
-            ("--auth-strict-jwt", args.auth_strict_jwt),
-        )
-        if value
-    ]
+    given = _auth_options_given(args)
     issuers: list[str] = args.auth_issuer
     if args.auth_jwks_uri and args.auth_introspect:
         fail("--auth-jwks-uri and --auth-introspect are two ways to check tokens; give one of them")
@@ -155,19 +143,7 @@ def _protected_resource(args: Any, url: str) -> Any:
         return None
     if not args.http:
         fail("--auth-issuer protects an HTTP endpoint; add --http (a stdio server is not reached over HTTP)")
-    if len(set(issuers)) != len(issuers):
-        fail("--auth-issuer names the same issuer twice")
-    for issuer in issuers:
-        _check_url("--auth-issuer", issuer)
-    for option, value in (("--auth-jwks-uri", args.auth_jwks_uri), ("--auth-introspect", args.auth_introspect)):
-        if value:
-            _check_url(option, value)
-    unknown = sorted(set(args.auth_required_scopes) - set(args.auth_scopes)) if args.auth_scopes else []
-    if unknown:
-        fail(
-            f"--auth-required-scopes names {', '.join(unknown)}, which --auth-scopes does not advertise; "
-            "add it there (or leave --auth-scopes out)"
-        )
+    _check_auth_values(args, issuers)
     resource = args.auth_resource or url
     if args.auth_resource is None and args.host in ("0.0.0.0", "::", ""):
         fail(
@@ -197,6 +173,40 @@ def _protected_resource(args: Any, url: str) -> Any:
         )
     except ValueError as exc:
         fail(str(exc))
+
+
+def _auth_options_given(args: Any) -> list[str]:
+    """The ``--auth-*`` options given besides ``--auth-issuer``, as written."""
+    return [
+        name
+        for name, value in (
+            ("--auth-resource", args.auth_resource),
+            ("--auth-scopes", args.auth_scopes),
+            ("--auth-required-scopes", args.auth_required_scopes),
+            ("--auth-jwks-uri", args.auth_jwks_uri),
+            ("--auth-introspect", args.auth_introspect),
+            ("--auth-dpop", args.auth_dpop != "off"),
+            ("--auth-strict-jwt", args.auth_strict_jwt),
+        )
+        if value
+    ]
+
+
+def _check_auth_values(args: Any, issuers: list[str]) -> None:
+    """``fail`` for a repeated issuer, a URL that is not one, or a required scope not advertised."""
+    if len(set(issuers)) != len(issuers):
+        fail("--auth-issuer names the same issuer twice")
+    for issuer in issuers:
+        _check_url("--auth-issuer", issuer)
+    for option, value in (("--auth-jwks-uri", args.auth_jwks_uri), ("--auth-introspect", args.auth_introspect)):
+        if value:
+            _check_url(option, value)
+    unknown = sorted(set(args.auth_required_scopes) - set(args.auth_scopes)) if args.auth_scopes else []
+    if unknown:
+        fail(
+            f"--auth-required-scopes names {', '.join(unknown)}, which --auth-scopes does not advertise; "
+            "add it there (or leave --auth-scopes out)"
+        )
 
 
 def _check_redis_url(url: str) -> None:

@@ -393,12 +393,11 @@ class Server:
                 f"@server.resource needs the resource's URI, e.g. "
                 f'@server.resource("notes://{{id}}") above def {getattr(uri, "__name__", "...")}'
             )
-        is_template = "{" in uri or "}" in uri
-        # Parse the template before the decorator runs: a malformed one fails at once.
-        template = UriTemplate(uri) if is_template else None
+        # Parse a template before the decorator runs: a malformed one fails at once.
+        template = UriTemplate(uri) if "{" in uri or "}" in uri else None
 
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-            kind = "resource template" if is_template else "resource"
+            kind = "resource template" if template is not None else "resource"
             # The URI identifies a resource, so a lambda is fine here: its URI names it.
             own = getattr(fn, "__name__", None)
             resource_name = handler_name(fn, name or (uri if own in (None, "<lambda>") else None), kind)
