@@ -183,9 +183,9 @@ class LegacySse:
             await send({
                 "type": "http.response.body", "body": sse_event(endpoint.encode(), b"endpoint"), "more_body": True,
             })  # fmt: skip
-            await self._pump(stream, receive, send)
+            complete = await self._pump(stream, receive, send)
         except OSError:
-            pass  # the client went first
+            complete = False  # the client went first
         finally:
             del self._streams[stream_id]
             left = self._owned[key] - 1
@@ -196,8 +196,12 @@ class LegacySse:
             stream.end()
             if stream.duplex is not None:
                 await stream.duplex.shutdown(_SHUTDOWN_GRACE)
-        with contextlib.suppress(OSError):
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        if complete:
+            with contextlib.suppress(OSError, TimeoutError):
+                async with asyncio.timeout(self.slow_reader_seconds):
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+        # Else the response is left unfinished: the server closes the connection (a
+        # reader too slow for its last event would not read the end either).
 
     def _admit(self, principal: Any) -> tuple[int, InternalError] | None:
         if self.per_principal is not None and self._owned.get(principal_key(principal), 0) >= self.per_principal:
@@ -233,9 +237,11 @@ class LegacySse:
 
         return to_client
 
-    async def _pump(self, stream: _Stream, receive: Receive, send: ASGISend) -> None:
+    async def _pump(self, stream: _Stream, receive: Receive, send: ASGISend) -> bool:
         """Write the stream's events as they come, a keep-alive comment after a quiet
-        ``KEEPALIVE_SECONDS``, until the client leaves or the stream is ended."""
+        ``KEEPALIVE_SECONDS``, until the client leaves or the stream is ended. False
+        when a write did not complete within ``slow_reader_seconds`` (the client reads
+        too slowly, or not at all)."""
         gone = asyncio.ensure_future(wait_disconnect(receive))
         try:
             while True:
@@ -243,13 +249,22 @@ class LegacySse:
                 done, _ = await asyncio.wait(
                     (getter, gone, stream.ended), timeout=KEEPALIVE_SECONDS, return_when=asyncio.FIRST_COMPLETED
                 )
-                if getter not in done:
+                if getter in done:
+                    body = getter.result()
+                else:
                     getter.cancel()
                     if done:
-                        return  # the client left, or the stream was ended
-                    await send({"type": "http.response.body", "body": SSE_KEEPALIVE, "more_body": True})
-                    continue
-                await send({"type": "http.response.body", "body": getter.result(), "more_body": True})
+                        return True  # the client left, or the stream was ended
+                    body = SSE_KEEPALIVE
+                try:
+                    async with asyncio.timeout(self.slow_reader_seconds):
+                        await send({"type": "http.response.body", "body": body, "more_body": True})
+                except TimeoutError:
+                    log.warning(
+                        "HTTP+SSE session %s: the client took no event for %gs; its stream is ended",
+                        stream.id, self.slow_reader_seconds,
+                    )
+                    return False
         finally:
             gone.cancel()
 
