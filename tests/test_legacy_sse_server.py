@@ -28,6 +28,7 @@ from typing import Any
 import httpx
 import pytest
 from conftest import DEADLINE, _stop, async_test, free_port, wait_until
+from scale_processes import Processes
 
 from modelctx import Context, Server
 from modelctx.transports._legacy_sse import QUEUE_EVENTS
@@ -110,15 +111,19 @@ class Stream:
         assert kind == "message", (kind, data)
         return json.loads(data)
 
-    def post(self, message: Any = None, *, content: bytes | None = None, **headers: str) -> httpx.Response:
+    def post(
+        self, message: Any = None, *, content: bytes | None = None, via: str | None = None, **headers: str
+    ) -> httpx.Response:
+        """POST to the endpoint, on a new connection, at ``via`` (another replica) if given."""
         body = content if content is not None else json.dumps(message).encode()
         merged = {"content-type": "application/json", **self.headers, **headers}
-        with httpx.Client(timeout=DEADLINE) as fresh:  # a new connection each time
-            return fresh.post(self.base + self.endpoint, content=body, headers=merged)
+        with httpx.Client(timeout=DEADLINE) as fresh:
+            return fresh.post((via or self.base) + self.endpoint, content=body, headers=merged)
 
-    def call(self, message: dict[str, Any]) -> dict[str, Any]:
+    def call(self, message: dict[str, Any], via: str | None = None) -> dict[str, Any]:
         """POST a request and read its answer on the stream (notifications before it skipped)."""
-        assert self.post(message).status_code == 202
+        posted = self.post(message, via=via)
+        assert posted.status_code == 202, posted.text
         while True:
             got = self.message()
             if got.get("id") == message["id"] and "method" not in got:
@@ -353,6 +358,53 @@ def test_with_two_workers_a_post_reaching_the_other_worker_is_relayed_to_its_str
         for opened in streams:
             opened.close()
         server.stop()
+
+
+# -- replicas sharing a Redis -----------------------------------------------------------------
+REPLICA = Path(__file__).parent / "servers" / "session_replica.py"
+
+
+@pytest.fixture
+def replicas(redis_url: str, tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """Replicas A and B of session_replica.py (principal: the X-User header), one Redis."""
+    with Processes(tmp_path / "procs", graceful=False) as procs:
+        started = [
+            procs.start_script(REPLICA, "--auth", redis_url=redis_url, env={"REPLICA": name}, wait=False)
+            for name in "AB"
+        ]
+        a, b = (proc.wait_ready() for proc in started)
+        yield a.url.removesuffix("/mcp"), b.url.removesuffix("/mcp")
+
+
+def test_a_post_reaching_another_replica_is_served_on_the_stream_it_names(replicas):
+    a, b = replicas
+    alice = Stream(a, {"x-user": "alice"})
+    try:
+        assert alice.call(INIT, via=b)["result"]["protocolVersion"] == OLD
+        assert alice.post(INITIALIZED, via=b).status_code == 202
+        answer = alice.call(tool_call(1, "whereami"), via=b)
+        assert answer["result"]["content"] == [{"type": "text", "text": "A"}]  # run where the stream is
+        # A cancellation through B stops the call running on A: the next answer is the ping's.
+        assert alice.post(tool_call(2, "wait_forever"), via=b).status_code == 202
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}
+        assert alice.post(cancel, via=b).status_code == 202
+        assert alice.call({"jsonrpc": "2.0", "id": 3, "method": "ping"}, via=b)["id"] == 3
+    finally:
+        alice.close()
+
+
+def test_another_replica_refuses_a_post_of_another_principal_or_of_an_ended_stream(replicas):
+    a, b = replicas
+    alice = Stream(a, {"x-user": "alice"})
+    try:
+        alice.open_session()
+        assert alice.post(tool_call(1, "whereami"), via=b, **{"x-user": "mallory"}).status_code == 404
+        assert alice.call({"jsonrpc": "2.0", "id": 2, "method": "ping"}, via=b)["id"] == 2  # nothing ran before
+        assert alice.post(content=b"{not json", via=b).status_code == 400
+    finally:
+        alice.close()
+    ping = {"jsonrpc": "2.0", "id": 3, "method": "ping"}
+    wait_until(lambda: alice.post(ping, via=b).status_code == 404, "the ended stream to be unknown on B")
 
 
 # -- a reader that stops reading (in-process: its send never returns) ---------------------------

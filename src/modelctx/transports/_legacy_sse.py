@@ -46,6 +46,17 @@ Choices, each where the official SDK leaves room:
 Worker processes (``serve_http(workers=N)`` without Redis): a stream's session id names
 the worker serving it (``Siblings.name``), and ``holder`` tells ``HttpApp`` which worker
 a POST belongs to, so it is relayed there as a Streamable HTTP request is.
+
+Replicas sharing a Redis (``ServerConfig.redis_url``; worker processes with one too): the
+stream stays with the replica serving its GET, and that replica keeps a record of it in
+Redis (``RedisSessionStore.hold_sse``: the principal's digest, renewed while the stream
+is open, gone ``_RECORD_SECONDS`` after its replica is). A POST reaching another replica
+is checked there against that record (unknown or another principal's: 404), read and
+parsed there (413, 408, 400 as at home), then forwarded on the sessions channel
+(``forward_sse``) and answered 202; the holder feeds it to the stream's connection
+(``forwarded``). Only the holder counts a session's running requests, so a forwarded
+request past ``max_requests`` is refused on the stream (the JSON-RPC error the 429
+would carry) instead of with a 429.
 """
 
 from __future__ import annotations
@@ -60,7 +71,7 @@ from urllib.parse import parse_qs, quote
 
 from ..errors import InternalError, InvalidRequest, ProtocolError
 from ..protocol._framing import SSE_KEEPALIVE, sse_event
-from ..protocol._jsonrpc import Request, decode, encode, error_response
+from ..protocol._jsonrpc import Message, Notification, Request, decode, encode, error_response
 from ..protocol._versions import Feature, features
 from ._asgi import (
     KEEPALIVE_SECONDS,
@@ -75,6 +86,7 @@ from ._asgi import (
 )
 from ._duplex import DuplexServer
 from ._identity import principal_key
+from ._redis_sessions import RedisSessionStore, SessionStoreUnavailable, principal_digest
 from ._seam import ServerApp
 from ._siblings import Siblings
 
@@ -86,6 +98,9 @@ SSE_PATH = "/sse"
 MESSAGES_PATH = "/messages"
 QUEUE_EVENTS = 256  # encoded events waiting for a slow reader, per stream
 _SHUTDOWN_GRACE = 2.0  # seconds a closed stream's cancelled requests get to stop
+# Seconds a stream's record in Redis outlives its last renewal (every third of it): a
+# replica that died takes its streams' records with it within this time.
+_RECORD_SECONDS = 3 * KEEPALIVE_SECONDS
 
 ReadBody = Callable[[], Awaitable[bytes | None]]
 
@@ -93,12 +108,13 @@ ReadBody = Callable[[], Awaitable[bytes | None]]
 class _Stream:
     """One ``GET /sse``: its queue of events and the duplex connection its POSTs feed."""
 
-    __slots__ = ("id", "principal", "duplex", "queue", "ended")
+    __slots__ = ("id", "principal", "duplex", "queue", "ended", "send")
 
     def __init__(self, stream_id: str, principal: Any) -> None:
         self.id = stream_id
         self.principal = principal
         self.duplex: DuplexServer | None = None
+        self.send: Callable[[dict[str, Any]], Awaitable[None]] | None = None  # onto the queue
         self.queue: asyncio.Queue[bytes] = asyncio.Queue(QUEUE_EVENTS)
         self.ended = asyncio.get_running_loop().create_future()  # set: end the stream now
 
@@ -121,6 +137,7 @@ class LegacySse:
         max_requests: int,
         slow_reader_seconds: float,
         siblings: Siblings | None = None,
+        store: RedisSessionStore | None = None,
     ) -> None:
         self.server = server
         self.max_sessions = max_sessions
@@ -128,8 +145,10 @@ class LegacySse:
         self.max_requests = max_requests
         self.slow_reader_seconds = slow_reader_seconds
         self._siblings = siblings
+        self._store = store
         self._streams: dict[str, _Stream] = {}
         self._owned: dict[str | None, int] = {}  # open streams per principal key
+        self._refusals: set[asyncio.Future[None]] = set()  # sending, held till sent
 
     def __len__(self) -> int:
         return len(self._streams)
@@ -172,11 +191,20 @@ class LegacySse:
         if self._siblings is not None and self._siblings.slot is not None:
             stream_id = self._siblings.name(stream_id)  # names this worker, for the others
         stream = _Stream(stream_id, principal)
+        renewing: asyncio.Task[None] | None = None
+        if self._store is not None:
+            try:
+                await self._store.hold_sse(stream_id, principal, _RECORD_SECONDS)
+            except SessionStoreUnavailable as down:
+                await _refuse(send, 503, None, InternalError(str(down)), [(b"retry-after", b"1")])
+                return
+            renewing = asyncio.ensure_future(_renew(self._store, stream_id, principal))
         key = principal_key(principal)
         self._streams[stream_id] = stream
         self._owned[key] = self._owned.get(key, 0) + 1
         try:
-            stream.duplex = DuplexServer(self.server, self._sender(stream), principal)
+            stream.send = self._sender(stream)
+            stream.duplex = DuplexServer(self.server, stream.send, principal)
             # Relative to the server, as the official SDK names it (under the app's root_path).
             endpoint = f"{quote(scope.get('root_path', '').rstrip('/') + MESSAGES_PATH)}/?session_id={stream_id}"
             await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
@@ -196,6 +224,10 @@ class LegacySse:
             stream.end()
             if stream.duplex is not None:
                 await stream.duplex.shutdown(_SHUTDOWN_GRACE)
+            if renewing is not None and self._store is not None:
+                renewing.cancel()
+                with contextlib.suppress(SessionStoreUnavailable):
+                    await self._store.release_sse(stream_id)
         if complete:
             with contextlib.suppress(OSError, TimeoutError):
                 async with asyncio.timeout(self.slow_reader_seconds):
@@ -281,7 +313,16 @@ class LegacySse:
             )
             return
         stream = self._streams.get(session_id)
-        if stream is None or stream.ended.done() or principal_key(stream.principal) != principal_key(principal):
+        held = stream is not None and not stream.ended.done()
+        if stream is not None and principal_key(stream.principal) != principal_key(principal):
+            held = False  # another principal's: as good as unknown
+        elif stream is None and self._store is not None:
+            try:  # held by another replica?
+                held = await self._store.sse_principal(session_id) == principal_digest(principal)
+            except SessionStoreUnavailable as down:
+                await _refuse(send, 503, None, InternalError(str(down)), [(b"retry-after", b"1")])
+                return
+        if not held:
             await _refuse(
                 send, 404, None,
                 InvalidRequest("Session not found: it ended with its event stream; GET /sse again for a new one"),
@@ -295,29 +336,75 @@ class LegacySse:
             refusal = InvalidRequest(f"Content-Type must be application/json, not {content_type!r}")
             await _refuse(send, 415, None, refusal)
             return
-        duplex = stream.duplex
-        assert duplex is not None
+        duplex = stream.duplex if stream is not None else None
         try:
             message = decode(body)
         except ProtocolError as exc:
-            if not (body.lstrip().startswith(b"[") and _batches(duplex)):
+            # A 2025-03-26 session takes batches: its connection reads them (and answers
+            # their faults on the stream). Another replica's session may be one.
+            batch = body.lstrip().startswith(b"[") and (duplex is None or _batches(duplex))
+            if not batch:
                 await _refuse(send, 400, exc.request_id, exc)
                 return
-            message = None  # a 2025-03-26 batch: the connection reads it (and answers its faults)
-        if type(message) is Request and duplex.busy(self.max_requests):
-            error = InternalError(
-                f"Too many requests in flight: this session already runs {self.max_requests}; "
-                "wait for some to finish (or cancel them), then send this one again"
-            )
-            await _refuse(send, 429, message.id, error, [(b"retry-after", b"1")])
+            message = None
+        if duplex is None:
+            assert self._store is not None
+            try:
+                await self._store.forward_sse(session_id, body)
+            except SessionStoreUnavailable as down:
+                await _refuse(send, 503, _id_of(message), InternalError(str(down)), [(b"retry-after", b"1")])
+                return
+        elif type(message) is Request and duplex.busy(self.max_requests):
+            await _refuse(send, 429, message.id, self._too_many(), [(b"retry-after", b"1")])
             return
-        duplex.receive_data(body)
+        else:
+            duplex.receive_data(body)
         await send_empty(send, 202)
+
+    def _too_many(self) -> InternalError:
+        return InternalError(
+            f"Too many requests in flight: this session already runs {self.max_requests}; "
+            "wait for some to finish (or cancel them), then send this one again"
+        )
+
+    def forwarded(self, note: dict[str, Any]) -> None:
+        """A POST another replica checked and forwarded (``RedisSessionStore.forward_sse``)
+        for a stream held here; dropped when the stream has ended meanwhile."""
+        stream = self._streams.get(note.get("session") or "")
+        body = note.get("message")
+        if stream is None or stream.ended.done() or stream.duplex is None or not isinstance(body, str):
+            log.debug("HTTP+SSE session %s: a forwarded message for a stream not held here; dropped", note.get("session"))
+            return
+        data = body.encode()
+        if stream.duplex.busy(self.max_requests) and stream.send is not None:
+            with contextlib.suppress(ProtocolError):
+                message = decode(data)
+                if type(message) is Request:  # refused on the stream, as the 429 says at home
+                    refusal = error_response(message.id, self._too_many())
+                    sending = asyncio.ensure_future(stream.send(refusal))
+                    self._refusals.add(sending)
+                    sending.add_done_callback(self._refusals.discard)
+                    return
+        stream.duplex.receive_data(data)
 
     def close(self) -> None:
         """End every stream (the server stops); each GET then closes its session."""
         for stream in list(self._streams.values()):
             stream.end()
+
+
+async def _renew(store: RedisSessionStore, stream_id: str, principal: Any) -> None:
+    """Keep the record of a stream held here alive while it is open."""
+    while True:
+        await asyncio.sleep(_RECORD_SECONDS / 3)
+        try:
+            await store.hold_sse(stream_id, principal, _RECORD_SECONDS)
+        except SessionStoreUnavailable as down:
+            log.warning("HTTP+SSE session %s: its record was not renewed: %s", stream_id, down)
+
+
+def _id_of(message: Message | None) -> str | int | None:
+    return None if message is None or isinstance(message, Notification) else message.id
 
 
 def _session_id(scope: Scope) -> str | None:

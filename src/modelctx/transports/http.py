@@ -270,7 +270,7 @@ class HttpApp:
         self._legacy = (
             LegacySse(
                 server, max_sessions=max_sessions, per_principal=quota, max_requests=max_requests_per_session,
-                slow_reader_seconds=body_timeout, siblings=self._siblings,
+                slow_reader_seconds=body_timeout, siblings=self._siblings, store=self._store,
             )
             if legacy_sse else None
         )
@@ -1000,6 +1000,9 @@ class HttpApp:
 
     def _on_note(self, note: dict[str, Any]) -> None:
         """Act on what another replica published about a session held here."""
+        if note.get("kind") == "sse" and self._legacy is not None:
+            self._legacy.forwarded(note)  # a POST for an HTTP+SSE stream held here
+            return
         session_id = note.get("session")
         session = self._sessions.get(session_id) if isinstance(session_id, str) else None
         kind = note.get("kind")
