@@ -18,6 +18,7 @@ import asyncio
 import json
 import queue
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -80,6 +81,7 @@ class Stream:
         self.response = self._opened.__enter__()
         self.events: queue.Queue[tuple[str, str] | None] = queue.Queue()
         self.endpoint = ""
+        self.ended_whole = False
         if self.response.status_code == 200:
             threading.Thread(target=self._read, daemon=True).start()
             kind, self.endpoint = self.event()
@@ -97,6 +99,7 @@ class Stream:
                     kind = line[6:].strip()
                 elif line.startswith("data:"):
                     data.append(line[5:].lstrip(" "))
+            self.ended_whole = True  # the server ended the response (not a cut connection)
         except Exception:  # noqa: BLE001 - closed under the reader: the stream is over
             pass
         self.events.put(None)
@@ -335,6 +338,78 @@ def test_a_post_into_another_principals_session_is_refused_404_and_never_reaches
         assert answer["result"]["content"][0]["text"] == '{"sum":4}'
     finally:
         alice.close()
+
+
+# -- limits --------------------------------------------------------------------------------
+def test_past_max_sessions_a_new_stream_is_refused_503_until_one_closes(tmp_path):
+    server = Served(tmp_path / "server.log", "--max-sessions", "2")
+    opened = [Stream(server.base), Stream(server.base)]
+    try:
+        extra = Stream(server.base)
+        assert extra.response.status_code == 503 and extra.response.headers["retry-after"] == "1"
+        extra.response.read()
+        assert "HTTP+SSE sessions are open" in extra.response.json()["error"]["message"]
+        extra.close()
+        opened.pop().close()
+        # Room again once the closed stream's GET has ended (the server sees the close).
+        wait_until(lambda: _opens(server.base), "a stream to open after one closed")
+    finally:
+        for stream in opened:
+            stream.close()
+        server.stop()
+
+
+def _opens(base: str) -> bool:
+    stream = Stream(base)
+    try:
+        return stream.response.status_code == 200
+    finally:
+        stream.close()
+
+
+def test_a_principal_at_its_quota_is_refused_429_and_others_still_open_streams(tmp_path):
+    server = Served(tmp_path / "server.log", "--auth", "--per-principal", "1")
+    alice = Stream(server.base, {"authorization": "Bearer alice"})
+    try:
+        again = Stream(server.base, {"authorization": "Bearer alice"})
+        assert again.response.status_code == 429
+        again.close()
+        bob = Stream(server.base, {"authorization": "Bearer bob"})
+        assert bob.response.status_code == 200
+        bob.close()
+    finally:
+        alice.close()
+        server.stop()
+
+
+def test_stopping_the_server_ends_its_streams_at_once(tmp_path):
+    server = Served(tmp_path / "server.log")
+    stream = Stream(server.base)
+    try:
+        stream.open_session()
+        server.process.send_signal(signal.SIGTERM)
+        # The server ends the stream's response whole (the reader sees its end, not a cut
+        # connection), then exits (uvicorn raises the SIGTERM again once it has stopped).
+        while (got := stream.events.get(timeout=DEADLINE)) is not None:
+            assert got[0] == "message", got
+        assert stream.ended_whole
+        assert server.process.wait(timeout=DEADLINE) in (0, -signal.SIGTERM)
+    finally:
+        stream.close()
+        server.stop()
+
+
+def test_an_endpoint_served_at_sse_keeps_that_path(tmp_path):
+    server = Served(tmp_path / "server.log", "--path", "/sse")
+    try:
+        answer = httpx.post(
+            server.base + "/sse", json=INIT, headers={"accept": "application/json, text/event-stream"},
+            timeout=DEADLINE,
+        )  # fmt: skip
+        assert answer.status_code == 200 and answer.json()["result"]["protocolVersion"] == OLD
+        assert httpx.post(server.base + "/messages/?session_id=x", json=INIT, timeout=DEADLINE).status_code == 404
+    finally:
+        server.stop()
 
 
 # -- worker processes --------------------------------------------------------------------------

@@ -210,7 +210,8 @@ class HttpApp:
 
     ``legacy_sse`` (default True): also serve the deprecated HTTP+SSE transport of
     2024-11-05 (``GET /sse``, ``POST /messages``; ``_legacy_sse``) behind the same
-    checks; False answers those paths 404.
+    checks; False answers those paths 404. An endpoint ``path`` of ``/sse`` or
+    ``/messages`` turns it off too (that path is the endpoint's).
     """
 
     def __init__(
@@ -272,7 +273,8 @@ class HttpApp:
                 server, max_sessions=max_sessions, per_principal=quota, max_requests=max_requests_per_session,
                 slow_reader_seconds=body_timeout, siblings=self._siblings, store=self._store,
             )
-            if legacy_sse else None
+            # An endpoint served at /sse or /messages keeps its path: no HTTP+SSE beside it.
+            if legacy_sse and not LegacySse.serves(self.path) else None
         )
         self._running: contextlib.AsyncExitStack | None = None
         self._header_paths: dict[str, tuple[dict[str, Any], dict[str, tuple[str, ...]]]] = {}
