@@ -31,7 +31,9 @@ import pytest
 from conftest import DEADLINE, _stop, async_test, free_port, wait_until
 from scale_processes import Processes
 
-from modelctx import Context, Server
+from modelctx import Context, Server, ServerConfig
+from modelctx.errors import RATE_LIMITED
+from modelctx.server.middleware import RateLimit
 from modelctx.transports._legacy_sse import QUEUE_EVENTS
 from modelctx.transports.http import HttpApp
 
@@ -554,3 +556,47 @@ async def post(app: HttpApp, path: str, query: str, message: dict[str, Any]) -> 
 
     await app(scope("POST", path, query), receive, send)
     return int(sent[0]["status"])
+
+
+@async_test()
+async def test_the_servers_rate_limit_counts_the_principals_calls_over_sse():
+    server = Server("limited", config=ServerConfig(middleware=[RateLimit(rate=0.01, burst=1, methods={"tools/call"})]))
+
+    @server.tool
+    def hello() -> str:
+        return "hello"
+
+    async def alice(scope: dict[str, Any]) -> str:
+        return "alice"
+
+    app = HttpApp(server, authenticate=alice)
+    events: asyncio.Queue[bytes] = asyncio.Queue()
+
+    async def reader_send(message: dict[str, Any]) -> None:
+        if message.get("body"):
+            events.put_nowait(message["body"])
+
+    async def never_leaves() -> dict[str, Any]:
+        await asyncio.Event().wait()
+        return {}
+
+    async def answer() -> dict[str, Any]:
+        while True:
+            body = await asyncio.wait_for(events.get(), DEADLINE)
+            if body.startswith(b"event: message"):
+                return json.loads(body.split(b"data: ", 1)[1])
+
+    async with server.running():
+        get = asyncio.ensure_future(app(scope("GET", "/sse"), never_leaves, reader_send))
+        endpoint = await asyncio.wait_for(events.get(), DEADLINE)
+        path, _, query = endpoint.split(b"data: ")[1].strip().decode().partition("?")
+        assert await post(app, path, query, INIT) == 202
+        await answer()
+        assert await post(app, path, query, INITIALIZED) == 202
+        assert await post(app, path, query, tool_call(1, "hello")) == 202
+        assert (await answer())["result"]["content"] == [{"type": "text", "text": "hello"}]
+        assert await post(app, path, query, tool_call(2, "hello")) == 202
+        refused = await answer()
+        assert refused["id"] == 2 and refused["error"]["code"] == RATE_LIMITED
+        app.end_legacy_streams()
+        await asyncio.wait_for(get, DEADLINE)
