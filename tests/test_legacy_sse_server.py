@@ -211,6 +211,20 @@ def test_notifications_cancelled_stops_the_running_call_and_it_is_never_answered
     assert ping == {"jsonrpc": "2.0", "id": 6, "result": {}}  # the next message: call 5 got no answer
 
 
+def test_a_server_request_goes_out_on_the_stream_and_its_answer_comes_back_by_post(stream):
+    # A newer client may use this transport too: on 2025-06-18 a handler can elicit.
+    init = {**INIT, "params": {**INIT["params"], "protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}}}}
+    assert stream.call(init)["result"]["protocolVersion"] == "2025-06-18"
+    assert stream.post(INITIALIZED).status_code == 202
+    assert stream.post(tool_call(1, "ask")).status_code == 202
+    asked = stream.message()
+    assert asked["method"] == "elicitation/create" and asked["params"]["message"] == "Your name?"
+    answer = {"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"name": "Ann"}}}
+    assert stream.post(answer).status_code == 202
+    result = stream.message()
+    assert result["id"] == 1 and result["result"]["content"][0]["text"] == "answer: accept"
+
+
 # -- bad input ---------------------------------------------------------------------------------
 def test_malformed_json_is_refused_400_with_a_parse_error_and_nothing_on_the_stream(stream):
     stream.open_session()
