@@ -614,3 +614,35 @@ async def test_the_servers_rate_limit_counts_the_principals_calls_over_sse():
         assert refused["id"] == 2 and refused["error"]["code"] == RATE_LIMITED
         app.end_legacy_streams()
         await asyncio.wait_for(get, DEADLINE)
+
+
+# -- OAuth (a ProtectedResource): the bearer checked on the GET and on every POST --------------
+@async_test(40.0)
+async def test_an_oauth_protected_server_checks_the_token_on_the_stream_and_on_each_post():
+    from test_auth_resource import protected
+
+    async with protected() as setup, httpx.AsyncClient(timeout=DEADLINE) as client:
+        base = setup.url.removesuffix("/mcp")
+        alice, mallory = setup.token(), setup.token(sub="mallory")
+        refused = await client.get(base + "/sse")
+        assert refused.status_code == 401 and "resource_metadata=" in refused.headers["www-authenticate"]
+        expired = await client.get(base + "/sse", headers={"authorization": f"Bearer {setup.token(exp=1)}"})
+        assert expired.status_code == 401
+        async with client.stream("GET", base + "/sse", headers={"authorization": f"Bearer {alice}"}) as stream:
+            assert stream.status_code == 200
+            lines = stream.aiter_lines()
+            assert await anext(lines) == "event: endpoint"
+            endpoint = base + (await anext(lines)).removeprefix("data: ")
+
+            async def post(message: dict[str, Any], token: str | None) -> httpx.Response:
+                headers = {"authorization": f"Bearer {token}"} if token else {}
+                return await client.post(endpoint, json=message, headers=headers)
+
+            assert (await post(INIT, None)).status_code == 401
+            assert (await post(INIT, mallory)).status_code == 404  # another principal's session
+            assert (await post(INIT, alice)).status_code == 202
+            async for line in lines:
+                if line.startswith("data: "):
+                    assert json.loads(line[6:])["result"]["protocolVersion"] == OLD
+                    break
+        assert setup.ran == []
