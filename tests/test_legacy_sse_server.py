@@ -15,6 +15,7 @@ transport are in tests/test_interop_old_clients.py.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import queue
 import re
@@ -28,7 +29,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import DEADLINE, _stop, async_test, free_port, wait_until
+from conftest import DEADLINE, _stop, async_test, free_port, until, wait_until
 from scale_processes import Processes
 
 from modelctx import Context, Server, ServerConfig
@@ -646,3 +647,47 @@ async def test_an_oauth_protected_server_checks_the_token_on_the_stream_and_on_e
                     assert json.loads(line[6:])["result"]["protocolVersion"] == OLD
                     break
         assert setup.ran == []
+
+
+@async_test()
+async def test_closed_streams_leave_no_session_connection_or_task_behind():
+    from modelctx.transports._duplex import DuplexServer
+    from modelctx.transports._session import HandshakeSession
+
+    server = Server("leaks")
+
+    @server.tool
+    async def wait() -> str:
+        await asyncio.sleep(3600)
+        return "never"
+
+    app = HttpApp(server)
+
+    def alive(kind: type) -> int:
+        gc.collect()
+        return sum(1 for thing in gc.get_objects() if isinstance(thing, kind))
+
+    async with server.running():
+        tasks, sessions, duplexes = len(asyncio.all_tasks()), alive(HandshakeSession), alive(DuplexServer)
+        for _ in range(20):
+            events: asyncio.Queue[bytes] = asyncio.Queue()
+            leave = asyncio.Event()
+
+            async def reader_send(message: dict[str, Any], events: asyncio.Queue[bytes] = events) -> None:
+                if message.get("body"):
+                    events.put_nowait(message["body"])
+
+            async def until_left(leave: asyncio.Event = leave) -> dict[str, Any]:
+                await leave.wait()
+                return {"type": "http.disconnect"}
+
+            get = asyncio.ensure_future(app(scope("GET", "/sse"), until_left, reader_send))
+            endpoint = await asyncio.wait_for(events.get(), DEADLINE)
+            path, _, query = endpoint.split(b"data: ")[1].strip().decode().partition("?")
+            for message in (INIT, INITIALIZED, tool_call(1, "wait")):
+                assert await post(app, path, query, message) == 202
+            leave.set()  # the client goes, a call still running
+            await asyncio.wait_for(get, DEADLINE)
+        assert app.legacy_sse_count == 0
+        await until(lambda: len(asyncio.all_tasks()) <= tasks, "the closed streams' tasks to end")
+        assert alive(HandshakeSession) == sessions and alive(DuplexServer) == duplexes
