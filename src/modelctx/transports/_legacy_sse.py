@@ -191,18 +191,16 @@ class LegacySse:
         if self._siblings is not None and self._siblings.slot is not None:
             stream_id = self._siblings.name(stream_id)  # names this worker, for the others
         stream = _Stream(stream_id, principal)
-        renewing: asyncio.Task[None] | None = None
-        if self._store is not None:
-            try:
-                await self._store.hold_sse(stream_id, principal, _RECORD_SECONDS)
-            except SessionStoreUnavailable as down:
-                await _refuse(send, 503, None, InternalError(str(down)), [(b"retry-after", b"1")])
-                return
-            renewing = asyncio.ensure_future(_renew(self._store, stream_id, principal))
         key = principal_key(principal)
+        # Counted before anything is awaited, so GETs side by side cannot pass the caps.
         self._streams[stream_id] = stream
         self._owned[key] = self._owned.get(key, 0) + 1
+        renewing: asyncio.Task[None] | None = None
+        complete = False
         try:
+            if self._store is not None:  # so other replicas find it (their POSTs come here)
+                await self._store.hold_sse(stream_id, principal, _RECORD_SECONDS)
+                renewing = asyncio.ensure_future(_renew(self._store, stream_id, principal))
             stream.send = self._sender(stream)
             stream.duplex = DuplexServer(self.server, stream.send, principal)
             # Relative to the server, as the official SDK names it (under the app's root_path).
@@ -212,8 +210,10 @@ class LegacySse:
                 "type": "http.response.body", "body": sse_event(endpoint.encode(), b"endpoint"), "more_body": True,
             })  # fmt: skip
             complete = await self._pump(stream, receive, send)
+        except SessionStoreUnavailable as down:
+            await _refuse(send, 503, None, InternalError(str(down)), [(b"retry-after", b"1")])
         except OSError:
-            complete = False  # the client went first
+            pass  # the client went first
         finally:
             del self._streams[stream_id]
             left = self._owned[key] - 1
