@@ -1,7 +1,7 @@
 """``modelctx serve PATH[:OBJECT]``: serve the ``Server`` in a file or module.
 
 On stdio by default; on Streamable HTTP with ``--http`` (the URL goes to stderr, stdout
-stays free), with the HTTP limits an operator may tune and, with ``--auth-issuer``, as
+stays free; the deprecated HTTP+SSE transport beside it at ``/sse`` unless ``--no-sse``), with the HTTP limits an operator may tune and, with ``--auth-issuer``, as
 an OAuth 2.1 protected resource. Every option combination that cannot work is one line
 on stderr and status 2, checked before the user's code runs.
 
@@ -41,6 +41,8 @@ INTROSPECTION_CLIENT_SECRET = "MODELCTX_INTROSPECTION_CLIENT_SECRET"
 @click.option("--workers", type=POSITIVE_INT, default=1, show_default=True,
               help="HTTP worker processes serving the one port (forked; restarted if one dies); "
               "with more than 1, give --redis so sessions and listen streams are shared")
+@click.option("--no-sse", is_flag=True,
+              help="do not serve the deprecated HTTP+SSE transport (GET /sse, POST /messages) beside the endpoint")
 @click.option("--allow-origin", multiple=True, help="an Origin allowed besides loopback ones (repeatable)")
 @click.option(
     "--allow-host", multiple=True, help="a Host header value allowed besides loopback ones (repeatable; for proxies)"
@@ -92,6 +94,8 @@ def serve_command(target: str, **options: Any) -> None:
     args.auth_issuer = list(args.auth_issuer)
     url = served_url(args.host, args.port, args.path)
     protected = _protected_resource(args, url)  # mistakes first, before the user's code runs
+    if args.no_sse and not args.http:
+        fail("--no-sse turns off an HTTP transport; add --http (stdio serves no HTTP)")
     if args.workers > 1 and not args.http:
         fail("--workers runs HTTP worker processes; add --http (a stdio server has one client)")
     try:
@@ -124,6 +128,7 @@ def serve_command(target: str, **options: Any) -> None:
         body_timeout=args.body_timeout,
         header_timeout=args.header_timeout,
         workers=args.workers,
+        legacy_sse=not args.no_sse,
         **extra,
     )
 
