@@ -8,7 +8,8 @@ Run by tests/test_legacy_sse_client.py with the old SDK's own interpreter (a ven
 It is the server people run: ``FastMCP(...).run("sse")``, so ``GET /sse`` opens the event
 stream (its first event names ``/messages/?session_id=...``) and ``POST /sse`` is answered
 405 by Starlette. It serves a tool ``add``, a tool ``count`` that reports progress, a tool
-``sleepy`` that writes ``<marker>`` when its call is cancelled, a resource
+``sleepy`` that writes ``<marker>`` when its call is cancelled (mcp 1.2.0 cancels
+nothing, and runs one request at a time), a resource
 ``memo://greeting`` and a prompt ``greet``.
 """
 
@@ -36,11 +37,11 @@ async def count(steps: int, ctx: Context) -> str:
 
 
 @server.tool()
-async def sleepy(marker: str) -> str:
-    """Sleep for a minute; write 'cancelled' to the file ``marker`` when cancelled."""
+async def sleepy(marker: str, seconds: float = 60) -> str:
+    """Sleep (a minute); write 'cancelled' to the file ``marker`` when cancelled."""
     Path(marker + ".started").write_text("started")
     try:
-        await anyio.sleep(60)
+        await anyio.sleep(seconds)
     except anyio.get_cancelled_exc_class():
         Path(marker).write_text("cancelled")
         raise
