@@ -122,7 +122,8 @@ class HttpClientTransport(ClientTransport):
     headers (e.g. ``Authorization``).
     ``connect_timeout`` bounds connecting, and whole exchanges that expect no body
     (notifications, DELETE); ``sse_read_timeout`` bounds silence while waiting for
-    a reply or reading a stream (our servers send keep-alives every 15 s).
+    a reply or reading a stream (our servers send keep-alives every 15 s; an HTTP+SSE
+    stream silent for longer ends its session).
     ``max_message`` bounds the bytes of one JSON reply or one SSE event: a larger one
     fails its request with ``ParseError`` and is never buffered whole.
     ``url_policy`` is the SSRF guard on redirects (``modelctx.client.UrlPolicy``): a
@@ -647,6 +648,9 @@ class HttpClientTransport(ClientTransport):
     async def _open_legacy(self) -> bool:
         session = LegacySseSession(self, self._legacy_ended)
         opened = await session.open(self._connect_timeout)
+        if self._closed:  # closed while the GET was under way
+            await session.close()
+            raise ConnectionClosed(f"{self.name}: the transport was closed while the HTTP+SSE stream opened")
         self._wire = "sse" if opened else (self._wire or "streamable")
         if opened:
             self._legacy = session
