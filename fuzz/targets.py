@@ -17,7 +17,15 @@ import atheris
 
 with atheris.instrument_imports():
     from modelctx import Client, ClientHandlers, ClientOptions, Server, ToolError
-    from modelctx.errors import HeaderMismatch, InvalidParams, MCPError, ProtocolError, RegistrationError
+    from modelctx.errors import (
+        HeaderMismatch,
+        InvalidParams,
+        MalformedResponse,
+        MCPError,
+        ProtocolError,
+        RegistrationError,
+        UrlRefused,
+    )
     from modelctx.protocol._connection import ClientConnection, ServerConnection
     from modelctx.protocol._framing import LineBuffer, LineTooLong, SSEParser, response_id
     from modelctx.protocol._headers import check_headers, decode_value
@@ -26,6 +34,7 @@ with atheris.instrument_imports():
     from modelctx.server._uri_reach import POSITIONS_PER_STEP, Cost, count_steps, match_steps
     from modelctx.server._uri_template import UriTemplate, _compile, _parse
     from modelctx.transports._base import ClientTransport, Outgoing, TransportEvents
+    from modelctx.transports._legacy_sse_client import endpoint_url
     from modelctx.transports.http import HttpApp
 
 
@@ -83,6 +92,15 @@ def sse_framing(data: bytes) -> None:
             parser.feed(chunk)
         except ValueError:  # EventTooLarge: the bound held
             return
+
+
+def sse_endpoint(data: bytes) -> None:
+    """An HTTP+SSE server's ``endpoint`` event: a same-origin URL, or refused."""
+    try:
+        url = endpoint_url("http://127.0.0.1:8000/sse", data, "fuzz")
+    except (MalformedResponse, UrlRefused):
+        return
+    assert url.startswith("http://127.0.0.1:8000/"), url
 
 
 def headers(data: bytes) -> None:
@@ -267,6 +285,7 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "client_connection": client_connection,
     "line_framing": line_framing,
     "sse_framing": sse_framing,
+    "sse_endpoint": sse_endpoint,
     "headers": headers,
     "uri_template": uri_template,
     "request_state": request_state,

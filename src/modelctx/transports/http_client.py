@@ -654,7 +654,9 @@ class HttpClientTransport(ClientTransport):
         self._wire = "sse" if opened else (self._wire or "streamable")
         if opened:
             self._legacy = session
-            log.debug("%s: an HTTP+SSE server; messages go to %s", self.name, hide_password(session.endpoint or ""))
+            # Without the query: it names the server's session (a bearer of its state).
+            where = (session.endpoint or "").split("?", 1)[0]
+            log.debug("%s: an HTTP+SSE server; messages go to %s", self.name, hide_password(where))
         elif self._wire == "sse":  # pinned, and the GET said otherwise
             assert session.refusal is not None
             raise session.refusal
