@@ -276,7 +276,9 @@ async def test_an_endpoint_on_another_origin_is_refused_and_nothing_is_posted_th
     assert "secret" not in str(caught.value)
 
 
-@pytest.mark.parametrize("endpoint", ["", "/messages?a=1 b=2", "/messages\x01"])
+@pytest.mark.parametrize(
+    "endpoint", ["", "/messages?a=1 b=2", "/messages\x01", "http://127.0.0.1:8000:9/messages", "http://[::1/messages"]
+)
 @async_test()
 async def test_an_endpoint_that_is_not_a_uri_is_refused(endpoint):
     async with scripted() as (base, app):

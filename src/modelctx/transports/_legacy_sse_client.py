@@ -250,34 +250,34 @@ def endpoint_url(stream_url: str, data: bytes, server: str) -> str:
     """The URL an ``endpoint`` event's ``data`` names, resolved against the stream's URL.
 
     Raises ``UrlRefused`` when it is of another origin (scheme, host or port), and
-    ``MalformedResponse`` when it is not a URI (spaces, control characters, nothing)."""
+    ``MalformedResponse`` when it is not a URI (spaces, control characters, nothing, a
+    port that is not a number)."""
     text = data.decode("utf-8", "replace").strip()
-    if not text or any(c.isspace() or ord(c) < 0x20 or ord(c) == 0x7F for c in text):
+    origin: tuple[str, str, int] | None = None
+    if text and not any(c.isspace() or ord(c) < 0x20 or ord(c) == 0x7F for c in text):
+        try:
+            url = urllib.parse.urljoin(stream_url, text)
+            origin = _origin(url)
+        except ValueError:  # "http://[::1", "http://host:8000:9/"
+            origin = None
+    if origin is None:
         raise MalformedResponse(f"{server}: the HTTP+SSE 'endpoint' event does not name a URI: {text[:200]!r}")
-    url = urllib.parse.urljoin(stream_url, text)
-    if _origin(url) != _origin(stream_url):
+    if origin != _origin(stream_url):
+        scheme, host, port = origin
         raise UrlRefused(
-            f"{server}: the HTTP+SSE stream named an endpoint on another origin ({_shown(url)}); refused, "
-            "since messages (and their Authorization header) go only to the origin of the URL given"
+            f"{server}: the HTTP+SSE stream named an endpoint on another origin ({scheme}://{host}:{port}); "
+            "refused, since messages (and their Authorization header) go only to the origin of the URL given"
         )
     return url
 
 
 def _origin(url: str) -> tuple[str, str, int] | None:
-    try:
-        parts = urllib.parse.urlsplit(url)
-        scheme = parts.scheme.lower()
-        port = parts.port or _DEFAULT_PORTS.get(scheme, 0)
-    except ValueError:
-        return None
-    if scheme not in _DEFAULT_PORTS or not parts.hostname:
-        return None
-    return scheme, parts.hostname.lower(), port
-
-
-def _shown(url: str) -> str:
+    """(scheme, host, port) of ``url``; None without a host. ValueError for a bad port."""
     parts = urllib.parse.urlsplit(url)
-    return f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "") + "/..."
+    scheme = parts.scheme.lower()
+    if not parts.hostname:
+        return None
+    return scheme, parts.hostname.lower(), parts.port or _DEFAULT_PORTS.get(scheme, 0)
 
 
 def _cause(exc: BaseException) -> str:
