@@ -249,7 +249,7 @@ async def test_a_2026_07_28_request_over_the_sse_transport_fails_saying_how_to_c
         finally:
             await connected.close()
 
-    assert "HTTP+SSE transport of 2024-11-05" in str(caught.value)
+    assert "offers only the older HTTP+SSE transport" in str(caught.value)
     assert "mode='auto'" in str(caught.value)
 
 

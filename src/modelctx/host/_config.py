@@ -320,7 +320,7 @@ def _transport(where: str, entry: dict[str, Any]) -> Transport:
     declared = entry.get("transport", "auto")
     if not isinstance(declared, str) or declared not in _TRANSPORTS:
         raise HostConfigError(
-            f"{where}: 'transport' must be 'sse' (the HTTP+SSE transport of 2024-11-05, a url such as "
+            f"{where}: 'transport' must be 'sse' (the older HTTP+SSE transport, a url such as "
             f"http://127.0.0.1:8000/sse), 'streamable-http' or 'http' (Streamable HTTP), or 'auto' "
             f"(find out, the default), not {declared!r}"
         )

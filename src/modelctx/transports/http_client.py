@@ -153,7 +153,7 @@ class HttpClientTransport(ClientTransport):
         if transport not in _TRANSPORTS:
             raise ValueError(
                 f"transport must be 'auto' (find out), 'streamable' (Streamable HTTP) or 'sse' "
-                f"(the HTTP+SSE transport of 2024-11-05), not {transport!r}"
+                f"(the older HTTP+SSE transport, a GET stream and an endpoint to POST to), not {transport!r}"
             )
         self.url = url
         self._url_policy = url_policy
@@ -681,8 +681,8 @@ class HttpClientTransport(ClientTransport):
         failure: MCPError | None = None
         if not outgoing.handshake:
             failure = LocalError(
-                f"{self.name} offers only the HTTP+SSE transport of 2024-11-05, which carries "
-                f"handshake-era sessions, and {method} was a 2026-07-28 request; connect with "
+                f"{self.name} offers only the older HTTP+SSE transport, which carries "
+                f"handshake-era sessions, and {method} was a stateless-era request; connect with "
                 "mode='auto' or mode='handshake'"
             )
         else:
