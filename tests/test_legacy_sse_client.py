@@ -529,6 +529,14 @@ async def test_our_client_lists_calls_reads_and_gets_prompts_of_mcp_1_9_4_over_s
 
 
 @async_test(60)
+async def test_a_client_given_only_the_sse_url_as_a_string_reaches_mcp_1_9_4(mcp_1_9_4):
+    async with Client(mcp_1_9_4.url) as connected:
+        added = await connected.call_tool("add", {"a": 40, "b": 2})
+
+    assert text(added) == "42"
+
+
+@async_test(60)
 async def test_progress_of_mcp_1_9_4_reaches_the_callback_over_sse(mcp_1_9_4):
     seen: list[tuple[float, float | None]] = []
     async with client(mcp_1_9_4.url) as connected:
