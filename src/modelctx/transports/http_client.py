@@ -171,7 +171,7 @@ class HttpClientTransport(ClientTransport):
         self._http: Http11Client | None = None
         self._connect_timeout = connect_timeout
         self._read_timeout = sse_read_timeout
-        self.max_message = max_message
+        self._max_message = max_message
         self._events: TransportEvents | None = None
         # "streamable", "sse", or None until the first POST's answer decides.
         self._wire: str | None = None if transport == "auto" else transport
@@ -372,12 +372,12 @@ class HttpClientTransport(ClientTransport):
         return _Opened(self._http, method, url or self.url, headers, body, self._connect_timeout, wait)
 
     @contextlib.asynccontextmanager
-    async def authorized(
+    async def _authorized(
         self, method: str, url: str, headers: dict[str, str], body: bytes, *, quick: bool
     ) -> AsyncIterator[Response]:
         """One exchange to ``url`` with our headers and ``headers``, sent once more after
         the auth object answered a 401 or 403 (``_may_retry``); the HTTP+SSE session's
-        way to HTTP (``_legacy_sse_client.LegacyWire``)."""
+        way to HTTP (``_Wire``)."""
         attempt = 1
         while True:
             sent = await self._base_headers(method)
@@ -409,7 +409,7 @@ class HttpClientTransport(ClientTransport):
     async def _post_request(self, exchange: _Exchange, outgoing: Outgoing, body: bytes) -> BaseException | None:
         """POST one request (``body``, its encoding) and deliver its reply; the error to
         report, or None if answered."""
-        stream = SSEParser(self.max_message)
+        stream = SSEParser(self._max_message)
         for attempt in (1, 2, 3):
             headers = await self._post_headers(outgoing, exchange.session_id)
             async with self._post(body, headers, quick=False) as response:
@@ -455,7 +455,7 @@ class HttpClientTransport(ClientTransport):
         if response.status_code == 404 and exchange.session_id is not None:
             return self._expired(exchange.session_id, await _excerpt(response))
         if not _is_sse(response):
-            limit = self.max_message
+            limit = self._max_message
             reply = await response.read_at_most(limit + 1)
             if "json" in response.headers.get("content-type", ""):
                 if len(reply) > limit:
@@ -630,14 +630,6 @@ class HttpClientTransport(ClientTransport):
         return True
 
     # -- the HTTP+SSE transport of 2024-11-05 (_legacy_sse_client) ----------------------------
-    async def pump(self, response: Response, stream: SSEParser) -> bool:
-        """``LegacyWire.pump``: the HTTP+SSE stream's messages to the session."""
-        return await self._pump(response, stream, None)
-
-    def deliver(self, events: list[tuple[str, bytes]]) -> None:
-        """``LegacyWire.deliver``: messages that came with the ``endpoint`` event."""
-        self._deliver_events(events, None)
-
     async def _detect(self) -> bool:
         """Is ``url`` an HTTP+SSE stream? Asked once (concurrent first POSTs share the
         answer); True leaves the session open in ``_legacy``."""
@@ -646,7 +638,7 @@ class HttpClientTransport(ClientTransport):
         return await asyncio.shield(self._detection)
 
     async def _open_legacy(self) -> bool:
-        session = LegacySseSession(self, self._legacy_ended)
+        session = LegacySseSession(_Wire(self), self._legacy_ended)
         opened = await session.open(self._connect_timeout)
         if self._closed:  # closed while the GET was under way
             await session.close()
@@ -753,7 +745,7 @@ class HttpClientTransport(ClientTransport):
         """The standalone GET stream of a handshake session: server requests and
         notifications unrelated to any request. Reconnects with backoff while the
         session lasts; a 405 means the server offers none."""
-        stream = SSEParser(self.max_message)
+        stream = SSEParser(self._max_message)
         backoff = 1.0
         while not self._closed and self._session_id == session_id:
             seen = stream.dispatched
@@ -796,6 +788,30 @@ class HttpClientTransport(ClientTransport):
                     pass
         except Exception as exc:  # noqa: BLE001 - closing must not fail
             log.debug("%s: DELETE of session %s failed: %s", self.name, session_id, _cause(exc))
+
+
+class _Wire:
+    """What an HTTP+SSE session needs of its transport (``_legacy_sse_client.LegacyWire``)."""
+
+    __slots__ = ("_transport", "max_message", "name", "url")
+
+    def __init__(self, transport: HttpClientTransport) -> None:
+        self._transport = transport
+        self.name = transport.name
+        self.url = transport.url
+        self.max_message = transport._max_message
+
+    def authorized(
+        self, method: str, url: str, headers: dict[str, str], body: bytes, *, quick: bool
+    ) -> contextlib.AbstractAsyncContextManager[Response]:
+        return self._transport._authorized(method, url, headers, body, quick=quick)
+
+    async def pump(self, response: Response, stream: SSEParser) -> bool:
+        """The stream's messages to the session (none of them ends the stream)."""
+        return await self._transport._pump(response, stream, None)
+
+    def deliver(self, events: list[tuple[str, bytes]]) -> None:
+        self._transport._deliver_events(events, None)
 
 
 class _Opened:
