@@ -327,7 +327,7 @@ class Client:
     async def _negotiate(self) -> None:
         mode = self.mode
         session = self.session
-        if mode == "handshake":
+        if mode == "handshake" or (mode == "auto" and self.transport.handshake_only):
             await self._initialize()
             return
         session.modern = True

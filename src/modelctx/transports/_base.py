@@ -92,6 +92,12 @@ class ClientTransport(abc.ABC):
     async def close(self) -> None:
         """Close the connection and release everything; safe to call twice."""
 
+    @property
+    def handshake_only(self) -> bool:
+        """True when the connection carries the handshake era only (the HTTP+SSE
+        transport of 2024-11-05): the client sends ``initialize`` without a probe."""
+        return False
+
     def end_handshake_session(self) -> None:  # noqa: B027 - an optional hook, a no-op by default
         """Forget a handshake-era session (HTTP: the Mcp-Session-Id); no-op elsewhere."""
 
