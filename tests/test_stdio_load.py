@@ -1,0 +1,93 @@
+"""stdio under load (issue 25): the in-flight cap's back-pressure, big replies written
+whole, and plain ``def`` tools that block while others answer.
+
+Real server subprocesses on pipes; no timing is asserted, only what answers while what
+else is still running.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+from conftest import DEADLINE, StdioServer, request, serve_command, wait_until
+
+from modelctx.transports.stdio import MAX_INFLIGHT
+
+_HOLDING = '''
+import asyncio, pathlib
+from modelctx import Server
+
+server = Server("holding", "1.0")
+HERE = pathlib.Path(__file__).parent
+live = 0
+
+@server.tool
+async def hold(n: int) -> int:
+    """Run until the file ``release`` exists; ``live`` counts the holds running."""
+    global live
+    live += 1
+    (HERE / "live").write_text(str(live))
+    while not (HERE / "release").exists():
+        await asyncio.sleep(0.01)
+    live -= 1
+    return n
+
+@server.tool
+def pad(n: int, padding: str) -> int:
+    return n
+'''
+
+
+def _server(tmp_path: Path, source: str) -> StdioServer:
+    path = tmp_path / "server.py"
+    path.write_text(source)
+    return StdioServer(serve_command(path))
+
+
+def test_past_the_in_flight_cap_stdin_is_not_read_until_a_request_ends(tmp_path: Path) -> None:
+    """A peer that floods requests is slowed, not buffered: with MAX_INFLIGHT holds
+    running, the server reads no more, so the peer's writes behind them stay blocked;
+    once the holds end, every request is read and answered once."""
+    server = _server(tmp_path, _HOLDING)
+    try:
+        # The cap is checked after each chunk read (64 KB): the holds past it fill more
+        # than one, so the pads behind them are never in the chunk that reached it.
+        count = MAX_INFLIGHT + 400
+        holds = [request(i, "tools/call", {"name": "hold", "arguments": {"n": i}}) for i in range(count)]
+        # Far more than a pipe and a read chunk hold: if the server read past the cap,
+        # the writer would finish.
+        padding = "p" * 20_000
+        pads = [
+            request(count + i, "tools/call", {"name": "pad", "arguments": {"n": count + i, "padding": padding}})
+            for i in range(40)
+        ]
+        data = b"".join(json.dumps(m).encode() + b"\n" for m in holds + pads)
+        assert server.process.stdin is not None
+        stdin = server.process.stdin
+
+        def write() -> None:
+            stdin.write(data)
+            stdin.flush()
+
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        live = tmp_path / "live"
+        wait_until(lambda: live.exists() and int(live.read_text() or 0) >= MAX_INFLIGHT, "the cap's holds to be running")
+        # Let a server that ignored its cap read on (it would, and answer the pads); a
+        # capped one reads nothing more however long this waits.
+        seen: list[str] = []
+        wait_until(lambda: seen.append(live.read_text()) or seen[-10:].count(seen[-1]) == 10, "the holds to settle")
+
+        assert writer.is_alive(), "the server read past its in-flight cap"
+        assert server.lines.empty(), "a request behind the held ones was answered"
+
+        (tmp_path / "release").write_text("")
+        answers = [server.recv() for _ in range(len(holds) + len(pads))]
+        writer.join(DEADLINE)
+        assert not writer.is_alive()
+        assert sorted(a["id"] for a in answers) == list(range(count + len(pads)))
+        assert all(a["result"]["structuredContent"] == {"result": a["id"]} for a in answers)
+    finally:
+        server.stop()
