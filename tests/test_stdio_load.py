@@ -8,6 +8,7 @@ else is still running.
 from __future__ import annotations
 
 import json
+import subprocess
 import threading
 from pathlib import Path
 
@@ -91,3 +92,49 @@ def test_past_the_in_flight_cap_stdin_is_not_read_until_a_request_ends(tmp_path:
         assert all(a["result"]["structuredContent"] == {"result": a["id"]} for a in answers)
     finally:
         server.stop()
+
+
+_BIG = '''
+import pathlib
+from modelctx import Server
+
+server = Server("big", "1.0")
+HERE = pathlib.Path(__file__).parent
+
+@server.tool
+async def big(n: int) -> str:
+    return "x" * n
+
+@server.tool
+async def small(i: int) -> int:
+    (HERE / f"small-{i}").write_text("")
+    return i
+'''
+
+
+def test_a_10_mb_reply_arrives_whole_and_replies_sent_meanwhile_are_not_cut_into_it(tmp_path: Path) -> None:
+    """The long reply goes to the pipe in pieces as the peer reads; the short replies
+    answered while it waits for the peer come after it, each a whole line of its own."""
+    size = 10 * 1024 * 1024
+    path = tmp_path / "server.py"
+    path.write_text(_BIG)
+    process = subprocess.Popen(serve_command(path), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        lines = [request(1, "tools/call", {"name": "big", "arguments": {"n": size}})]
+        lines += [request(100 + i, "tools/call", {"name": "small", "arguments": {"i": i}}) for i in range(20)]
+        process.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in lines))
+        process.stdin.flush()
+        # Nothing is read until every short reply is made: the long one fills the pipe
+        # and waits, and the short ones are sent while it does.
+        wait_until(lambda: all((tmp_path / f"small-{i}").exists() for i in range(20)), "the short calls to run")
+        answers = [process.stdout.readline() for _ in range(21)]
+        process.stdin.close()
+        assert process.wait(DEADLINE) == 0
+    finally:
+        process.kill()
+    messages = [json.loads(line) for line in answers]  # each a whole line of JSON
+    assert messages[0]["id"] == 1
+    assert messages[0]["result"]["content"] == [{"type": "text", "text": "x" * size}]
+    assert sorted(m["id"] for m in messages[1:]) == [100 + i for i in range(20)]
+    assert all(m["result"]["structuredContent"] == {"result": m["id"] - 100} for m in messages[1:])
