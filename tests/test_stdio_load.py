@@ -8,6 +8,7 @@ else is still running.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import threading
 from pathlib import Path
@@ -138,3 +139,66 @@ def test_a_10_mb_reply_arrives_whole_and_replies_sent_meanwhile_are_not_cut_into
     assert messages[0]["result"]["content"] == [{"type": "text", "text": "x" * size}]
     assert sorted(m["id"] for m in messages[1:]) == [100 + i for i in range(20)]
     assert all(m["result"]["structuredContent"] == {"result": m["id"] - 100} for m in messages[1:])
+
+
+_BLOCKING = '''
+import pathlib, time
+from modelctx import Context, Server
+
+server = Server("blocking", "1.0")
+
+@server.tool
+def read_slow_file(path: str) -> str:
+    """Blocks in open() until someone opens the FIFO for writing."""
+    with open(path) as file:
+        return file.read()
+
+@server.tool
+def nap(marker: str) -> str:
+    """Sleeps until ``marker`` exists."""
+    while not pathlib.Path(marker).exists():
+        time.sleep(0.05)
+    return "rested"
+
+@server.tool
+def add(a: int, b: int) -> int:
+    return a + b
+
+@server.tool
+async def steps(n: int, ctx: Context) -> int:
+    for i in range(n):
+        await ctx.report_progress(i + 1, n)
+    return n
+'''
+
+
+def test_plain_def_tools_blocked_in_a_slow_read_and_a_sleep_stall_no_other_request(tmp_path: Path) -> None:
+    fifo = tmp_path / "slow"
+    os.mkfifo(fifo)
+    marker = tmp_path / "wake"
+    server = _server(tmp_path, _BLOCKING)
+    try:
+        server.send(request(1, "tools/call", {"name": "read_slow_file", "arguments": {"path": str(fifo)}}))
+        server.send(request(2, "tools/call", {"name": "nap", "arguments": {"marker": str(marker)}}))
+        server.send(request(3, "ping"))
+        server.send(request(4, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}}))
+        server.send(request(5, "tools/call", {"name": "steps", "arguments": {"n": 3}}, progressToken="t"))
+
+        # Both blocking tools are still in their read and their sleep: nothing has
+        # released them yet, so whatever answers now answered past them.
+        early = [server.recv() for _ in range(6)]  # ping, add, three progress, steps
+        by_id = {m["id"]: m for m in early if "id" in m}
+        assert sorted(by_id) == [3, 4, 5]
+        assert by_id[4]["result"]["structuredContent"] == {"result": 5}
+        assert by_id[5]["result"]["structuredContent"] == {"result": 3}
+        progress = [m["params"]["progress"] for m in early if m.get("method") == "notifications/progress"]
+        assert progress == [1, 2, 3]
+        assert early.index(by_id[5]) > max(i for i, m in enumerate(early) if m.get("method") == "notifications/progress")
+
+        with open(fifo, "w") as writer:  # the slow file finally gives its bytes
+            writer.write("at last")
+        assert server.recv()["result"]["content"] == [{"type": "text", "text": "at last"}]
+        marker.write_text("")
+        assert server.recv()["result"]["content"] == [{"type": "text", "text": "rested"}]
+    finally:
+        server.stop()
