@@ -74,7 +74,7 @@ def _ts_modules(given: str | None) -> Path | None:
     return None
 
 
-class Server:
+class Server:  # noqa: D101 - one server process and its pipes
     def __init__(self, name: str, argv: list[str]) -> None:
         self.name = name
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
@@ -189,6 +189,8 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=4_000)
     parser.add_argument("--only", default="def,async,ts")
     parser.add_argument("--ts-modules", default=os.environ.get("MODELCTX_TS_SDK_NODE_MODULES"))
+    parser.add_argument("--base", help="another checkout's src/: adds def@base and async@base, run with it on "
+                        "PYTHONPATH, interleaved with these (before/after in one run)")
     args = parser.parse_args()
     wanted = args.only.split(",")
     tmp = Path(tempfile.mkdtemp(prefix="modelctx-bench-sync-"))
@@ -196,6 +198,9 @@ def main() -> None:
     for name, source in (("def", _MODELCTX_DEF), ("async", _MODELCTX_ASYNC)):
         (tmp / f"{name}.py").write_text(source)
         commands[name] = [*os.environ.get("BENCH_WRAP", "").split(), sys.executable, str(tmp / f"{name}.py")]
+        if args.base:
+            commands[f"{name}@base"] = ["env", f"PYTHONPATH={args.base}", *commands[name]]
+            wanted.append(f"{name}@base")
     if "ts" in wanted:
         modules, node = _ts_modules(args.ts_modules), shutil.which("node")
         if modules is None or node is None:
@@ -218,7 +223,7 @@ def main() -> None:
                 server.stop()
             for mode, (rate, cpu) in figures.items():
                 results.setdefault((name, mode), []).append((rate, cpu))
-                print(f"round {round_ + 1} {name:5} {mode:9} {rate:10,.0f} calls/s {cpu:7.1f} us CPU/call", flush=True)
+                print(f"round {round_ + 1} {name:10} {mode:9} {rate:10,.0f} calls/s {cpu:7.1f} us CPU/call", flush=True)
 
     def med(name: str, mode: str, i: int) -> float:
         return statistics.median(v[i] for v in results[(name, mode)])
@@ -230,10 +235,13 @@ def main() -> None:
     print(f"\nmedians of {args.rounds} rounds, {args.calls} calls serial, {args.calls * 2} with {args.window} in flight")
     for mode in ("serial", "pipelined"):
         for name in wanted:
-            print(f"{mode:9} {name:5} {med(name, mode, 0):10,.0f} calls/s {span(name, mode, 0):20} "
+            print(f"{mode:9} {name:10} {med(name, mode, 0):10,.0f} calls/s {span(name, mode, 0):20} "
                   f"{med(name, mode, 1):7.1f} us CPU/call {span(name, mode, 1)}")
         if "def" in wanted and "async" in wanted:
             print(f"{mode:9} def/async cpu {med('def', mode, 1) / med('async', mode, 1):.2f}x (target <= 1.3)")
+        if "def@base" in wanted:
+            print(f"{mode:9} def@base/async@base cpu {med('def@base', mode, 1) / med('async@base', mode, 1):.2f}x")
+            print(f"{mode:9} def/def@base cpu {med('def', mode, 1) / med('def@base', mode, 1):.2f}x")
         if "def" in wanted and "ts" in wanted:
             print(f"{mode:9} def/ts calls/s {med('def', mode, 0) / med('ts', mode, 0):.2f}x (target >= 1.5)")
         if "async" in wanted and "ts" in wanted:
