@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import threading
 from pathlib import Path
@@ -202,3 +203,28 @@ def test_plain_def_tools_blocked_in_a_slow_read_and_a_sleep_stall_no_other_reque
         assert server.recv()["result"]["content"] == [{"type": "text", "text": "rested"}]
     finally:
         server.stop()
+
+
+def test_a_server_whose_peer_never_reads_its_10_mb_reply_still_stops_on_sigterm(tmp_path: Path) -> None:
+    """The queued long reply does not hold the stop: once nothing has left for the
+    grace, it is dropped (and said so) and the process exits cleanly."""
+    path = tmp_path / "server.py"
+    path.write_text(_BIG)
+    log = tmp_path / "server.log"
+    with log.open("wb") as stderr:
+        process = subprocess.Popen(serve_command(path), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr)
+    try:
+        assert process.stdin is not None
+        process.stdin.write(json.dumps(request(1, "tools/call", {"name": "big", "arguments": {"n": 10 * 1024 * 1024}})).encode() + b"\n")
+        process.stdin.write(json.dumps(request(2, "tools/call", {"name": "small", "arguments": {"i": 0}})).encode() + b"\n")
+        process.stdin.flush()
+        wait_until(lambda: (tmp_path / "small-0").exists(), "the short call to run")
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(DEADLINE)
+    finally:
+        process.kill()
+        process.wait(DEADLINE)
+    assert code == 0
+    text = log.read_text(errors="replace")
+    assert "the peer did not read in time are dropped" in text
+    assert "Traceback" not in text

@@ -76,6 +76,7 @@ class _Writer:
         # (None: from ``send_now``); None when nothing is queued.
         self._queue: deque[tuple[bytes, asyncio.Future[None] | None]] | None = None
         self._queued = 0  # bytes in the queue
+        self._handed = 0  # bytes the flusher has handed to the transport, in all
         self._flusher: asyncio.Task[None] | None = None
 
     async def send(self, message: dict[str, Any]) -> None:
@@ -135,7 +136,7 @@ class _Writer:
                 data, written = queue[0]
                 if not self.broken:
                     try:
-                        await self._write_in_chunks(transport, writer, data)
+                        await self._write_in_chunks(transport, writer, memoryview(data))
                     except (ConnectionError, RuntimeError, OSError, ValueError):
                         self.broken = True
                 queue.popleft()
@@ -149,14 +150,32 @@ class _Writer:
                     written.set_result(None)
             self._queue, self._queued, self._flusher = None, 0, None
 
-    @staticmethod
-    async def _write_in_chunks(transport: asyncio.WriteTransport, writer: asyncio.StreamWriter, data: bytes) -> None:
-        view = memoryview(data)
+    async def _write_in_chunks(
+        self, transport: asyncio.WriteTransport, writer: asyncio.StreamWriter, view: memoryview
+    ) -> None:
         for start in range(0, len(view), _CHUNK):
-            transport.write(view[start : start + _CHUNK])
+            chunk = view[start : start + _CHUNK]
+            transport.write(chunk)
+            self._handed += len(chunk)
             if transport.get_write_buffer_size() > _CHUNK:
                 await writer.drain()
         transport.write(_NEWLINE)
+        self._handed += 1
+
+    async def _flushed(self, flusher: asyncio.Task[None]) -> None:
+        """Wait for the queued lines while the peer keeps reading them: TimeoutError
+        after ``_GRACE_SECONDS`` in which nothing left, or ``_FLUSH_SECONDS`` in all."""
+        assert self._transport is not None
+        ceiling = time.monotonic() + _FLUSH_SECONDS
+        gone = self._handed - self._transport.get_write_buffer_size()
+        while not flusher.done():
+            if time.monotonic() > ceiling:
+                raise TimeoutError
+            await asyncio.wait({flusher}, timeout=_GRACE_SECONDS)
+            now = self._handed - self._transport.get_write_buffer_size()
+            if not flusher.done() and now <= gone:
+                raise TimeoutError
+            gone = now
 
     def backed_up(self) -> bool:
         """Whether stdout holds more than the high-water mark the peer has not read."""
@@ -192,7 +211,7 @@ class _Writer:
         transport = self._transport
         try:
             if self._flusher is not None:  # the long lines still queued go first
-                await asyncio.wait_for(asyncio.shield(self._flusher), _FLUSH_SECONDS)
+                await self._flushed(self._flusher)
             transport.set_write_buffer_limits(high=0, low=0)
             left = transport.get_write_buffer_size()
             ceiling = time.monotonic() + _FLUSH_SECONDS
@@ -208,7 +227,10 @@ class _Writer:
             self._writer.close()
             await asyncio.wait_for(self._writer.wait_closed(), _GRACE_SECONDS)
         except TimeoutError:
-            log.warning("stdout: %d byte(s) the peer did not read in time are dropped", transport.get_write_buffer_size())
+            left = transport.get_write_buffer_size() + self._queued
+            log.warning("stdout: %d byte(s) the peer did not read in time are dropped", left)
+            if self._flusher is not None:
+                self._flusher.cancel()
             transport.abort()
         except (ConnectionError, RuntimeError, OSError):
             pass
