@@ -4,6 +4,7 @@ the TypeScript SDK (issue 25). Run on its own, never in tests:
     python bench/stdio_sync.py                 # 3 rounds, every server
     python bench/stdio_sync.py --rounds 5 --calls 20000
     python bench/stdio_sync.py --only def,async
+    python bench/stdio_sync.py --hop [--base ../main/src]   # the worker hop alone, in process
 
 Every server has the conformance fixture's tool ``test_simple_text`` (no arguments, one
 text block). The driver is the same for all: ``initialize`` (2025-11-25), then
@@ -182,6 +183,41 @@ def pipelined(server: Server, first: int, calls: int, window: int) -> tuple[floa
     return calls / elapsed, cpu / calls * 1e6
 
 
+_HOP = """
+import asyncio, sys, time
+from modelctx.server._threads import run_in_worker
+def f(): return 1
+async def main(n):
+    for _ in range(1000): await run_in_worker(f, {})
+    c0 = time.process_time()
+    for _ in range(n): await run_in_worker(f, {})
+    serial = (time.process_time() - c0) / n * 1e6
+    c0 = time.process_time()
+    for _ in range(n // 100): await asyncio.gather(*[run_in_worker(f, {}) for _ in range(100)])
+    print(serial, (time.process_time() - c0) / n * 1e6)
+asyncio.run(main(int(sys.argv[1])))
+"""
+
+
+def hop(args: argparse.Namespace) -> None:
+    """The hop alone (run_in_worker of a function returning at once), in one process:
+    CPU per call one at a time and with 100 in flight, median of rounds."""
+    trees = {"this": os.environ.get("PYTHONPATH", "")}
+    if args.base:
+        trees["base"] = args.base
+    got: dict[str, list[list[float]]] = {name: [] for name in trees}
+    for _ in range(args.rounds):
+        for name, path in trees.items():
+            out = subprocess.run([sys.executable, "-c", _HOP, str(args.calls)], env={**os.environ, "PYTHONPATH": path},
+                                 check=True, capture_output=True, text=True).stdout
+            got[name].append([float(v) for v in out.split()])
+    for name, runs in got.items():
+        serial = sorted(r[0] for r in runs)
+        many = sorted(r[1] for r in runs)
+        print(f"hop {name:5} one at a time {statistics.median(serial):5.1f} us CPU/call [{serial[0]:.1f}-{serial[-1]:.1f}]"
+              f"   100 in flight {statistics.median(many):5.1f} [{many[0]:.1f}-{many[-1]:.1f}]")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
@@ -191,7 +227,11 @@ def main() -> None:
     parser.add_argument("--ts-modules", default=os.environ.get("MODELCTX_TS_SDK_NODE_MODULES"))
     parser.add_argument("--base", help="another checkout's src/: adds def@base and async@base, run with it on "
                         "PYTHONPATH, interleaved with these (before/after in one run)")
+    parser.add_argument("--hop", action="store_true", help="measure the worker hop alone, in process")
     args = parser.parse_args()
+    if args.hop:
+        hop(args)
+        return
     wanted = args.only.split(",")
     tmp = Path(tempfile.mkdtemp(prefix="modelctx-bench-sync-"))
     commands: dict[str, list[str]] = {}
