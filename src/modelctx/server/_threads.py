@@ -8,9 +8,10 @@ an executor work item, and a wake-up of the loop for each answer.
 Here a call is one tuple put on a C ``queue.SimpleQueue`` and one asyncio future. A
 worker takes calls while there are any; each answer goes into its loop's ``_Outbox``,
 and the loop is woken once for all the answers that arrive before it looks (one write
-to an eventfd the loop watches, for many answers). The eventfd took the hop alone from
-25-29 to 21 us of CPU a call one at a time, and from 6.4 to 4.3 with 100 in flight,
-against ``call_soon_threadsafe`` (3 runs). Measured in one process on a shared 2-core
+to an eventfd the loop watches, for many answers). Against ``call_soon_threadsafe``
+the hop alone went from 30 [28-35] to 26 [24-39] us of CPU a call one at a time, and
+stayed at 3 with 100 in flight (``bench/stdio_sync.py --hop``, medians of 5 on a loaded
+box). Measured in one process on a shared 2-core
 box (the hop alone, an echo): ``to_thread`` did 8,000-15,000 calls/s one at a time and
 20,000-50,000 with 64 in flight; this does 11,000-35,000 and 90,000-400,000. One at a
 time, what is left is the wake-ups of two threads per call, which a loaded machine makes
