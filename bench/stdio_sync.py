@@ -227,6 +227,8 @@ def main() -> None:
     parser.add_argument("--ts-modules", default=os.environ.get("MODELCTX_TS_SDK_NODE_MODULES"))
     parser.add_argument("--base", help="another checkout's src/: adds def@base and async@base, run with it on "
                         "PYTHONPATH, interleaved with these (before/after in one run)")
+    parser.add_argument("--wrap", default="", help='a command every server runs under, e.g. "taskset -c 1" '
+                        "(run the driver under taskset -c 0: each on a CPU of its own, steadier figures)")
     parser.add_argument("--hop", action="store_true", help="measure the worker hop alone, in process")
     args = parser.parse_args()
     if args.hop:
@@ -237,7 +239,7 @@ def main() -> None:
     commands: dict[str, list[str]] = {}
     for name, source in (("def", _MODELCTX_DEF), ("async", _MODELCTX_ASYNC)):
         (tmp / f"{name}.py").write_text(source)
-        commands[name] = [*os.environ.get("BENCH_WRAP", "").split(), sys.executable, str(tmp / f"{name}.py")]
+        commands[name] = [*args.wrap.split(), sys.executable, str(tmp / f"{name}.py")]
         if args.base:
             commands[f"{name}@base"] = ["env", f"PYTHONPATH={args.base}", *commands[name]]
             wanted.append(f"{name}@base")
@@ -247,7 +249,7 @@ def main() -> None:
             raise SystemExit("stdio_sync.py: the TypeScript SDK needs node on PATH and --ts-modules "
                              "(a node_modules with @modelcontextprotocol/sdk); or pass --only def,async")
         (tmp / "ts.js").write_text(_TS)
-        commands["ts"] = [node, str(tmp / "ts.js"), str(modules)]
+        commands["ts"] = [*args.wrap.split(), node, str(tmp / "ts.js"), str(modules)]
     results: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for round_ in range(args.rounds):
         for name in wanted:
