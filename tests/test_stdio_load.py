@@ -25,15 +25,24 @@ from modelctx import Server
 server = Server("holding", "1.0")
 HERE = pathlib.Path(__file__).parent
 live = 0
+released = None
+watching = None
+
+async def watch() -> None:
+    while not (HERE / "release").exists():
+        await asyncio.sleep(0.02)
+    released.set()
 
 @server.tool
 async def hold(n: int) -> int:
     """Run until the file ``release`` exists; ``live`` counts the holds running."""
-    global live
+    global live, released, watching
+    if released is None:
+        released = asyncio.Event()
+        watching = asyncio.get_running_loop().create_task(watch())
     live += 1
     (HERE / "live").write_text(str(live))
-    while not (HERE / "release").exists():
-        await asyncio.sleep(0.01)
+    await released.wait()
     live -= 1
     return n
 
