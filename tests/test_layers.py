@@ -94,13 +94,15 @@ REACHING_IN = {
         "transports/_session.py", "transports/http.py",
     },
     "protocol._framing": {
-        "transports/_asgi.py", "transports/_sse_resume.py", "transports/http.py", "transports/http_client.py",
-        "transports/stdio.py", "transports/stdio_client.py",
+        "transports/_asgi.py", "transports/_legacy_sse.py", "transports/_legacy_sse_client.py",
+        "transports/_sse_resume.py", "transports/http.py", "transports/http_client.py", "transports/stdio.py",
+        "transports/stdio_client.py",
     },
     "protocol._headers": {"client/_client.py", "client/_session.py", "transports/http.py"},
     "protocol._jsonrpc": {
         "client/_client.py", "client/_session.py", "client/_tasks.py", "host/_gateway.py", "server/_dispatch.py",
-        "transports/_duplex.py", "transports/http.py", "transports/http_client.py", "transports/stdio.py",
+        "transports/_duplex.py", "transports/_legacy_sse.py", "transports/http.py", "transports/http_client.py",
+        "transports/stdio.py",
     },
     "protocol._meta": {
         "client/_client.py", "client/_session.py", "host/_gateway.py", "server/_context.py", "server/_dispatch.py",
@@ -108,7 +110,7 @@ REACHING_IN = {
     },
     "protocol._versions": {
         "client/_client.py", "host/_gateway.py", "server/_context.py", "server/_dispatch.py", "server/_methods.py",
-        "transports/_duplex.py", "transports/http.py",
+        "transports/_duplex.py", "transports/_legacy_sse.py", "transports/http.py",
     },
     # issue 22: the seams the transports define for the layers above (ARCHITECTURE.md: `_seam.ServerApp`,
     # `_base.ClientTransport`, `_auth_seam.HttpAuth`, `_session.HandshakeSession`, `_identity`), not yet
