@@ -88,7 +88,6 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ..errors import (
-    InternalError,
     InvalidParams,
     LocalError,
     MalformedResponse,
@@ -98,12 +97,9 @@ from ..errors import (
 )
 from ..protocol import _meta
 from ..protocol._apps import UI_EXTENSION, UI_MIME_TYPE, client_shows_ui, tool_ui, visible_to
-from ..protocol._jsonrpc import Request, error_response, is_request_id, result_response
-from ..protocol._versions import Feature, features
-from ..server import Context, Server, ServerConfig, StartupError
-from ..server._bus import Event
-from ..server._context import Call, ElicitResult, InputRequired
-from ..server._methods import _input_required, _load_answers
+from ..protocol._jsonrpc import Request, is_request_id, result_response
+from ..server import Context, ElicitResult, Event, Server, ServerConfig, StartupError
+from ..server.dispatch import Call, Caller, InputRequired, error_reply, input_required, load_answers
 from ..transports._identity import principal_key
 from ._approval import ApprovalPolicy, ApprovalRequest, Approvals, Decision, Verdict
 from ._gateway_relays import ResourceWatches, complete
@@ -150,8 +146,8 @@ class _Route:
     server: HostServer
     tool: Tool
     allowed_by: Approvals | None = None
-    #: ``allowed_by`` when the tool has no ``outputSchema`` too: the fast lane may relay it.
-    relayed_by: Approvals | None = None
+    #: The tool has no ``outputSchema``: its results need no check, the fast lane may relay it.
+    plain: bool = False
 
 
 def _allowing(approvals: object, server: HostServer, tool: Tool) -> Approvals | None:
@@ -460,9 +456,8 @@ class Gateway(Server):
             tool = self.views.renamed(server.name, tool)
             if self.bare_names and owners[own.name] == 1 and own.name not in index:
                 tool = msgspec.structs.replace(tool, name=own.name)
-            allowed_by = _allowing(approvals, server, own)
             plain = own.output_schema is None or own.output_schema is msgspec.UNSET
-            index[tool.name] = _Route(server, own, allowed_by, allowed_by if plain else None)
+            index[tool.name] = _Route(server, own, _allowing(approvals, server, own), plain)
             shown.append(tool)
         # A view calls its own server's tools by their own names (it knows no gateway
         # names): for a server with a view, each tool a view may call ("app" in its
@@ -486,7 +481,40 @@ class Gateway(Server):
             tools = [tool for tool in tools if visible_to(tool.meta, "model")]
         return {"tools": [_wire(tool) for tool in tools]}
 
+    # -- tools/call: one relay path ----------------------------------------------------------
+    # Every call goes route -> approval -> upstream -> answer -> the dispatcher's decoration,
+    # by the same functions (``_route_of``, ``_approve``/``_allowed_outright``, ``_answer``,
+    # ``Dispatcher.decorate``). The common way runs them in the dispatcher's task for the
+    # call (``_tools_call``); the fast lane (``serve_fast``) runs them from loop callbacks
+    # when nothing on the way can wait: an approval given outright, an upstream that needs
+    # no coroutine (``_Relay``).
+    def _route_of(self, name: str) -> _Route | None:
+        """Where the gateway tool ``name`` leads, from the index ``_refresh`` built (None:
+        not known, or the index is being rebuilt)."""
+        return self._index.get(name) or self._view_names.get(name)
+
+    def _allowed_outright(self, route: _Route) -> bool:
+        """The policy lets every call of ``route``'s tool through without asking, and the
+        host still has the approvals that said so: no check is made per call."""
+        return route.allowed_by is not None and route.allowed_by is self.host.approvals
+
+    async def _approve(self, route: _Route, arguments: dict[str, Any], asker: _CallAsker) -> dict[str, Any] | None:
+        """None when the call may reach its server; else the ``isError`` result saying why not."""
+        if self._allowed_outright(route):
+            return None
+        server, tool = route.server, route.tool
+        approvals = self.host.approvals
+        if isinstance(approvals, Approvals):
+            verdict: Verdict | bool = await approvals.check(server, tool, arguments, asker=asker)
+        else:
+            verdict = await approvals.check(server, tool, arguments)
+        if verdict:
+            return None
+        why = verdict.reason if isinstance(verdict, Verdict) else "the approval policy denies it"
+        return _error(f"{tool.name!r} of server {server.name!r} was not run: {why}")
+
     async def _tools_call(self, call: Call) -> dict[str, Any]:
+        """``tools/call`` the common way (the gateway's middleware, in the call's task)."""
         params = call.params
         name = params.get("name")
         if not isinstance(name, str):
@@ -494,40 +522,28 @@ class Gateway(Server):
         arguments = params.get("arguments")
         if arguments is not None and not isinstance(arguments, dict):
             return _error("Invalid arguments: expected an object")
-        found = self._index.get(name) or self._view_names.get(name)
-        if found is None:
+        route = self._route_of(name)
+        if route is None:
             await self._refresh()
-            found = self._index.get(name) or self._view_names.get(name)
-            if found is None:
+            route = self._route_of(name)
+            if route is None:
                 raise InvalidParams(f"Unknown tool: {name}")
-        server = found.server
-        _load_answers(call)
+        load_answers(call)  # a retry: the approval it answered
         ctx = Context(call)
-        scope = _Scope(ctx, server.name)
+        scope = _Scope(ctx, route.server.name)
         token = self.ui.enter(scope)
-        asker = _CallAsker(ctx, self.ui.client_scope(call))
         try:
-            return await self._forward(call, scope, asker, found, dict(arguments or {}))
+            return await self._forward(call, scope, route, dict(arguments or {}))
         except InputRequired as asked:
-            return _input_required(call, asked)
+            return input_required(call, asked)
         finally:
             self.ui.leave(scope, token)
 
-    async def _forward(
-        self, call: Call, scope: _Scope, asker: _CallAsker, route: _Route, arguments: dict[str, Any]
-    ) -> dict[str, Any]:
+    async def _forward(self, call: Call, scope: _Scope, route: _Route, arguments: dict[str, Any]) -> dict[str, Any]:
+        refused = await self._approve(route, arguments, _CallAsker(scope.ctx, self.ui.client_scope(call)))
+        if refused is not None:
+            return refused
         server, tool = route.server, route.tool
-        approvals = self.host.approvals
-        # The policy allows this tool outright (no question, no pin): no check per call,
-        # as long as the host still has the approvals the route was made with.
-        if route.allowed_by is None or route.allowed_by is not approvals:
-            if isinstance(approvals, Approvals):
-                verdict: Verdict | bool = await approvals.check(server, tool, arguments, asker=asker)
-            else:
-                verdict = await approvals.check(server, tool, arguments)
-            if not verdict:
-                why = verdict.reason if isinstance(verdict, Verdict) else "the approval policy denies it"
-                return _error(f"{tool.name!r} of server {server.name!r} was not run: {why}")
         try:
             client = await server.ready()
             if client not in self._hooked:
@@ -536,39 +552,38 @@ class Gateway(Server):
             # The result as the upstream sent it: converting it to a CallToolResult and
             # back cost as much as the rest of the gateway's work on a call.
             result = await client.call_tool_raw(tool.name, arguments, progress=progress)
-            if not isinstance(result.get("content"), list):
-                raise MalformedResponse(f"its result has no content list: {str(result)[:200]}")
         except ProtocolError:
             raise  # the upstream's JSON-RPC error, as it sent it
         except MCPError as exc:  # the upstream is down, timed out, answered garbage
-            return _error(f"server {server.name!r} could not run {tool.name!r}: {exc}")
-        return _strip(result)
+            return _answer(route, None, exc)
+        return _answer(route, result, None)
 
-    # -- the fast lane: tools/call relayed from callbacks -------------------------------------
+    # -- the fast lane: the same path, from callbacks ---------------------------------------------
     def serve_fast(
         self, request: Request, peer: Peer, send: Send, respond: Callable[[dict[str, Any] | None], None]
     ) -> Callable[[], None] | None:
-        """Take a ``tools/call`` the common way can relay with no task and no coroutine
+        """Take a ``tools/call`` the relay path can run with no task and no coroutine
         (the duplex transports' fast lane, ``transports/_seam.FastLane``): returns its
         ``cancel``, or None to leave the request to ``handle``.
 
-        Taken: a call of a tool the policy allows outright, with no ``outputSchema``, to
-        a ready 2026-07-28 upstream on a transport without headers (stdio) whose log
-        relay is set up, from a caller that asked for no logs, with no
+        Taken: a call of a tool the policy allows outright (``_allowed_outright``), with
+        no ``outputSchema``, to a ready 2026-07-28 upstream on a transport without
+        headers (stdio) whose log relay is set up, from a caller the dispatcher admits
+        (``Dispatcher.admit``) that asked for no logs, with no
         ``inputResponses``/``requestState`` and no middleware but the gateway's own.
         The upstream's progress is relayed under the caller's progress token, if it
         sent one, each report before the result.
         The request is renamed and sent upstream (``ClientSession.begin``), and the
-        upstream's answer is made ours and sent in the callback that receives it: the
-        same response ``_forward`` gives, errors included. An upstream that answers
-        ``input_required`` has the call served again the common way, which asks.
+        upstream's answer is made ours (``_answer``, ``Dispatcher.decorate``) and sent in
+        the callback that receives it. An upstream that answers ``input_required`` has
+        the call served again the common way, which asks.
         """
         if request.method != "tools/call" or len(self.middleware) != 1:
             return None
         params = request.params
         name = params.get("name")
-        route = self._index.get(name) if isinstance(name, str) else None
-        if route is None or route.relayed_by is not self.host.approvals or route.relayed_by is None:
+        route = self._route_of(name) if isinstance(name, str) else None
+        if route is None or not route.plain or not self._allowed_outright(route):
             return None
         arguments = params.get("arguments")
         if not (arguments is None or isinstance(arguments, dict)) or not params.keys() <= _PLAIN_CALL:
@@ -587,30 +602,17 @@ class Gateway(Server):
         token = meta.get(_meta.PROGRESS_TOKEN) if isinstance(meta, dict) else None
         if token is not None and (not is_request_id(token) or isinstance(token, bool)):
             return None  # handle() answers as it does
-        if isinstance(meta, dict) and _meta.PROTOCOL_VERSION in meta:
-            # 2026-07-28: what the dispatcher reads, read here
-            has = features(meta.get(_meta.PROTOCOL_VERSION))
-            if (
-                Feature.STATELESS not in has
-                or not isinstance(meta.get(_meta.CLIENT_CAPABILITIES), dict)
-                or _meta.LOG_LEVEL in meta
-            ):
-                return None  # handle() refuses it, or relays logs
-        else:
-            try:
-                caller = self.dispatcher.caller(request, peer)
-            except ProtocolError:
-                return None  # handle() answers with the error
-            if caller.log_rank is not None:
-                return None
-            has = caller.features
-        relay = _Relay(
-            self, request, peer, send, respond, upstream.name, route.tool.name, Feature.RESULT_TYPE in has, token
-        )
+        try:
+            caller = self.dispatcher.admit(request, peer)
+        except ProtocolError:
+            return None  # handle() answers with the error
+        if caller.log_rank is not None:
+            return None  # the common way relays the logs
+        relay = _Relay(self, request, peer, caller, send, respond, route, token)
         try:
             relay.abandon = session.begin(
                 "tools/call",
-                {"name": relay.tool, "arguments": arguments or {}},
+                {"name": route.tool.name, "arguments": arguments or {}},
                 relay.settled,
                 logs=False,
                 progress=relay.progressed if token is not None else None,
@@ -870,6 +872,21 @@ def _strip(wire: dict[str, Any]) -> dict[str, Any]:
 _PLAIN_CALL = frozenset({"name", "arguments", "_meta"})
 
 
+def _answer(route: _Route, result: dict[str, Any] | None, error: BaseException | None) -> dict[str, Any]:
+    """The gateway's ``tools/call`` result for the upstream's ``result`` (changed in
+    place) or ``error``: the result less what the upstream's dispatcher added for it
+    (``_strip``); a server that is down, timed out or answered garbage, an ``isError``
+    result naming it. Raises the upstream's JSON-RPC error as it sent it
+    (``ProtocolError``), and anything that is not an ``MCPError``."""
+    if error is None and result is not None and isinstance(result.get("content"), list):
+        return _strip(result)
+    if error is None:
+        error = MalformedResponse(f"its result has no content list: {str(result)[:200]}")
+    if isinstance(error, ProtocolError) or not isinstance(error, MCPError):
+        raise error
+    return _error(f"server {route.server.name!r} could not run {route.tool.name!r}: {error}")
+
+
 class _Relay:
     """One call the fast lane relays: ``settled`` takes the upstream's answer (from
     ``ClientSession.begin``) and responds with ours; ``cancel`` gives it up. One object
@@ -879,11 +896,10 @@ class _Relay:
         "gateway",
         "request",
         "peer",
+        "caller",
         "send",
         "respond",
-        "server",
-        "tool",
-        "decorate",
+        "route",
         "abandon",
         "again",
         "token",
@@ -897,21 +913,19 @@ class _Relay:
         gateway: Gateway,
         request: Request,
         peer: Peer,
+        caller: Caller,
         send: Send,
         respond: Callable[[dict[str, Any] | None], None],
-        server: str,
-        tool: str,
-        decorate: bool,
+        route: _Route,
         token: str | int | None = None,
     ) -> None:
         self.gateway = gateway
         self.request = request
         self.peer = peer
+        self.caller = caller  # as the dispatcher admitted it
         self.send = send
         self.respond = respond
-        self.server = server
-        self.tool = tool
-        self.decorate = decorate
+        self.route = route
         self.abandon: Callable[[], None] | None = None
         self.again: asyncio.Task[None] | None = None  # served again the common way
         self.token = token  # the caller's progress token, if it asked for progress
@@ -964,10 +978,11 @@ class _Relay:
                 # input_required: the common way asks, and answers.
                 self.again = gateway._serve_again(request, self.peer, self.send, self.respond)
                 return
-            response = _relayed(request.id, self.server, self.tool, result, error, self.decorate, gateway.info)
-        except Exception:  # an answer for every request, whatever happened
-            log.exception("gateway: relaying the answer to %s (id %r) failed", self.tool, request.id)
-            response = error_response(request.id, InternalError("Internal error"))
+            # What the dispatcher would answer, had the call come the common way.
+            answer = gateway.dispatcher.decorate("tools/call", _answer(self.route, result, error), self.caller)
+            response = result_response(request.id, answer)
+        except Exception as exc:  # noqa: BLE001 - an answer for every request; error_reply logs it
+            response = error_reply(request, exc)
         self.respond(response)
 
     def cancel(self) -> None:
@@ -983,43 +998,6 @@ async def _send_report(send: Send, note: dict[str, Any]) -> None:
         await send(note)
     except (MCPError, OSError) as exc:  # the caller left: its answer will not be read either
         log.debug("gateway: a progress report was not delivered: %s", exc)
-
-
-def _relayed(
-    request_id: str | int,
-    server: str,
-    tool: str,
-    result: dict[str, Any] | None,
-    error: BaseException | None,
-    decorate: bool,
-    info: dict[str, Any],
-) -> dict[str, Any]:
-    """The gateway's response to a relayed call: what ``_forward`` returns for this
-    upstream ``result`` or ``error``, then what the dispatcher adds (``decorate``)."""
-    if isinstance(error, ProtocolError):
-        return error_response(request_id, error)  # the upstream's JSON-RPC error, as it sent it
-    if error is None and result is not None and isinstance(result.get("content"), list):
-        if not decorate:
-            return result_response(request_id, _strip(result))
-        # ``_strip`` and then the dispatcher's keys, in one pass over the upstream's result.
-        result["resultType"] = "complete"
-        result.pop("ttlMs", None)
-        result.pop("cacheScope", None)
-        meta = result.get("_meta")
-        if meta is None:
-            result["_meta"] = {_meta.SERVER_INFO: info}
-        else:
-            meta[_meta.SERVER_INFO] = info
-        return result_response(request_id, result)
-    if error is None:
-        error = MalformedResponse(f"its result has no content list: {str(result)[:200]}")
-    if not isinstance(error, MCPError):
-        raise error
-    reply = _error(f"server {server!r} could not run {tool!r}: {error}")
-    if decorate:
-        reply["resultType"] = "complete"
-        reply["_meta"] = {_meta.SERVER_INFO: info}
-    return result_response(request_id, reply)
 
 
 def _error(text: str) -> dict[str, Any]:
