@@ -18,12 +18,15 @@ steps, named here so that nothing outside ``server/`` imports its private module
   it; ``Caller``;
 - multi round-trip (basic/patterns/mrtr.mdx): ``load_answers(call)`` restores a retry's
   sealed round before a handler runs; a handler's ``Context.ask`` raises
-  ``InputRequired``, which ``input_required(call, asked)`` turns into the result.
+  ``InputRequired``, which ``input_required(call, asked)`` turns into the result;
+- ``UriTemplate``: how ``resources/read`` matches a URI to a resource template
+  (RFC 6570), for a relay that routes a URI to the server whose template it matches.
 """
 
 from ._context import Call, Caller, InputRequired
 from ._dispatch import Dispatcher, Handler, Middleware, error_reply
 from ._methods import input_required, load_answers
+from ._uri_template import UriTemplate
 
 __all__ = [
     "Call",
@@ -32,6 +35,7 @@ __all__ = [
     "Handler",
     "InputRequired",
     "Middleware",
+    "UriTemplate",
     "error_reply",
     "input_required",
     "load_answers",
