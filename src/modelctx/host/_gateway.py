@@ -55,11 +55,16 @@ streams, errors, ``input_required`` sealing) is the ordinary server machinery.
   upstream does; its host's clients declare views, so upstreams list their view-only
   tools, which go on to the gateway's clients that show views only. A tool's
   ``_meta.ui.resourceUri`` is the gateway's name for its view, read from that tool's server.
-- **The fast lane** (``serve_fast``): a call of a tool the policy allows outright, to a
-  2026-07-28 upstream over stdio, from a client that asked for no logs, is relayed from
-  the loop's callbacks, with no task or coroutine per call (a task only to send a
-  progress report on, when the client asked for them); what the client gets is what
-  the common way gives.
+- **One relay path** for ``tools/call``: ``_route_of`` (the gateway name to a server and
+  its tool), ``_approve`` (``_allowed_outright``, else ``Approvals.check`` with the call's
+  asker), the upstream request, ``_answer`` (the upstream's result or failure as ours),
+  then the dispatcher's ``decorate`` (server/dispatch.py). The common way runs it in the
+  call's task (``_tools_call``, ``_forward``: the client's ``call_tool_raw``); the fast
+  lane (``serve_fast``) runs the same steps from the loop's callbacks when none of them
+  can wait: a tool the policy allows outright, with no ``outputSchema``, a 2026-07-28
+  upstream over stdio, a client the dispatcher admits (``Dispatcher.admit``) that asked
+  for no logs. No task or coroutine per call there (a task only to send a progress
+  report on), and what the client gets is what the common way gives.
 - **Deadlines**: every upstream request carries a progress token whether or not the
   gateway's client asked for progress, so the upstream's reports push the gateway's own
   deadline on it (the host's ``request_timeout``) back, up to ``request_max_timeout``.
@@ -481,13 +486,9 @@ class Gateway(Server):
             tools = [tool for tool in tools if visible_to(tool.meta, "model")]
         return {"tools": [_wire(tool) for tool in tools]}
 
-    # -- tools/call: one relay path ----------------------------------------------------------
-    # Every call goes route -> approval -> upstream -> answer -> the dispatcher's decoration,
-    # by the same functions (``_route_of``, ``_approve``/``_allowed_outright``, ``_answer``,
-    # ``Dispatcher.decorate``). The common way runs them in the dispatcher's task for the
-    # call (``_tools_call``); the fast lane (``serve_fast``) runs them from loop callbacks
-    # when nothing on the way can wait: an approval given outright, an upstream that needs
-    # no coroutine (``_Relay``).
+    # -- tools/call: one relay path (the module docstring) -------------------------------------
+    # route -> approval -> upstream -> answer -> the dispatcher's decoration, in the call's
+    # task (``_tools_call``) or, when no step can wait, from loop callbacks (``serve_fast``).
     def _route_of(self, name: str) -> _Route | None:
         """Where the gateway tool ``name`` leads, from the index ``_refresh`` built (None:
         not known, or the index is being rebuilt)."""
