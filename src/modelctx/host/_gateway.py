@@ -21,7 +21,7 @@ streams, errors, ``input_required`` sealing) is the ordinary server machinery.
   refused without reaching the server.
 - **Approval** ``ask`` becomes a form elicitation (allow once / always / deny, with the
   server, the tool and the arguments) to the gateway's own client: the call handler
-  hands ``Approvals.check`` an ``Asker`` for the call being served (``_CallAsker``), and
+  hands ``Approvals.check`` an ``Asker`` for the call being served (``_gateway_ui.CallAsker``), and
   gets a ``Verdict`` back. On 2026-07-28 the question travels as ``input_required`` and
   the retry replays the call with the answer; in the handshake era it is a request on
   the same connection. Declined, cancelled, unanswered, or a client that cannot elicit:
@@ -36,7 +36,7 @@ streams, errors, ``input_required`` sealing) is the ordinary server machinery.
   ``resources/read``, ``prompts/get``, ``completion/complete`` and subscriptions, with
   an error that says so; nothing is asked of the upstream.
 - **What an upstream asks** while one of our calls runs (elicitation, sampling) is
-  asked of the gateway's client the same way.
+  asked of the gateway's client the same way (``_gateway_ui.GatewayUI``).
 - **Changes**: the host tells its listeners when an upstream list changed; the gateway
   publishes it on its own bus, which ``subscriptions/listen`` streams and handshake
   sessions turn into ``notifications/*/list_changed``.
@@ -78,8 +78,6 @@ upstream: its questions and logs cannot be told apart and are declined / dropped
 from __future__ import annotations
 
 import asyncio
-import contextvars
-import itertools
 import logging
 import os
 import stat
@@ -87,14 +85,13 @@ import weakref
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from ..errors import (
     InvalidParams,
-    LocalError,
     MalformedResponse,
     MCPError,
     ProtocolError,
@@ -103,17 +100,17 @@ from ..errors import (
 from ..protocol import _meta
 from ..protocol._apps import UI_EXTENSION, UI_MIME_TYPE, client_shows_ui, tool_ui, visible_to
 from ..protocol._jsonrpc import Request, is_request_id, result_response
-from ..server import Context, ElicitResult, Event, Server, ServerConfig, StartupError
+from ..server import Context, Event, Server, ServerConfig, StartupError
 from ..server.dispatch import Call, Caller, InputRequired, error_reply, input_required, load_answers
-from ..transports._identity import principal_key
-from ._approval import ApprovalPolicy, ApprovalRequest, Approvals, Decision, Verdict
+from ._approval import ApprovalPolicy, Approvals, Verdict
 from ._gateway_relays import ResourceWatches, complete
+from ._gateway_ui import CallAsker, CallScope, GatewayUI
 from ._gateway_views import Views
 from ._host import AllowAll, Denied, Host, UnknownName
 from ._server import HostServer
 
 if TYPE_CHECKING:
-    from ..client import Client, Elicitation
+    from ..client import Client
     from ..protocol._jsonrpc import Notification
     from ..protocol.types.v2026_07_28 import Tool
     from ..transports._seam import Peer, Send
@@ -123,24 +120,6 @@ __all__ = ["Gateway", "GatewayUI", "serve_gateway"]
 log = logging.getLogger("modelctx.host")
 
 Handler = Callable[[Call], Awaitable[dict[str, Any] | None]]
-
-#: The form an ``ask`` approval shows the gateway's client.
-DECISION_FORM: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "decision": {
-            "type": "string",
-            "title": "Decision",
-            "oneOf": [
-                {"const": "allow_once", "title": "Allow once"},
-                {"const": "always", "title": "Always allow"},
-                {"const": "deny", "title": "Deny"},
-            ],
-        }
-    },
-    "required": ["decision"],
-}
-_DECISIONS = {"allow_once": Decision.ALLOW_ONCE, "always": Decision.ALWAYS, "deny": Decision.DENY}
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,149 +143,6 @@ def _allowing(approvals: object, server: HostServer, tool: Tool) -> Approvals | 
     return approvals if level == "allow" and source != "readOnlyHint" else None
 
 
-@dataclass
-class _Scope:
-    """One gateway ``tools/call`` in flight: its context, for what its upstream asks."""
-
-    ctx: Context
-    server: str
-    questions: int = field(default=0)
-
-
-class _CallAsker:
-    """The ``Asker`` of one gateway call: its client, asked with a form elicitation.
-    ``scope``: who that client is (see ``GatewayUI.client_scope``)."""
-
-    __slots__ = ("ctx", "scope")
-
-    def __init__(self, ctx: Context, scope: str | None) -> None:
-        self.ctx = ctx
-        self.scope = scope
-
-    async def approve(self, request: ApprovalRequest) -> Decision | Verdict:
-        message = "Approve this tool call?\n" + request.describe()
-        try:
-            answer = await self.ctx.elicit(message, DECISION_FORM, key="gateway-approval")
-        except ProtocolError as exc:  # the client cannot elicit (MissingRequiredClientCapability), ...
-            return Verdict(False, f"it needs approval and the gateway's client cannot be asked ({exc.message})")
-        if answer.action != "accept" or not isinstance(answer.content, dict):
-            return Verdict(False, f"the gateway's client answered {answer.action!r} to the approval")
-        decision = _DECISIONS.get(str(answer.content.get("decision")), Decision.DENY)
-        if decision is Decision.DENY:
-            return Verdict(False, "the gateway's client denied it")
-        return decision
-
-
-_current: contextvars.ContextVar[_Scope | None] = contextvars.ContextVar("modelctx_gateway_call", default=None)
-
-
-class GatewayUI:
-    """The ``HostUI`` of a gateway: the person is behind the gateway's own client.
-
-    Approval questions do not come here: each call hands ``Approvals.check`` its own
-    ``_CallAsker`` (``approve`` here, asked without one, denies). ``elicit`` and
-    ``sample`` relay what an upstream server asks to the client of the call it belongs
-    to (a context variable the call handler sets, or the one call to that server in
-    flight); outside a call there is no one to ask: declined. ``client_scope`` names
-    the client of a call, for the "always" answers it gives.
-    """
-
-    def __init__(self) -> None:
-        self._inflight: dict[str, list[_Scope]] = {}
-        # A name for each duplex connection (stdio, in-process) while it lives.
-        self._connections: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
-        self._numbers = itertools.count(1)
-
-    def client_scope(self, call: Call) -> str | None:
-        """Who sent ``call``, as an "always" answer is remembered for: its authenticated
-        principal (issuer, subject, client id), else its handshake session, else its
-        duplex connection; None when nothing tells it from another client (2026-07-28
-        over HTTP without authorization)."""
-        principal = principal_key(call.principal)  # the one identity rule (transports._identity)
-        if principal is not None:
-            return "principal:" + principal
-        if call.session is not None:
-            return f"session:{call.session.id}"
-        connection = call.connection
-        if connection is None:
-            return None
-        name = self._connections.get(connection)
-        if name is None:
-            name = self._connections[connection] = f"connection:{next(self._numbers)}"
-        return name
-
-    def enter(self, scope: _Scope) -> contextvars.Token[_Scope | None]:
-        self._inflight.setdefault(scope.server, []).append(scope)
-        return _current.set(scope)
-
-    def leave(self, scope: _Scope, token: contextvars.Token[_Scope | None]) -> None:
-        _current.reset(token)
-        calls = self._inflight.get(scope.server)
-        if calls is not None and scope in calls:
-            calls.remove(scope)
-
-    def scope_for(self, server: str) -> _Scope | None:
-        """The gateway call that what ``server`` asks or says now belongs to, if known."""
-        return self._scope_for(server)
-
-    def _scope_for(self, server: str) -> _Scope | None:
-        scope = _current.get()
-        if scope is not None:
-            return scope
-        # A handshake-era upstream asks on its own connection, outside our call's task:
-        # it belongs to our call only when exactly one call to that server is running.
-        calls = self._inflight.get(server) or []
-        return calls[0] if len(calls) == 1 else None
-
-    async def approve(self, request: ApprovalRequest) -> Decision:
-        """Asked without the call's ``Asker`` (a caller of ``Approvals.check`` that did not
-        hand one in): there is no one to ask here, denied."""
-        log.warning(
-            "denied %r of server %r: approvals are asked through the gateway call's own asker", request.tool.name,
-            request.server,
-        )
-        return Decision.DENY
-
-    async def elicit(self, server: str | HostServer, elicitation: Elicitation) -> dict[str, Any]:
-        # The configured name (the host of this writing passes its HostServer instead).
-        server = server if isinstance(server, str) else server.name
-        scope = self._scope_for(server)
-        if scope is None:
-            log.warning("declined: server %r asked %r outside a gateway call", server, elicitation.message)
-            return {"action": "decline"}
-        scope.questions += 1
-        key = f"gateway-{server}-{scope.questions}"
-        answer: ElicitResult[Any]
-        try:
-            if elicitation.mode == "url" and elicitation.url is not None:
-                answer = await scope.ctx.elicit_url(elicitation.message, elicitation.url, key=key)
-            else:
-                schema = elicitation.requested_schema or {"type": "object", "properties": {}}
-                answer = await scope.ctx.elicit(elicitation.message, schema, key=key)
-        except ProtocolError as exc:
-            log.warning("declined: server %r asked the gateway's client, which cannot answer: %s", server, exc)
-            return {"action": "decline"}
-        reply: dict[str, Any] = {"action": answer.action}
-        if answer.action == "accept" and isinstance(answer.content, dict):
-            reply["content"] = answer.content
-        return reply
-
-    async def sample(self, server: HostServer | str, params: dict[str, Any]) -> dict[str, Any]:
-        """The host's sampling callback: the gateway's client samples (its model)."""
-        name = server if isinstance(server, str) else server.name
-        scope = self._scope_for(name)
-        if scope is None:
-            raise LocalError(f"server {name!r} asked for sampling outside a gateway call; there is no one to ask")
-        scope.questions += 1
-        options = {k: v for k, v in params.items() if k not in ("messages", "maxTokens", "_meta")}
-        messages = params.get("messages") or []
-        max_tokens = int(params.get("maxTokens") or 1000)
-        return await scope.ctx.sample(messages, max_tokens, key=f"gateway-{name}-{scope.questions}", **options)
-
-    async def show(self, message: str) -> None:
-        log.warning("%s", message)
-
-
 class Gateway(Server):
     """A ``Server`` that serves ``host``'s tools, prompts and resources (see the module
     docstring). Serving it starts the host (and closes it after), unless the host was
@@ -314,7 +150,7 @@ class Gateway(Server):
 
     The host is given a ``GatewayUI`` (``gateway.ui``); a host with no approval hook of
     its own gets ``Approvals`` over its configuration's policy and that UI. Each call's
-    approval is asked of its own client (``_CallAsker``).
+    approval is asked of its own client (``CallAsker``).
 
     ``bare_names``: offer each tool under its server's own name when no other server
     has a tool of that name (the namespaced name otherwise): a gateway in front of one
@@ -499,7 +335,7 @@ class Gateway(Server):
         host still has the approvals that said so: no check is made per call."""
         return route.allowed_by is not None and route.allowed_by is self.host.approvals
 
-    async def _approve(self, route: _Route, arguments: dict[str, Any], asker: _CallAsker) -> dict[str, Any] | None:
+    async def _approve(self, route: _Route, arguments: dict[str, Any], asker: CallAsker) -> dict[str, Any] | None:
         """None when the call may reach its server; else the ``isError`` result saying why not."""
         if self._allowed_outright(route):
             return None
@@ -531,7 +367,7 @@ class Gateway(Server):
                 raise InvalidParams(f"Unknown tool: {name}")
         load_answers(call)  # a retry: the approval it answered
         ctx = Context(call)
-        scope = _Scope(ctx, route.server.name)
+        scope = CallScope(ctx, route.server.name)
         token = self.ui.enter(scope)
         try:
             return await self._forward(call, scope, route, dict(arguments or {}))
@@ -540,8 +376,8 @@ class Gateway(Server):
         finally:
             self.ui.leave(scope, token)
 
-    async def _forward(self, call: Call, scope: _Scope, route: _Route, arguments: dict[str, Any]) -> dict[str, Any]:
-        refused = await self._approve(route, arguments, _CallAsker(scope.ctx, self.ui.client_scope(call)))
+    async def _forward(self, call: Call, scope: CallScope, route: _Route, arguments: dict[str, Any]) -> dict[str, Any]:
+        refused = await self._approve(route, arguments, CallAsker(scope.ctx, self.ui.client_scope(call)))
         if refused is not None:
             return refused
         server, tool = route.server, route.tool
