@@ -110,7 +110,7 @@ from ._host import AllowAll, Denied, Host, UnknownName
 from ._server import HostServer
 
 if TYPE_CHECKING:
-    from ..client import Client
+    from ..client import Client, ClientSession
     from ..protocol._jsonrpc import Notification
     from ..protocol.types.v2026_07_28 import Tool
     from ..transports._seam import Peer, Send
@@ -404,16 +404,13 @@ class Gateway(Server):
         ``cancel``, or None to leave the request to ``handle``.
 
         Taken: a call of a tool the policy allows outright (``_allowed_outright``), with
-        no ``outputSchema``, to a ready 2026-07-28 upstream on a transport without
-        headers (stdio) whose log relay is set up, from a caller the dispatcher admits
-        (``Dispatcher.admit``) that asked for no logs, with no
+        no ``outputSchema``, to an upstream ``_lane_session`` finds, from a caller the
+        dispatcher admits (``Dispatcher.admit``) that asked for no logs, with no
         ``inputResponses``/``requestState`` and no middleware but the gateway's own.
-        The upstream's progress is relayed under the caller's progress token, if it
-        sent one, each report before the result.
-        The request is renamed and sent upstream (``ClientSession.begin``), and the
-        upstream's answer is made ours (``_answer``, ``Dispatcher.decorate``) and sent in
-        the callback that receives it. An upstream that answers ``input_required`` has
-        the call served again the common way, which asks.
+        The request is renamed and sent upstream (``ClientSession.begin``); the answer
+        is made ours (``_answer``, ``Dispatcher.decorate``) in the callback that receives
+        it, after any progress reports (under the caller's token). An upstream that
+        answers ``input_required`` has the call served again the common way, which asks.
         """
         if request.method != "tools/call" or len(self.middleware) != 1:
             return None
@@ -425,20 +422,11 @@ class Gateway(Server):
         arguments = params.get("arguments")
         if not (arguments is None or isinstance(arguments, dict)) or not params.keys() <= _PLAIN_CALL:
             return None
-        upstream = route.server
-        client = upstream.client
-        if client is None or upstream.status != "ready":
-            return None
-        session = client.session
-        if not session.modern or session.transport.sends_headers:
-            return None
-        hooked = self._hooked_by_id.get(id(client))
-        if hooked is None or hooked() is not client:
-            self._hook_modern(upstream.name, client)
+        session = self._lane_session(route)
         meta = params.get("_meta")
         token = meta.get(_meta.PROGRESS_TOKEN) if isinstance(meta, dict) else None
-        if token is not None and (not is_request_id(token) or isinstance(token, bool)):
-            return None  # handle() answers as it does
+        if session is None or (token is not None and (not is_request_id(token) or isinstance(token, bool))):
+            return None  # not relayable here; a token that is no request id: handle() answers as it does
         try:
             caller = self.dispatcher.admit(request, peer)
         except ProtocolError:
@@ -457,6 +445,22 @@ class Gateway(Server):
         except MCPError:
             return None  # the connection is gone: the common way says so
         return relay.cancel
+
+    def _lane_session(self, route: _Route) -> ClientSession | None:
+        """The session the fast lane relays ``route``'s calls on: its server's, when that
+        is ready, speaks 2026-07-28 and sends no headers (stdio), with its log relay set
+        up here; None: the common way."""
+        upstream = route.server
+        client = upstream.client
+        if client is None or upstream.status != "ready":
+            return None
+        session = client.session
+        if not session.modern or session.transport.sends_headers:
+            return None
+        hooked = self._hooked_by_id.get(id(client))
+        if hooked is None or hooked() is not client:
+            self._hook_modern(upstream.name, client)
+        return session
 
     def _serve_again(
         self, request: Request, peer: Peer, send: Send, respond: Callable[[dict[str, Any] | None], None]
