@@ -252,6 +252,8 @@ class Gateway(Server):
         return caps
 
     def serves(self, method: str) -> bool:
+        if method.startswith("tools/"):  # first: checked on every call the gateway relays
+            return True  # a gateway is for tools
         kind = method.split("/", 1)[0]
         if kind in ("tools", "prompts", "resources"):
             return kind == "tools" or kind in self._upstream_kinds()
