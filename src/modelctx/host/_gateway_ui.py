@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import LocalError, ProtocolError
 from ..server import Context, ElicitResult
-from ..transports._identity import principal_key
+from ..server.dispatch import caller_identity
 from ._approval import ApprovalRequest, Decision, Verdict
 from ._server import HostServer
 
@@ -114,7 +114,7 @@ class GatewayUI:
         principal (issuer, subject, client id), else its handshake session, else its
         duplex connection; None when nothing tells it from another client (2026-07-28
         over HTTP without authorization)."""
-        principal = principal_key(call.principal)  # the one identity rule (transports._identity)
+        principal = caller_identity(call)  # the one identity rule (server.dispatch)
         if principal is not None:
             return "principal:" + principal
         if call.session is not None:

@@ -33,7 +33,7 @@ from ._context import Call, Context, InputRequired
 from ._registry import call_handler
 from ._tasks import declared, owns, require_declared, task_methods
 
-__all__ = ["TABLE", "input_required", "load_answers"]
+__all__ = ["TABLE", "caller_identity", "input_required", "load_answers"]
 
 log = logging.getLogger("modelctx.server")
 
@@ -112,6 +112,14 @@ async def discover(call: Call) -> dict[str, Any]:
 
 
 # -- multi round-trip plumbing --------------------------------------------------------
+def caller_identity(call: Call) -> str | None:
+    """Who sent ``call`` by the one identity rule (transports._identity): its principal's
+    typed issuer, subject and client id as JSON (a token naming no one: its digest), or
+    None without one. A round of ``requestState`` is sealed for it; a relay keys what
+    it keeps per client by it too (the gateway's "always" answers)."""
+    return principal_key(call.principal)
+
+
 def load_answers(call: Call) -> None:
     """Restore a retry's round: earlier answers, new answers, notices sent, carried state.
 
@@ -131,7 +139,7 @@ def load_answers(call: Call) -> None:
     # A round is bound to who asked: the one identity rule (transports._identity), so a
     # token without sub and one with sub "None" cannot open each other's state.
     sealed = call.server.sealer.open_round(
-        params["requestState"], call.method, params, principal_key(call.principal)
+        params["requestState"], call.method, params, caller_identity(call)
     )
     answers = dict(sealed.answers)
     for key in sealed.asked:
@@ -149,7 +157,7 @@ def input_required(call: Call, asked: InputRequired) -> dict[str, Any]:
         call.method,
         call.params,
         call.answers,
-        principal_key(call.principal),
+        caller_identity(call),
         asked=tuple(asked.requests),
         notices=call.notices_so_far(),
         carried=call.carried,

@@ -20,12 +20,15 @@ steps, named here so that nothing outside ``server/`` imports its private module
   sealed round before a handler runs; a handler's ``Context.ask`` raises
   ``InputRequired``, which ``input_required(call, asked)`` turns into the result;
 - ``UriTemplate``: how ``resources/read`` matches a URI to a resource template
-  (RFC 6570), for a relay that routes a URI to the server whose template it matches.
+  (RFC 6570), for a relay that routes a URI to the server whose template it matches;
+- ``caller_identity(call)``: who sent the call by the one identity rule
+  (transports/_identity.py), what ``requestState`` is sealed for; a relay keys its own
+  per-client state (the gateway's "always" answers) by it too.
 """
 
 from ._context import Call, Caller, InputRequired
 from ._dispatch import Dispatcher, Handler, Middleware, error_reply
-from ._methods import input_required, load_answers
+from ._methods import caller_identity, input_required, load_answers
 from ._uri_template import UriTemplate
 
 __all__ = [
@@ -36,6 +39,7 @@ __all__ = [
     "InputRequired",
     "Middleware",
     "UriTemplate",
+    "caller_identity",
     "error_reply",
     "input_required",
     "load_answers",
