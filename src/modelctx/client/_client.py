@@ -18,8 +18,13 @@ Compatibility): in ``"auto"`` mode the client sends ``server/discover`` at the l
 version. A ``DiscoverResult`` or a recognized modern error (-32022 names the versions
 to retry with; -32020/-32021) means the server is modern. Any other error, an HTTP
 status without a modern error body, or silence until ``probe_timeout`` means a
-handshake-era server: the client sends ``initialize``. ``mode="handshake"`` skips the
-probe; ``mode="2026-07-28"`` pins the version and sends no probe at all.
+handshake-era server: the client sends ``initialize``, offering 2025-11-25, and speaks
+whichever handshake revision the server answers with (2025-11-25 down to 2024-11-05),
+sending an old one only what its schema has (``_era.py``). A stdio server that ends on
+the probe (mcp 1.2.0 does) is started again once and initialized at once, and its
+configuration is remembered as handshake-era, never probed again (``_era.py`` says why).
+``mode="handshake"`` skips the probe; ``mode="2026-07-28"`` pins the version and sends no
+probe at all.
 """
 
 from __future__ import annotations
@@ -58,11 +63,14 @@ from ..protocol._versions import (
     HANDSHAKE_VERSIONS,
     LATEST,
     MODERN_VERSIONS,
+    SERVED_HANDSHAKE_VERSIONS,
     accepts_handshake_version,
+    features,
 )
 from ..transports._auth_seam import HttpAuth
 from ..transports._base import ClientTransport
 from ..transports._seam import ServerApp
+from . import _era
 from ._cache import ResultCache
 from ._options import ClientHandlers, ClientOptions, Elicitation
 from ._session import ClientSession, EventQueue, ProgressCallback
@@ -226,12 +234,7 @@ class Client:
         self.transport = _make_transport(target, auth)
         #: What this client calls its server: a host's configured name, else the transport's.
         self.name = name if name is not None else self.transport.name
-        self.session = ClientSession(self.transport, timeout=timeout, max_timeout=self.options.max_timeout)
-        self.session.client_info = dict(self.options.client_info)
-        self.session.log_level = self.options.log_level
-        self.session.trace_context = self.options.trace_context
-        self.session.on_notification = self._on_notification
-        self.session.on_server_request = self._on_server_request
+        self.session = self._session_on(self.transport, timeout)
         self.cache = ResultCache()
         self.server_info: dict[str, Any] | None = None
         self._server_capabilities: dict[str, Any] = {}
@@ -243,6 +246,15 @@ class Client:
         self._tools_listed = False  # tools/list fetched since the last tools list_changed
         self._listeners: set[EventQueue] = set()
         self._connected = False
+
+    def _session_on(self, transport: ClientTransport, timeout: float) -> ClientSession:
+        session = ClientSession(transport, timeout=timeout, max_timeout=self.options.max_timeout)
+        session.client_info = dict(self.options.client_info)
+        session.log_level = self.options.log_level
+        session.trace_context = self.options.trace_context
+        session.on_notification = self._on_notification
+        session.on_server_request = self._on_server_request
+        return session
 
     # -- lifecycle ---------------------------------------------------------------------
     async def __aenter__(self) -> Self:
@@ -330,6 +342,8 @@ class Client:
         if mode == "handshake":
             await self._initialize()
             return
+        if mode == "auto" and await self._initialize_known():
+            return
         session.modern = True
         session.version = LATEST if mode == "auto" else mode
         if mode != "auto":
@@ -340,7 +354,7 @@ class Client:
             except UnsupportedProtocolVersion as exc:
                 if self._adopt_supported(exc):
                     continue
-                if any(v in HANDSHAKE_VERSIONS for v in _supported(exc)):
+                if any(accepts_handshake_version(v) for v in _supported(exc)):
                     await self._initialize()
                     return
                 raise
@@ -348,9 +362,13 @@ class Client:
                 return  # a modern server that did not like this probe; it is modern
             except (ProtocolError, RequestTimeout) as exc:
                 log.debug("%s: discover failed (%s); trying initialize", self.transport.name, exc)
-                await self._initialize()
+                await self._fall_back()
                 return
-            except (ConnectionClosed, AuthorizationError):
+            except ConnectionClosed:
+                if not await self._relaunch_after_probe():
+                    raise
+                return
+            except AuthorizationError:
                 raise  # authorization failed whatever the era: initialize would fail the same way
             except MCPError as exc:  # an HTTP status without a modern error body
                 if self.transport.kind == "http":
@@ -387,16 +405,64 @@ class Client:
         self.instructions = result.get("instructions")
         self.supported_versions = list(result.get("supportedVersions") or [])
 
+    async def _fall_back(self) -> None:
+        """``initialize`` after a probe that got no modern answer; a stdio server that
+        ended meanwhile (on the probe) is started again once (``_relaunch_after_probe``)."""
+        try:
+            await self._initialize()
+        except ConnectionClosed:
+            if not await self._relaunch_after_probe():
+                raise
+
+    async def _relaunch_after_probe(self) -> bool:
+        """Start the server again and initialize it, remembering its configuration as
+        handshake-era; False when the transport cannot start it again (then the caller
+        raises the connection's end)."""
+        fresh = self.transport.relaunch()
+        if fresh is None:
+            return False
+        log.info(
+            "%s ended on the server/discover probe: a handshake-era server that cannot take an "
+            "unknown request; starting it again and initializing it (it will not be probed again)",
+            self.transport.name,
+        )
+        await self.transport.close()
+        self.transport = fresh
+        self.session = self._session_on(fresh, self.session.timeout)
+        self.session.capabilities = self._capabilities(modern=True)
+        await asyncio.wait_for(fresh.connect(self.session), self.options.probe_timeout + 30)
+        await self._initialize()
+        assert self.session.version is not None  # _initialize set it
+        _era.KNOWN_ERAS.remember(fresh.configuration, self.session.version)
+        return True
+
+    async def _initialize_known(self) -> bool:
+        """Initialize a server whose configuration is known to be handshake-era, without a
+        probe; False (and the configuration forgotten) when it refuses: then probe it."""
+        key = self.transport.configuration
+        if _era.KNOWN_ERAS.get(key) is None:
+            return False
+        try:
+            await self._initialize()
+        except ProtocolError as exc:
+            log.info("%s refused initialize (%s); probing its era again", self.transport.name, exc)
+            _era.KNOWN_ERAS.forget(key)
+            return False
+        return True
+
     async def _initialize(self) -> None:
         session = self.session
         session.modern = False
         session.version = None
         self.transport.end_handshake_session()
+        # A server known to answer an older revision is offered that one, with the
+        # capabilities it names; any other is offered the newest (lifecycle.mdx).
+        offer = _era.KNOWN_ERAS.get(self.transport.configuration) or HANDSHAKE_VERSIONS[0]
         result = await session.request(
             "initialize",
             {
-                "protocolVersion": HANDSHAKE_VERSIONS[0],
-                "capabilities": self._capabilities(modern=False),
+                "protocolVersion": offer,
+                "capabilities": _era.capabilities_for(self._capabilities(modern=False), features(offer)),
                 "clientInfo": dict(self.options.client_info),
             },
             raw=True,
@@ -406,10 +472,12 @@ class Client:
         if not accepts_handshake_version(version):
             raise LocalError(
                 f"{self.transport.name} offered protocol version {version!r}, which this client "
-                f"does not speak (it speaks {', '.join(MODERN_VERSIONS + HANDSHAKE_VERSIONS)})"
+                f"does not speak (it speaks {', '.join(MODERN_VERSIONS + SERVED_HANDSHAKE_VERSIONS)}); "
+                "upgrade the server or the client"
             )
         assert isinstance(version, str)  # accepts_handshake_version checked it
         session.version = version
+        session.cancels_on_wire = _era.tells_cancellation(features(version))
         self.server_info = result.get("serverInfo")
         self._set_server_capabilities(result.get("capabilities"))
         self.instructions = result.get("instructions")
@@ -444,7 +512,12 @@ class Client:
         """Handshake-era server requests, answered by the same handlers as MRTR."""
         if request.method == "ping":
             return {}
-        return await self._answer_input(request.method, request.params)
+        has = features(self.session.version)
+        if _era.refuses(request.method, has):
+            raise MethodNotFound(
+                f"Method not found: {request.method} (not part of protocol version {self.session.version})"
+            )
+        return _era.answer_for(request.method, await self._answer_input(request.method, request.params), has)
 
     async def _answer_input(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         handlers = self.handlers
@@ -858,6 +931,8 @@ class Client:
         params: dict[str, Any] = {"ref": ref, "argument": {"name": argument, "value": value}}
         if context:
             params["context"] = {"arguments": context}
+        if not self.session.modern:
+            params = _era.complete_params(params, features(self.session.version))
         return _convert(await self._request("completion/complete", params), wire.CompleteResult)
 
     # -- subscriptions ----------------------------------------------------------------------------
