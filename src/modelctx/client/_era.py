@@ -1,6 +1,14 @@
-"""What the client sends a handshake-era server of an older revision, and what it remembers.
+"""The two eras of a connection, as one interface: what the client does differently in each.
 
-Theory of operation. The client offers ``HANDSHAKE_VERSIONS[0]`` in ``initialize`` and goes
+``Client.connect`` is the opening phase (probe, ``initialize``); it hands the connection
+over to an ``Era`` for the operating phase, as wsproto's handshake hands over to its
+connection: ``ModernEra`` (2026-07-28: per-request ``_meta``, cache hints, ``-32022``
+retries, header mirroring, ``subscriptions/listen``) or ``HandshakeEra`` (the negotiated
+revision's session: re-initialized when it expires, ``resources/subscribe`` and the
+session's notifications for change events, and the rules of its revision below). The
+``Client`` facade asks its era and never which era it is in.
+
+Old revisions. The client offers ``HANDSHAKE_VERSIONS[0]`` in ``initialize`` and goes
 on with whatever handshake revision the server answers, the installed base's 2025-03-26
 and 2024-11-05 among them (2025-11-25 lifecycle.mdx, Version Negotiation). From then on it
 sends that server only what the revision's schema has (schema/2024-11-05 and
@@ -50,25 +58,64 @@ If that assumption fails (``initialize`` refused), it is forgotten and the serve
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
-from ..protocol._versions import Feature
+from ..errors import MCPError, ProtocolError
+from ..protocol._versions import Feature, features
+from ._session import ClientSession, EventQueue
 
 __all__ = [
-    "KnownEras",
+    "Era",
+    "HandshakeEra",
     "KNOWN_ERAS",
+    "KnownEras",
+    "ListChanged",
+    "ModernEra",
+    "ResourceUpdated",
+    "SubscriptionEvent",
+    "Wanted",
     "capabilities_for",
-    "complete_params",
-    "answer_for",
-    "refuses",
-    "tells_cancellation",
 ]
 
 # The members of a CreateMessageResult in every handshake revision (2024-11-05 onwards).
 _CREATE_MESSAGE_RESULT = frozenset({"role", "content", "model", "stopReason", "_meta"})
 _ROOT = frozenset({"uri", "name"})  # _meta on Root came with 2025-06-18
+
+
+@dataclass(frozen=True)
+class ListChanged:
+    """The server's list of ``kind`` ("tools", "prompts" or "resources") changed."""
+
+    kind: str
+
+
+@dataclass(frozen=True)
+class ResourceUpdated:
+    """The resource at ``uri`` changed: read it again to see how."""
+
+    uri: str
+
+
+SubscriptionEvent = ListChanged | ResourceUpdated
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """What a ``listen`` asks to hear of."""
+
+    tools: bool
+    prompts: bool
+    resources: bool
+    uris: tuple[str, ...]
+
+
+#: ``Client._request`` as an era calls it: (method, params) to the result.
+Requester = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 def capabilities_for(caps: dict[str, Any], has: frozenset[Feature]) -> dict[str, Any]:
@@ -81,37 +128,198 @@ def capabilities_for(caps: dict[str, Any], has: frozenset[Feature]) -> dict[str,
     return shaped
 
 
-def complete_params(params: dict[str, Any], has: frozenset[Feature]) -> dict[str, Any]:
-    """``completion/complete`` params for a revision with ``has``."""
-    if Feature.COMPLETION_CONTEXT in has or "context" not in params:
+class Era:
+    """What the client does in one era; ``Client`` holds the one its connection is in."""
+
+    #: Is this the 2026-07-28 era (``Client.modern``)?
+    modern = False
+    #: Reuse results as ``ttlMs``/``cacheScope`` allow (only 2026-07-28 results carry them).
+    caches = False
+    #: Retry a request with a version a -32022 error names.
+    adopts_versions = False
+    #: ``initialize`` again when the server forgot the session (HTTP 404), then re-send.
+    renews_sessions = False
+    #: On a ``HeaderMismatch``, list the tools again and re-send with their new headers.
+    relists_on_header_mismatch = False
+    #: Change notifications arrive on the session itself (not on a listen stream): the
+    #: client hands them to its listeners.
+    events_on_session = False
+    #: Follow a task on a ``subscriptions/listen`` stream (else poll).
+    follows_tasks = False
+
+    def complete_params(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``completion/complete`` params as this era's revision has them."""
         return params
-    return {key: value for key, value in params.items() if key != "context"}
 
+    def refuses(self, method: str) -> bool:
+        """Does the server ask something its revision does not have?"""
+        return False
 
-def tells_cancellation(has: frozenset[Feature]) -> bool:
-    """Is a server of a revision with ``has`` sent ``notifications/cancelled``? Not the
-    installed base's (see the module docstring)."""
-    return Feature.META_ON_TYPES in has
-
-
-def refuses(method: str, has: frozenset[Feature]) -> bool:
-    """Does a server of a revision with ``has`` ask something it has no right to?"""
-    return method == "elicitation/create" and Feature.ELICITATION not in has
-
-
-def answer_for(method: str, result: dict[str, Any], has: frozenset[Feature]) -> dict[str, Any]:
-    """The client's answer to a server request, with only what the revision's schema has."""
-    if Feature.META_ON_TYPES in has:
+    def answer(self, method: str, result: dict[str, Any]) -> dict[str, Any]:
+        """The client's answer to a server request, as the revision's schema has it."""
         return result
-    if method == "roots/list" and isinstance(result.get("roots"), list):
-        roots = [
-            {key: value for key, value in root.items() if key in _ROOT} if isinstance(root, dict) else root
-            for root in result["roots"]
-        ]
-        return {**result, "roots": roots}
-    if method == "sampling/createMessage":
-        return {key: value for key, value in result.items() if key in _CREATE_MESSAGE_RESULT}
-    return result
+
+    def listen(
+        self, wanted: Wanted, reconnect: bool, on_open: Callable[[], object] | None
+    ) -> AsyncIterator[SubscriptionEvent]:
+        raise NotImplementedError
+
+
+class ModernEra(Era):
+    """2026-07-28: every request stands alone; changes are heard on listen streams."""
+
+    modern = True
+    caches = True
+    adopts_versions = True
+    relists_on_header_mismatch = True
+    follows_tasks = True
+
+    def __init__(self, session: ClientSession) -> None:
+        self.session = session
+
+    async def listen(
+        self, wanted: Wanted, reconnect: bool, on_open: Callable[[], object] | None
+    ) -> AsyncIterator[SubscriptionEvent]:
+        """One ``subscriptions/listen`` stream, re-opened with backoff when it drops."""
+        filt: dict[str, Any] = {}
+        if wanted.tools:
+            filt["toolsListChanged"] = True
+        if wanted.prompts:
+            filt["promptsListChanged"] = True
+        if wanted.resources:
+            filt["resourcesListChanged"] = True
+        if wanted.uris:
+            filt["resourceSubscriptions"] = list(wanted.uris)
+        backoff = 0.1
+        session = self.session
+        while True:
+            request_id = session.next_id()
+            queue = session.subscribe_queue(request_id)
+            stream = asyncio.ensure_future(
+                session.request(
+                    "subscriptions/listen",
+                    {"notifications": filt},
+                    request_id=request_id,
+                    timeout=24 * 3600.0,
+                )
+            )
+            stream.add_done_callback(partial(_stream_ended, queue))
+            ended_gracefully = False
+            try:
+                while True:
+                    item = await queue.get()
+                    if isinstance(item, asyncio.Future):
+                        if item.cancelled() or item.exception() is not None:
+                            failure = None if item.cancelled() else item.exception()
+                            if isinstance(failure, ProtocolError) and failure.remote:
+                                raise failure  # the server refused to listen: retrying cannot help
+                            break  # the stream dropped: reconnect below
+                        ended_gracefully = True
+                        break
+                    if isinstance(item, BaseException):
+                        raise item
+                    method = item.method
+                    if method == "notifications/subscriptions/acknowledged":
+                        backoff = 0.1
+                        if on_open is not None:
+                            on_open()
+                        continue
+                    if method == "notifications/cancelled":
+                        ended_gracefully = True
+                        break
+                    if method.endswith("/list_changed"):
+                        yield ListChanged(method.split("/")[1])
+                    elif method == "notifications/resources/updated" and isinstance(item.params.get("uri"), str):
+                        yield ResourceUpdated(item.params["uri"])
+            finally:
+                session.unsubscribe_queue(request_id)
+                if not stream.done():
+                    stream.cancel()
+                    try:
+                        await stream
+                    except (asyncio.CancelledError, MCPError):
+                        pass
+            if ended_gracefully or not reconnect or session.closed_error is not None:
+                return
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, 30.0)
+
+
+class HandshakeEra(Era):
+    """A session opened by ``initialize`` at ``version``: its revision's rules (the module
+    docstring), ``resources/subscribe`` and the session's own notifications."""
+
+    renews_sessions = True
+    events_on_session = True
+
+    def __init__(self, version: str, request: Requester, listeners: set[EventQueue]) -> None:
+        self.version = version
+        self.has = features(version)
+        self._request = request
+        self._listeners = listeners
+
+    @property
+    def tells_cancellation(self) -> bool:
+        """Is the server sent ``notifications/cancelled``? Not the installed base's."""
+        return Feature.META_ON_TYPES in self.has
+
+    def complete_params(self, params: dict[str, Any]) -> dict[str, Any]:
+        if Feature.COMPLETION_CONTEXT in self.has or "context" not in params:
+            return params
+        return {key: value for key, value in params.items() if key != "context"}
+
+    def refuses(self, method: str) -> bool:
+        return method == "elicitation/create" and Feature.ELICITATION not in self.has
+
+    def answer(self, method: str, result: dict[str, Any]) -> dict[str, Any]:
+        if Feature.META_ON_TYPES in self.has:
+            return result
+        if method == "roots/list" and isinstance(result.get("roots"), list):
+            roots = [
+                {key: value for key, value in root.items() if key in _ROOT} if isinstance(root, dict) else root
+                for root in result["roots"]
+            ]
+            return {**result, "roots": roots}
+        if method == "sampling/createMessage":
+            return {key: value for key, value in result.items() if key in _CREATE_MESSAGE_RESULT}
+        return result
+
+    async def listen(
+        self, wanted: Wanted, reconnect: bool, on_open: Callable[[], object] | None
+    ) -> AsyncIterator[SubscriptionEvent]:
+        """``resources/subscribe`` for each URI, then the session's notifications."""
+        queue = EventQueue()
+        self._listeners.add(queue)
+        kinds = {"tools": wanted.tools, "prompts": wanted.prompts, "resources": wanted.resources}
+        try:
+            for uri in wanted.uris:
+                await self._request("resources/subscribe", {"uri": uri})
+            if on_open is not None:
+                on_open()
+            while True:
+                item = await queue.get()
+                if isinstance(item, BaseException):
+                    raise item
+                if isinstance(item, ListChanged) and not kinds.get(item.kind):
+                    continue
+                if isinstance(item, ResourceUpdated) and item.uri not in wanted.uris:
+                    continue
+                yield item
+        finally:
+            self._listeners.discard(queue)
+            for uri in wanted.uris:
+                try:
+                    await asyncio.wait_for(self._request("resources/unsubscribe", {"uri": uri}), 5)
+                except (MCPError, TimeoutError):
+                    pass
+
+
+def _stream_ended(queue: EventQueue, stream: asyncio.Future[Any]) -> None:
+    """The listen queue hears when its stream ends; the stream's error counts as read
+    even if the application never reads that far (no "exception never retrieved")."""
+    if not stream.cancelled():
+        stream.exception()
+    queue.offer(stream)
 
 
 class KnownEras:
