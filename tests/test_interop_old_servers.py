@@ -69,6 +69,14 @@ SCHEMA = {
     },
 }
 IMPLEMENTATION = {"name", "version"}
+# What a client's answers to a server's requests may hold (ListRootsResult, Root,
+# CreateMessageResult of both revisions).
+ANSWERS = {
+    "roots": {"roots", "_meta"},
+    "root": {"uri", "name"},
+    "sampling": {"role", "content", "model", "stopReason", "_meta"},
+}
+TOOLS = ["add", "progress", "sleepy", "roots", "sample", "crash"]
 
 
 def old_python(version: str) -> str:
@@ -120,7 +128,7 @@ async def exercise(client: Client, server: OldServer) -> None:
     """Tools, a call, progress, a resource, a prompt: each answered by the old server."""
     assert client.protocol_version == server.revision
     assert client.server_info == {"name": "old-stdio-server", "version": server.version}
-    assert [tool.name for tool in await client.tools()] == ["add", "progress", "sleepy", "crash"]
+    assert [tool.name for tool in await client.tools()] == TOOLS
     result = await client.call_tool("add", {"a": 2, "b": 3})
     assert [block.text for block in result.content] == ["5"]
     reports: list[tuple[float, float | None, str | None]] = []
@@ -221,6 +229,28 @@ async def test_an_old_server_is_not_answered_an_elicitation_its_revision_lacks(o
         assert (await client.call_tool("add", {"a": 1, "b": 2})).content[0].text == "3"
 
 
+@async_test(60)
+async def test_answers_to_the_old_servers_questions_hold_only_what_its_schema_has(old: OldServer):
+    async def roots() -> list[Any]:
+        return [{"uri": "file:///work", "name": "work", "_meta": {"com.example/x": 1}}]
+
+    async def sample(_: dict[str, Any]) -> dict[str, Any]:
+        return {"role": "assistant", "content": {"type": "text", "text": "hello"}, "model": "m", "extra": 1}
+
+    handlers = ClientHandlers(roots=roots, sampling=sample)
+    async with Client(old.transport(), mode="handshake", timeout=15, handlers=handlers) as client:
+        listed = await client.call_tool("roots", {})
+        assert json.loads(listed.content[0].text) == [{"uri": "file:///work", "name": "work"}]
+        sampled = await client.call_tool("sample", {})
+        assert sampled.content[0].text == "hello"
+    answers = [m["result"] for m in old.received() if "result" in m]
+    root_answer, sampling_answer = answers
+    assert set(root_answer) <= ANSWERS["roots"]
+    assert all(set(root) <= ANSWERS["root"] for root in root_answer["roots"])
+    assert set(sampling_answer) <= ANSWERS["sampling"]  # "extra" was not sent
+    assert_sent_only_what_the_revision_has(old)
+
+
 # -- our client in auto mode -------------------------------------------------------------------------
 @async_test(90)
 async def test_auto_mode_falls_back_to_initialize_and_the_old_server_keeps_answering(old: OldServer):
@@ -290,7 +320,7 @@ async def test_a_host_serves_old_stdio_servers_and_restarts_one_without_probing_
     async with Host(HostConfig(specs)) as host:
         assert host.failures == {}
         names = sorted(tool.name for tool in await host.tools())
-        assert names == sorted(f"{s}_{t}" for s in specs for t in ("add", "progress", "sleepy", "crash"))
+        assert names == sorted(f"{s}_{t}" for s in specs for t in TOOLS)
         for name in specs:
             result = await host.call_tool(f"{name}_add", {"a": 1, "b": 2})
             assert result.content[0].text == "3"

@@ -12,17 +12,20 @@ client sent against the old revision's schema, and see which requests reached th
 
 Tools: ``add`` (a sum), ``progress`` (``steps`` progress reports, with a message where the
 SDK has one), ``sleepy`` (sleeps; writes ``MARKER`` when cancelled, which mcp 1.9.4
-does and mcp 1.2.0 cannot), ``crash`` (exits the process: a server that dies). A resource
+does and mcp 1.2.0 cannot), ``roots`` and ``sample`` (ask the client: roots/list, sampling/createMessage), ``crash``
+(exits the process: a server that dies). A resource
 ``old://greeting``, a template ``old://items/{id}``, a prompt ``greet``.
 """
 
 
 import asyncio
+import json
 import os
 import sys
 import threading
 from pathlib import Path
 
+import mcp.types as types
 from mcp.server.fastmcp import Context, FastMCP
 
 
@@ -75,6 +78,21 @@ async def sleepy(marker: str, seconds: float = 60.0) -> str:
         Path(marker).write_text("cancelled")
         raise
     return f"slept {seconds}"
+
+
+@server.tool()
+async def roots(ctx: Context) -> str:
+    """Ask the client for its roots (roots/list) and return them as JSON."""
+    listed = await ctx.session.list_roots()
+    return json.dumps([root.model_dump(mode="json", exclude_none=True) for root in listed.roots])
+
+
+@server.tool()
+async def sample(ctx: Context) -> str:
+    """Ask the client to sample (sampling/createMessage) and return its text."""
+    message = types.SamplingMessage(role="user", content=types.TextContent(type="text", text="hi"))
+    result = await ctx.session.create_message([message], max_tokens=5)
+    return result.content.text if isinstance(result.content, types.TextContent) else "?"
 
 
 @server.tool()
