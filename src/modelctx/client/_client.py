@@ -476,8 +476,8 @@ class Client:
             )
         assert isinstance(version, str)  # accepts_handshake_version checked it
         session.version = version
-        era = self.era = HandshakeEra(version, self._request, self._listeners)
-        session.cancels_on_wire = era.tells_cancellation
+        era = self.era = HandshakeEra(version, features(version), self._request, self._listeners)
+        session.cancels_on_wire = era.tells_cancellation(stdio=self.transport.kind == "stdio")
         self.server_info = result.get("serverInfo")
         self._set_server_capabilities(result.get("capabilities"))
         self.instructions = result.get("instructions")

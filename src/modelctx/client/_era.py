@@ -24,16 +24,19 @@ tests/test_interop_old_servers.py checks every message sent to a real old server
   ``name``, a ``CreateMessageResult`` its five members;
 * an ``elicitation/create`` from a revision without elicitation is refused (-32601): the
   client never offered it to such a server, whatever the first ``initialize`` said.
-* the installed base's servers are not sent ``notifications/cancelled``: a request the
-  caller gives up (or whose deadline passes) is abandoned on this side only and its late
-  answer dropped. Both revisions' schemas have the notification and cancellation.mdx says
+* the installed base's stdio servers are not sent ``notifications/cancelled``: a request
+  the caller gives up (or whose deadline passes) is abandoned on this side only and its
+  late answer dropped. Both revisions' schemas have the notification and cancellation.mdx says
   a sender SHOULD send it, but the official SDK's servers of those revisions end on it:
   mcp 1.2.0 has no type for it (modelcontextprotocol/python-sdk issue 88: the same
   ``ValidationError`` in the receive loop as below), and in mcp 1.9.4 the cancelled
   handler's scope ends the server's task group, so the process exits at its next line
   (reproduced with tests/peers/old_stdio_server.py). The official client of that time
   never sent it (python-sdk issue 2507), so that is what those servers were run with.
-  Cancelling costs them work they finish for nothing; telling them costs the session.
+  Not telling them costs work they finish for nothing; telling them costs the process:
+  on stdio the session is the process, every other request in it and its state. Over
+  HTTP (and HTTP+SSE) the notification is sent: there it ends one session, which the
+  client reports, and the server goes on serving the others.
 
 The capabilities of a first ``initialize`` are those of the revision offered (2025-11-25):
 the server's revision is not known before it answers, and a capability an old schema
@@ -66,7 +69,7 @@ from functools import partial
 from typing import Any
 
 from ..errors import MCPError, ProtocolError
-from ..protocol._versions import Feature, features
+from ..protocol import Feature
 from ._session import ClientSession, EventQueue
 
 __all__ = [
@@ -252,16 +255,18 @@ class HandshakeEra(Era):
     renews_sessions = True
     events_on_session = True
 
-    def __init__(self, version: str, request: Requester, listeners: set[EventQueue]) -> None:
+    def __init__(
+        self, version: str, has: frozenset[Feature], request: Requester, listeners: set[EventQueue]
+    ) -> None:
         self.version = version
-        self.has = features(version)
+        self.has = has  # features(version)
         self._request = request
         self._listeners = listeners
 
-    @property
-    def tells_cancellation(self) -> bool:
-        """Is the server sent ``notifications/cancelled``? Not the installed base's."""
-        return Feature.META_ON_TYPES in self.has
+    def tells_cancellation(self, stdio: bool) -> bool:
+        """Is the server sent ``notifications/cancelled``? Not an installed-base server
+        on stdio, where its session is its process (see the module docstring)."""
+        return Feature.META_ON_TYPES in self.has or not stdio
 
     def complete_params(self, params: dict[str, Any]) -> dict[str, Any]:
         if Feature.COMPLETION_CONTEXT in self.has or "context" not in params:

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import LocalError, MalformedResponse, MCPError, RequestTimeout, error_from_wire
 from ..protocol._jsonrpc import Notification
-from ..transports._base import ClientTransport
 from ._convert import convert
 from ._input import answer_all
 from ._options import ClientHandlers
@@ -39,12 +38,19 @@ DEFAULT_POLL_SECONDS = 1.0
 BACKOFF = 1.5
 
 
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
 class TaskClient(Protocol):
     """What a ``TaskHandle`` needs of the client it came from (``Client`` is one)."""
 
     handlers: ClientHandlers
     session: ClientSession
-    transport: ClientTransport
+
+    @property
+    def transport(self) -> _Named: ...
 
     async def get_task(self, task_id: str, *, timeout: float | None = None) -> dict[str, Any]: ...
 
