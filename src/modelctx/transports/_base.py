@@ -18,6 +18,7 @@ Inbound traffic goes to a ``TransportEvents`` object the session supplies:
 from __future__ import annotations
 
 import abc
+from collections.abc import Hashable
 from typing import Any, Protocol
 
 from ..protocol import Message
@@ -108,4 +109,15 @@ class ClientTransport(abc.ABC):
     @property
     def credential_key(self) -> str | None:
         """What identifies the credentials in use, for private cache entries."""
+        return None
+
+    @property
+    def configuration(self) -> Hashable | None:
+        """What identifies the server this transport starts (a command, its environment
+        and folder), so a client can remember its era across processes; None: nothing."""
+        return None
+
+    def relaunch(self) -> ClientTransport | None:
+        """A new, unconnected transport that starts the same server again (a stdio
+        command), for a client whose server ended on its era probe; None if it cannot."""
         return None

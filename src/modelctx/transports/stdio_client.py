@@ -148,6 +148,22 @@ class StdioClientTransport(ClientTransport):
             parts.append("stdout lines that were not JSON-RPC messages:\n" + _indent(self._garbage))
         return "\n".join(parts)
 
+    @property
+    def configuration(self) -> tuple[Any, ...]:
+        """The command, its environment and its folder: what starts this server."""
+        env = tuple(sorted(self.env.items())) if self.env is not None else None
+        return ("stdio", tuple(self.argv), env, os.fspath(self.cwd) if self.cwd is not None else None)
+
+    def relaunch(self) -> StdioClientTransport:
+        """A new transport that starts the same command (this one is left as it is)."""
+        return StdioClientTransport(
+            self.argv,
+            env=self.env,
+            cwd=self.cwd,
+            connect_timeout=self.connect_timeout,
+            stderr_lines=self._stderr.maxlen or 0,
+        )
+
     # -- connect -------------------------------------------------------------------------
     async def connect(self, events: TransportEvents) -> None:
         """Start the server. Raises ``ServerNotStarted`` if the program cannot be run."""
