@@ -569,6 +569,55 @@ async def test_a_cancelled_call_stops_the_handler_of_mcp_1_9_4_and_the_session_i
     assert "the HTTP+SSE stream closed" in str(caught.value)
 
 
+@pytest.fixture(scope="module")
+def mcp_1_2_0(tmp_path_factory) -> Iterator[OldSseServer]:
+    """FastMCP of mcp 1.2.0 on HTTP+SSE (2024-11-05), shared by the module."""
+    python = old_python("1.2.0")
+    log = tmp_path_factory.mktemp("mcp-1.2.0-sse") / "server.log"
+    server = OldSseServer(lambda port: [python, str(OLD_SERVER), str(port)], log)
+    yield server
+    server.stop()
+
+
+@pytest.mark.parametrize(("transport", "mode"), [("auto", "auto"), ("auto", "handshake"), ("sse", "auto")])
+@async_test(60)
+async def test_our_client_lists_calls_reads_and_gets_prompts_of_mcp_1_2_0_over_sse(mcp_1_2_0, transport, mode):
+    seen: list[tuple[float, float | None]] = []
+    async with client(mcp_1_2_0.url, mode, transport=transport) as connected:
+        names = [tool.name for tool in await connected.tools()]
+        added = await connected.call_tool("add", {"a": 2, "b": 3})
+        counted = await connected.call_tool("count", {"steps": 2}, progress=lambda p, t, m: seen.append((p, t)))
+        read = await connected.read_resource("memo://greeting")
+        prompt = await connected.get_prompt("greet", {"name": "Ada"})
+
+    assert connected.protocol_version == "2024-11-05"
+    assert names == ["add", "count", "sleepy"]
+    assert text(added) == "5"
+    assert text(counted) == "counted to 2"
+    assert seen == [(1, 2), (2, 2)]
+    assert read.contents[0]["text"] == "hello from an old server"
+    assert prompt.messages[0].content.text == "Say hello to Ada."
+
+
+@async_test(60)
+async def test_a_cancelled_call_to_mcp_1_2_0_ends_at_once_and_the_session_goes_on(mcp_1_2_0, tmp_path):
+    # mcp 1.2.0 knows no notifications/cancelled and runs one request at a time: its tool
+    # sleeps on, but our caller is not held, the late answer to the cancelled id is
+    # dropped, and the next call is answered once the tool is done.
+    marker = tmp_path / "cancelled"
+    async with client(mcp_1_2_0.url) as connected:
+        arguments = {"marker": str(marker), "seconds": 1}
+        call = asyncio.ensure_future(connected.call_tool("sleepy", arguments, timeout=10 * DEADLINE))
+        await until(lambda: Path(str(marker) + ".started").exists(), "the sleepy tool to start")
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        after = await connected.call_tool("add", {"a": 1, "b": 1})
+
+    assert text(after) == "2"
+    assert not marker.exists()
+
+
 @async_test(60)
 async def test_our_client_reaches_the_npm_everything_server_of_2025_5_12_over_sse(npm_everything):
     seen: list[tuple[float, float | None]] = []
