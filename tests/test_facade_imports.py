@@ -23,7 +23,8 @@ SERVER = {
     "transports", "transports._identity", "transports._seam", "transports._session",
 }  # fmt: skip
 CLIENT = {
-    "client", "client._cache", "client._client", "client._options", "client._session", "client._tasks",
+    "client", "client._cache", "client._client", "client._convert", "client._era", "client._input",
+    "client._options", "client._session", "client._tasks",
     "errors",
     "protocol", "protocol._connection", "protocol._framing", "protocol._headers", "protocol._jsonrpc",
     "protocol._meta", "protocol._request_state", "protocol._versions",
