@@ -8,6 +8,7 @@ which no official Python client sends) and through the sans-IO table and shaper.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from conftest import StdioServer, wait_until
@@ -16,6 +17,7 @@ from servers.sample_server import ITEM_IDS
 from modelctx.protocol._connection import MAX_BATCH
 from modelctx.protocol._versions import (
     HANDSHAKE_VERSIONS,
+    LATEST,
     LEGACY_HANDSHAKE_VERSIONS,
     Feature,
     features,
@@ -55,6 +57,49 @@ def test_initialize_echoes_an_old_revision_the_server_serves(version):
 
 def test_an_unknown_revision_is_still_offered_the_newest_handshake():
     assert negotiate_handshake("2024-01-01") == NEWEST_HANDSHAKE
+
+
+VERSIONS_SERVER = Path(__file__).parent / "servers" / "versions_server.py"
+
+
+def initialize(version: str) -> dict:
+    info = {"name": "t", "version": "0"}
+    params = {"protocolVersion": version, "capabilities": {}, "clientInfo": info}
+    return {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}
+
+
+def test_a_server_without_the_old_revisions_offers_its_newest_handshake_instead(start_stdio_server):
+    server = start_stdio_server(VERSIONS_SERVER, env={"MODELCTX_TEST_VERSIONS": f"{LATEST},{NEWEST_HANDSHAKE}"})
+
+    answer = server.call(initialize(OLDEST))
+
+    assert answer["result"]["protocolVersion"] == NEWEST_HANDSHAKE
+
+
+def test_a_server_speaking_no_handshake_revision_refuses_initialize_naming_what_it_speaks(start_stdio_server):
+    server = start_stdio_server(VERSIONS_SERVER, env={"MODELCTX_TEST_VERSIONS": LATEST})
+
+    answer = server.call(initialize(OLD))
+
+    assert answer["error"]["code"] == -32602
+    assert answer["error"]["data"] == {"supported": [LATEST], "requested": OLD}
+    assert LATEST in answer["error"]["message"]
+
+
+def test_a_server_without_the_stateless_revision_refuses_its_requests_with_32022(start_stdio_server):
+    server = start_stdio_server(VERSIONS_SERVER, env={"MODELCTX_TEST_VERSIONS": ",".join(LEGACY_HANDSHAKE_VERSIONS)})
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": LATEST,
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+
+    answer = server.call({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}})
+    opened = server.call(initialize(NEWEST_HANDSHAKE))
+
+    assert answer["error"]["code"] == -32022
+    assert answer["error"]["data"]["supported"] == list(LEGACY_HANDSHAKE_VERSIONS)
+    assert opened["result"]["protocolVersion"] == OLD
 
 
 def test_every_revision_lacking_a_shaped_feature_is_shaped():

@@ -29,6 +29,7 @@ __all__ = [
     "LEGACY_HANDSHAKE_VERSIONS",
     "SERVED_HANDSHAKE_VERSIONS",
     "SUPPORTED_VERSIONS",
+    "SERVED_VERSIONS",
     "HTTP_DEFAULT_HANDSHAKE_VERSION",
     "HTTP_HANDSHAKE_HEADER_VERSIONS",
     "Feature",
@@ -52,6 +53,8 @@ SUPPORTED_VERSIONS: tuple[str, ...] = MODERN_VERSIONS + HANDSHAKE_VERSIONS
 # client offers first.
 LEGACY_HANDSHAKE_VERSIONS: tuple[str, ...] = ("2025-03-26", "2024-11-05")
 SERVED_HANDSHAKE_VERSIONS: tuple[str, ...] = HANDSHAKE_VERSIONS + LEGACY_HANDSHAKE_VERSIONS
+# Every revision a server speaks by default (``ServerConfig.versions``; leave one out to refuse it).
+SERVED_VERSIONS: tuple[str, ...] = MODERN_VERSIONS + SERVED_HANDSHAKE_VERSIONS
 # A handshake-era HTTP request without MCP-Protocol-Version is taken as this revision
 # (2025-06-18 basic/transports.mdx, Protocol Version Header).
 HTTP_DEFAULT_HANDSHAKE_VERSION = "2025-03-26"
@@ -171,15 +174,16 @@ def offers(version_features: frozenset[Feature], method: str) -> bool:
     return needed is None or needed in version_features
 
 
-def negotiate_handshake(requested: object) -> str:
+def negotiate_handshake(requested: object, served: tuple[str, ...] = SERVED_VERSIONS) -> str | None:
     """The version a server answers ``initialize`` with (2025-11-25 lifecycle.mdx).
 
-    Echo the client's version when we support it in the handshake era, else offer our
-    latest handshake version and let the client decide whether to go on.
+    Echo the client's version when the server speaks it in the handshake era, else offer
+    the newest handshake version it speaks and let the client decide whether to go on;
+    None when ``served`` (``ServerConfig.versions``) holds no handshake revision at all.
     """
-    if isinstance(requested, str) and requested in SERVED_HANDSHAKE_VERSIONS:
+    if isinstance(requested, str) and requested in SERVED_HANDSHAKE_VERSIONS and requested in served:
         return requested
-    return HANDSHAKE_VERSIONS[0]
+    return next((version for version in SERVED_HANDSHAKE_VERSIONS if version in served), None)
 
 
 def accepts_handshake_version(version: object) -> bool:

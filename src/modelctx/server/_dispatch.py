@@ -51,7 +51,7 @@ from ..errors import (
 )
 from ..protocol import _meta
 from ..protocol._jsonrpc import Notification, Request, error_response, result_response
-from ..protocol._versions import Feature, features, is_modern, negotiate_handshake, offers
+from ..protocol._versions import LATEST, Feature, features, is_modern, negotiate_handshake, offers
 from ..transports._seam import Peer, ResponseStream, Send
 from ..transports._session import HandshakeSession
 from ._context import Call, Caller
@@ -96,7 +96,7 @@ class Dispatcher:
         meta = request.params.get("_meta")
         version = meta.get(_meta.PROTOCOL_VERSION) if isinstance(meta, dict) else None
         if version is not None and isinstance(meta, dict):
-            if not is_modern(version):
+            if not is_modern(version) or version not in self.server.versions:
                 raise UnsupportedProtocolVersion(version, list(self.server.versions))
             caps = meta.get(_meta.CLIENT_CAPABILITIES)
             if not isinstance(caps, dict):
@@ -123,7 +123,7 @@ class Dispatcher:
         if meta is not None and not isinstance(meta, dict):
             raise InvalidParams("Invalid params: _meta must be an object")
         raise InvalidParams(
-            f"Invalid params: _meta[{_meta.PROTOCOL_VERSION!r}] is required (2026-07-28 "
+            f"Invalid params: _meta[{_meta.PROTOCOL_VERSION!r}] is required ({LATEST} "
             "requests carry it on every request; older clients send initialize first)"
         )
 
@@ -218,10 +218,10 @@ class Dispatcher:
 
         return await _chain(self.server.middleware, initialize)(call)
 
-    @staticmethod
-    def _initialize_params(request: Request) -> tuple[str, dict[str, Any], dict[str, Any] | None]:
+    def _initialize_params(self, request: Request) -> tuple[str, dict[str, Any], dict[str, Any] | None]:
         """The negotiated version, capabilities and client info of an ``initialize``;
-        raises ``InvalidParams`` for a malformed one."""
+        raises ``InvalidParams`` for a malformed one, and for any when this server
+        speaks no handshake revision (``ServerConfig.versions``; lifecycle.mdx's error)."""
         params = request.params
         caps = params.get("capabilities")
         info = params.get("clientInfo")
@@ -230,7 +230,14 @@ class Dispatcher:
             raise InvalidParams("Invalid params: initialize needs protocolVersion (a string)")
         if caps is not None and not isinstance(caps, dict):
             raise InvalidParams("Invalid params: capabilities must be an object")
-        return negotiate_handshake(requested), caps or {}, info if isinstance(info, dict) else None
+        version = negotiate_handshake(requested, self.server.versions)
+        if version is None:
+            raise InvalidParams(
+                "Unsupported protocol version: this server speaks no handshake revision; "
+                f"send {LATEST} requests with _meta instead of initialize",
+                {"supported": list(self.server.versions), "requested": requested},
+            )
+        return version, caps or {}, info if isinstance(info, dict) else None
 
     def _initialize(self, request: Request, peer: Peer) -> dict[str, Any]:
         version, caps, info = self._initialize_params(request)

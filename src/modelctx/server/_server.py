@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RegistrationError
-from ..protocol import SUPPORTED_VERSIONS, Notification, Request, StateSealer
+from ..protocol import SERVED_VERSIONS, Notification, Request, StateSealer
 from ..transports._seam import Peer, ResponseStream, Send
 from ..transports._session import HandshakeSession
 from ._apps import bind_tool_ui
@@ -134,7 +134,10 @@ class ServerConfig:
     ``*/list`` page (``None``: one page). ``request_state_secret``: the key that seals
     ``requestState`` (default: the ``MODELCTX_REQUEST_STATE_SECRET`` environment variable;
     else, with ``redis_url``, one key the replicas keep in Redis; else a random key per
-    process); replicas serving the same clients must share it.
+    process); replicas serving the same clients must share it. ``versions``: the
+    revisions the server speaks (every one by default); leave one out and it is refused:
+    a stateless request naming it gets -32022 with the ones left, and ``initialize``
+    negotiates among the handshake revisions left (-32602 when none is).
     ``client_request_timeout``: how long a handshake-era server-to-client request
     (elicitation, sampling, roots) may wait for its answer. ``max_listens_per_principal``
     and ``max_listens``: ``subscriptions/listen`` streams open at once for one
@@ -165,7 +168,7 @@ class ServerConfig:
     page_size: int | None = None
     ttl_ms: int = 0
     cache_scope: str = "public"
-    versions: tuple[str, ...] = SUPPORTED_VERSIONS
+    versions: tuple[str, ...] = SERVED_VERSIONS
     request_state_secret: bytes | str | None = None
     request_state_ttl: float = 600.0
     client_request_timeout: float = 300.0

@@ -607,7 +607,7 @@ class HttpApp:
                 f"Header mismatch: MCP-Protocol-Version header value '{header_version}' does "
                 f"not match body value '{version}'"
             )
-        if not is_modern(version):
+        if not is_modern(version) or version not in self.server.versions:
             raise UnsupportedProtocolVersion(version, list(self.server.versions))
         if has(version, Feature.HTTP_METHOD_HEADERS):
             check_headers(headers, request.method, params, version, self._params_for(request))
