@@ -522,13 +522,11 @@ def is_content_annotation(tp: Any) -> bool:
 
 def _content_kind(tp: Any) -> str | None:
     """None: data; "text": str-like; "blocks": names a content class."""
+    tp = strip_annotated(tp)
+    if tp is _MISSING or tp is None or tp is type(None) or tp is Any or tp is str:
+        return "text"
     from ._content import Audio, EmbeddedResource, Image, ResourceLink, Text, ToolResult
 
-    tp = strip_annotated(tp)
-    if tp is _MISSING or tp is None or tp is type(None) or tp is Any:
-        return "text"
-    if tp is str:
-        return "text"
     if tp in (list, tuple) or (get_origin(tp) in (list, tuple) and set(get_args(tp)) <= {Any, Ellipsis}):
         # A bare ``list`` says nothing of its items: like ``Any``, no outputSchema is
         # promised, so a list of content blocks is as valid a return as a list of data.
