@@ -359,12 +359,59 @@ def http_rows(ctx: Context) -> list[Row]:
     from .http_load import run as http_run
 
     ours, floor = http_run(ctx, "modelctx"), http_run(ctx, "floor")
+    ts = _ts_http_rate(ctx, ctx.pick(5, 3))
     return [
+        _row("HTTP tools/call vs the TS SDK (stateless, 50 conns)", ours["req_per_s"], ts, "TS SDK", "req/s",
+             "ours/TS", ours["req_per_s"] / ts, at_least=5),
         _row("HTTP tools/call vs bare ASGI app (50 conns)", ours["req_per_s"], floor["req_per_s"], "floor", "req/s",
              "ours/floor", ours["req_per_s"] / floor["req_per_s"], at_least=0.6),
         _row("HTTP p99 vs bare ASGI app", ours["p99_ms"], floor["p99_ms"], "floor", "ms", "ours/floor",
              ours["p99_ms"] / floor["p99_ms"], at_most=2.5),
     ]  # fmt: skip
+
+
+def _ts_http_rate(ctx: Context, seconds: int) -> float:
+    """req/s of the TypeScript SDK's stateless HTTP server under the same wrk load."""
+    import http.client
+
+    from .http_load import CONNECTIONS, WRK_THREADS, parse_wrk
+
+    if not ctx.wrk:
+        raise BenchError("wrk not found (apt-get install wrk): the TS SDK row needs it")
+    port = free_port()
+    proc = ctx.servers.spawn("ts-http", [node(), str(SERVERS / "ts_echo.cjs"), "http", str(port)], stdio=False,
+                             env=env_for("ts"))  # fmt: skip
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        body = (BENCH / "wrk_echo_ts.lua").read_text().split("wrk.body = '")[1].rsplit("'", 1)[0]
+        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                   "MCP-Protocol-Version": "2025-06-18"}  # fmt: skip
+        while True:
+            proc.check_alive()
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2.0)
+                conn.request("POST", "/mcp", body=body, headers=headers)
+                answer = json.loads(conn.getresponse().read())
+                conn.close()
+                if answer["result"]["content"][0]["text"] != "hi":
+                    raise BenchError(f"TS SDK: wrong echo answer {answer}")
+                break
+            except (OSError, http.client.HTTPException):
+                if time.monotonic() > deadline:
+                    raise BenchError(f"the TS SDK's HTTP server is not answering on {port}") from None
+                time.sleep(0.05)
+        runs = []
+        for length in (1, *[seconds] * ctx.pick(3, 1)):
+            argv = [ctx.wrk, f"-t{WRK_THREADS}", f"-c{CONNECTIONS}", f"-d{length}s", "--timeout", "5s", "--latency",
+                    "-s", str(BENCH / "wrk_echo_ts.lua"), f"http://127.0.0.1:{port}/mcp"]  # fmt: skip
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=length + 20, check=False)
+            got = parse_wrk(done.stdout)
+            if got["non_2xx"] or got["socket_errors"]:
+                raise BenchError(f"TS SDK under load: {got['non_2xx']} non-2xx, {got['socket_errors']} socket errors")
+            runs.append(got["req_per_s"])
+        return median(runs[1:])
+    finally:
+        ctx.servers.stop(proc)
 
 
 def http_client_cpu(ctx: Context) -> list[Row]:
