@@ -218,13 +218,12 @@ class Signature:
             raise RegistrationError(f"{self.where}: cannot read its type hints: {exc}") from exc
         self.return_type = hints.get("return", _MISSING)
         self.context_param: str | None = None
-        fields: list[tuple[str, Any, Any]] = []
+        fields: list[tuple[str, Any, str | None, Any]] = []  # name, type, description added, default
         self.param_names: list[str] = []
         self.var_kw = False
         self.hints: dict[str, Any] = {}  # each exposed parameter's type, as written
         self._predicates: dict[str, list[Callable[[Any], bool]]] = {}
         pydantic_fields: dict[str, Any] = {}
-        schemas: list[tuple[str, Any, str | None, Any]] = []  # name, type, description, default
         self._uses_pydantic = False  # set by _field_type
         for param in inspect.signature(fn).parameters.values():
             tp = hints.get(param.name, Any)
@@ -246,10 +245,9 @@ class Signature:
                 )
             self.hints[param.name] = tp
             doc = param_docs.get(param.name)
-            tp, plain, described = self._field_type(param.name, tp, doc)
+            plain, described = self._field_type(param.name, tp, doc)
             default = msgspec.NODEFAULT if param.default is _MISSING else param.default
-            fields.append((param.name, tp, default))
-            schemas.append((param.name, plain, described, default))
+            fields.append((param.name, plain, described, default))
             pydantic_fields[param.name] = (
                 hints.get(param.name, Any),
                 ... if param.default is _MISSING else param.default,
@@ -259,7 +257,7 @@ class Signature:
         self._pydantic = None
         self._schema: dict[str, Any] | None = None  # set by use_schema: the author's own inputSchema
         self._validator: Any = None  # its jsonschema validator, built at first use
-        self._required = [n for n, _, d in fields if d is msgspec.NODEFAULT]
+        self._required = [n for n, _, _, d in fields if d is msgspec.NODEFAULT]
         if self._uses_pydantic:
             self._pydantic = _pydantic_model(self.where, name, pydantic_fields)
             self.input_schema = self._pydantic.model_json_schema()
@@ -269,10 +267,10 @@ class Signature:
             # The struct that checks the arguments is made at the first call (msgspec's
             # defstruct is a third of a registration): its schema is built from the
             # fields' kept schemas, unless a type has components, which msgspec lays out.
-            self._struct_name = f"{_camel(name)}Arguments"
+            self._name = name
             self._fields = fields
             self._struct: Any = None
-            built = _struct_schema(schemas, not self.var_kw)
+            built = _struct_schema(fields, not self.var_kw)
             self.input_schema = type_schema(self._arguments_struct()) if built is None else built
             self.input_schema.pop("title", None)
         self.input_schema.setdefault("type", "object")
@@ -283,18 +281,19 @@ class Signature:
     def _arguments_struct(self) -> Any:
         """The msgspec struct the arguments are converted to, made the first time."""
         if self._struct is None:
+            fields: list[tuple[str, Any] | tuple[str, Any, Any]] = []
+            for name, tp, description, default in self._fields:
+                if description is not None:
+                    tp = Annotated[tp, msgspec.Meta(description=description)]
+                fields.append((name, tp) if default is msgspec.NODEFAULT else (name, tp, default))
             self._struct = msgspec.defstruct(
-                self._struct_name,
-                [(n, tp) if d is msgspec.NODEFAULT else (n, tp, d) for n, tp, d in self._fields],
-                kw_only=True,
-                forbid_unknown_fields=not self.var_kw,
+                f"{_camel(self._name)}Arguments", fields, kw_only=True, forbid_unknown_fields=not self.var_kw
             )
         return self._struct
 
-    def _field_type(self, param: str, tp: Any, doc: str | None) -> tuple[Any, Any, str | None]:
-        """The msgspec type of one parameter (constraints as Meta, the docstring's text
-        as its description), that type without the description, and the description
-        added (None: none was)."""
+    def _field_type(self, param: str, tp: Any, doc: str | None) -> tuple[Any, str | None]:
+        """The msgspec type of one parameter (constraints as Meta) and the docstring's
+        text to describe it with, unless the type has a description of its own (None)."""
         if type(tp) is type and tp in _SCALARS:  # nothing to rewrite, refuse or look into
             plain = tp
         else:
@@ -315,9 +314,7 @@ class Signature:
                         "be validated; use JSON types (str, int, float, bool, list, dict), "
                         "dataclasses, TypedDicts, msgspec Structs, enums, Literal or pydantic models"
                     ) from None
-        if doc and not _has_description(plain):
-            return Annotated[plain, msgspec.Meta(description=doc)], plain, doc
-        return plain, plain, None
+        return plain, doc if doc and not _has_description(plain) else None
 
     @property
     def raw(self) -> bool:
@@ -444,10 +441,10 @@ class Signature:
         return {name: getattr(model, name) for name in self.param_names}
 
 
-def _refuse_shared_defaults(where: str, fields: list[tuple[str, Any, Any]]) -> None:
+def _refuse_shared_defaults(where: str, fields: list[tuple[str, Any, str | None, Any]]) -> None:
     """A non-empty list, dict, set or bytearray default would be one object shared by
     every call; msgspec refuses it (an empty one is made anew for each call)."""
-    for name, _, default in fields:
+    for name, _, _, default in fields:
         if isinstance(default, (list, dict, set, bytearray)) and default:
             raise RegistrationError(
                 f"{where}: parameter {name!r} defaults to a non-empty {type(default).__name__} "
