@@ -64,7 +64,7 @@ def parse_docstring(doc: str | None) -> tuple[str | None, dict[str, str]]:
         if header in _OTHER_HEADERS:
             section, current = "other", None
             continue
-        if set(stripped) <= {"-"} and stripped:
+        if stripped and not stripped.strip("-"):  # a NumPy underline
             continue
         if section == "args":
             match = _GOOGLE_ARG.match(stripped)
@@ -209,7 +209,10 @@ class Signature:
         # A URI template's variables are text: ``users://{id}`` with ``id: int`` reads
         # "42" as 42. Tool arguments are JSON and are checked strictly.
         self._strict = kind != "resource template"
-        self.description, param_docs = parse_docstring(inspect.getdoc(fn))
+        # parse_docstring cleans the text as inspect.getdoc does; getdoc only for what has
+        # no docstring of its own (a method may inherit its base class's).
+        own = getattr(fn, "__doc__", None)
+        self.description, param_docs = parse_docstring(own if isinstance(own, str) else inspect.getdoc(fn))
         # A callable object's hints are those of its __call__.
         hinted: Any = fn if inspect.isroutine(fn) or isinstance(fn, type) else type(fn).__call__
         try:
