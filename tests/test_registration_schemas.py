@@ -167,6 +167,16 @@ def test_a_non_empty_mutable_default_is_refused_at_registration(default):
         server.add_tool(tool)
 
 
+def test_a_parameter_with_two_leading_underscores_is_refused_at_registration():
+    server = Server("dunder")
+    source = "def tool(__secret: int) -> str:\n    return ''\n"
+    namespace: dict[str, Any] = {}
+    exec(source, namespace)  # noqa: S102 - a class body would mangle the name; a module does not
+
+    with pytest.raises(RegistrationError, match=r"parameter '__secret' starts with two underscores"):
+        server.add_tool(namespace["tool"])
+
+
 @run
 async def test_arguments_are_checked_at_the_first_call_as_before():
     server = Server("checked")

@@ -266,7 +266,7 @@ class Signature:
             self.input_schema = self._pydantic.model_json_schema()
             self.input_schema.pop("title", None)
         else:
-            _refuse_shared_defaults(self.where, fields)
+            _check_fields(self.where, fields)
             # The struct that checks the arguments is made at the first call (msgspec's
             # defstruct is a third of a registration): its schema is built from the
             # fields' kept schemas, unless a type has components, which msgspec lays out.
@@ -444,10 +444,17 @@ class Signature:
         return {name: getattr(model, name) for name in self.param_names}
 
 
-def _refuse_shared_defaults(where: str, fields: list[tuple[str, Any, str | None, Any]]) -> None:
-    """A non-empty list, dict, set or bytearray default would be one object shared by
-    every call; msgspec refuses it (an empty one is made anew for each call)."""
+def _check_fields(where: str, fields: list[tuple[str, Any, str | None, Any]]) -> None:
+    """Refuse at registration what msgspec would refuse when the struct is made, at the
+    first call: a name with two leading underscores (a struct field cannot have one), and
+    a non-empty list, dict, set or bytearray default, one object shared by every call (an
+    empty one is made anew for each call)."""
     for name, _, _, default in fields:
+        if name.startswith("__"):
+            raise RegistrationError(
+                f"{where}: parameter {name!r} starts with two underscores, which an argument "
+                "cannot; rename it"
+            )
         if isinstance(default, (list, dict, set, bytearray)) and default:
             raise RegistrationError(
                 f"{where}: parameter {name!r} defaults to a non-empty {type(default).__name__} "
