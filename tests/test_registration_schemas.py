@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import enum
+import inspect
 import uuid
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Optional, TypedDict
@@ -201,3 +202,59 @@ async def test_arguments_are_checked_at_the_first_call_as_before():
     assert "days" in bad["content"][0]["text"] and "wind" in unknown["content"][0]["text"]
     assert good["content"][0]["text"] == "Oslo 3 imperial"
     assert point["content"][0]["text"] == "2,0"
+
+
+def _shapes() -> list[Any]:
+    import functools
+
+    def plain(a: int, b: str = "x") -> str:
+        return b
+
+    def keyword_only(a: int, *, b: int = 2, c: str) -> str:
+        return c
+
+    def positional_only(a: int, /, b: int = 1) -> str:
+        return ""
+
+    def open_ended(a, *args, b: int = 1, **rest: Any) -> str:  # noqa: ANN001 - one unannotated on purpose
+        return ""
+
+    def nothing() -> str:
+        return ""
+
+    def with_ctx(ctx: Context, city: str = "Oslo") -> str:
+        return city
+
+    @functools.wraps(plain)
+    def wrapper(*args: Any, **kwargs: Any) -> str:
+        return plain(*args, **kwargs)
+
+    def signed(**kwargs: Any) -> str:
+        return ""
+
+    signed.__signature__ = inspect.signature(plain)  # type: ignore[attr-defined]
+    return [plain, keyword_only, positional_only, open_ended, nothing, with_ctx, wrapper, signed]
+
+
+@pytest.mark.parametrize("fn", _shapes(), ids=lambda fn: fn.__name__)
+def test_parameters_are_read_as_inspect_signature_reads_them(fn):
+    from modelctx.server._signature import _parameters
+
+    expected = [
+        (p.name, p.kind, p.default, p.annotation is not inspect.Parameter.empty)
+        for p in inspect.signature(fn).parameters.values()
+    ]
+    assert [tuple(p) for p in _parameters(fn)] == expected
+
+
+def test_keyword_only_parameters_and_their_defaults_reach_the_schema():
+    server = Server("keywords")
+
+    @server.tool
+    def tool(city: str, *, days: int = 3, units: str) -> str:
+        return city
+
+    schema = server.tool_input_schema("tool")
+    assert schema is not None
+    assert list(schema["properties"]) == ["city", "days", "units"]
+    assert schema["required"] == ["city", "units"] and schema["properties"]["days"]["default"] == 3

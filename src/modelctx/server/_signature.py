@@ -228,20 +228,20 @@ class Signature:
         self._predicates: dict[str, list[Callable[[Any], bool]]] = {}
         pydantic_fields: dict[str, Any] = {}
         self._uses_pydantic = False  # set by _field_type
-        for param in inspect.signature(fn).parameters.values():
+        for param in _parameters(fn):
             tp = hints.get(param.name, Any)
             if not (type(tp) is type and tp in _SCALARS) and _is_context(tp, context_type):
                 self.context_param = param.name
                 continue
-            if param.kind is param.VAR_KEYWORD:
+            if param.kind is _VAR_KEYWORD:
                 self.var_kw = True
                 continue
-            if param.kind is param.VAR_POSITIONAL:
+            if param.kind is _VAR_POSITIONAL:
                 raise RegistrationError(
                     f"{self.where}: *{param.name} cannot receive arguments (they arrive by "
                     "name); use named parameters or **kwargs"
                 )
-            if param.name == "ctx" and param.annotation is _MISSING:
+            if param.name == "ctx" and not param.annotated:
                 raise RegistrationError(
                     f"{self.where}: parameter 'ctx' has no type, so the client would have to "
                     "send it; annotate it (ctx: Context) to receive the request's context"
@@ -442,6 +442,48 @@ class Signature:
             )
             raise InvalidParams(f"Invalid arguments: {errors}") from None
         return {name: getattr(model, name) for name in self.param_names}
+
+
+_VAR_POSITIONAL = inspect.Parameter.VAR_POSITIONAL
+_VAR_KEYWORD = inspect.Parameter.VAR_KEYWORD
+
+
+class _Param(typing.NamedTuple):
+    name: str
+    kind: object  # an inspect.Parameter kind
+    default: Any  # inspect.Parameter.empty: none
+    annotated: bool
+
+
+def _parameters(fn: Callable[..., Any]) -> list[_Param]:
+    """``fn``'s parameters in ``inspect.signature`` order. A plain function's are read
+    from its code object (``inspect.signature`` builds and checks an object per
+    parameter: a fifth of a registration); anything else (a wrapper, a partial, a
+    callable object, a set ``__signature__``) goes through ``inspect.signature``."""
+    if type(fn) is not types.FunctionType or hasattr(fn, "__wrapped__") or hasattr(fn, "__signature__"):
+        return [
+            _Param(p.name, p.kind, p.default, p.annotation is not _MISSING)
+            for p in inspect.signature(fn).parameters.values()
+        ]
+    code = fn.__code__
+    names, annotations = code.co_varnames, fn.__annotations__
+    positional, keyword_only = code.co_argcount, code.co_kwonlyargcount
+    defaults, keyword_defaults = fn.__defaults__ or (), fn.__kwdefaults__ or {}
+    first_default = positional - len(defaults)
+    found = []
+    for i in range(positional):
+        kind = inspect.Parameter.POSITIONAL_ONLY if i < code.co_posonlyargcount else inspect.Parameter.POSITIONAL_OR_KEYWORD
+        default = defaults[i - first_default] if i >= first_default else _MISSING
+        found.append(_Param(names[i], kind, default, names[i] in annotations))
+    after = positional + keyword_only  # *args and **kwargs come after the named ones in co_varnames
+    if code.co_flags & inspect.CO_VARARGS:
+        found.append(_Param(names[after], _VAR_POSITIONAL, _MISSING, names[after] in annotations))
+        after += 1
+    for name in names[positional : positional + keyword_only]:
+        found.append(_Param(name, inspect.Parameter.KEYWORD_ONLY, keyword_defaults.get(name, _MISSING), name in annotations))
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        found.append(_Param(names[after], _VAR_KEYWORD, _MISSING, names[after] in annotations))
+    return found
 
 
 def _check_fields(where: str, fields: list[tuple[str, Any, str | None, Any]]) -> None:
