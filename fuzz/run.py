@@ -60,6 +60,7 @@ def seeds(corpus: Path) -> None:
     }
     (corpus / "request").write_bytes(json.dumps(request).encode())
     (corpus / "sse").write_bytes(b"\x05event: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\r\n\r\n")
+    (corpus / "endpoint").write_bytes(b"\x04event: endpoint\ndata: /messages/?session_id=9f1c\n\n")
     (corpus / "template").write_bytes(b"\x10x://{a}/{+b}{?q}x://one/two?q=3")
     # Server replies, a line a request, for client_replies (discover, tools/list, tools/call...).
     replies = [

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
@@ -17,7 +18,15 @@ import atheris
 
 with atheris.instrument_imports():
     from modelctx import Client, ClientHandlers, ClientOptions, Server, ToolError
-    from modelctx.errors import HeaderMismatch, InvalidParams, MCPError, ProtocolError, RegistrationError
+    from modelctx.errors import (
+        HeaderMismatch,
+        InvalidParams,
+        MalformedResponse,
+        MCPError,
+        ProtocolError,
+        RegistrationError,
+        UrlRefused,
+    )
     from modelctx.protocol._connection import ClientConnection, ServerConnection
     from modelctx.protocol._framing import LineBuffer, LineTooLong, SSEParser, response_id
     from modelctx.protocol._headers import check_headers, decode_value
@@ -26,6 +35,7 @@ with atheris.instrument_imports():
     from modelctx.server._uri_reach import POSITIONS_PER_STEP, Cost, count_steps, match_steps
     from modelctx.server._uri_template import UriTemplate, _compile, _parse
     from modelctx.transports._base import ClientTransport, Outgoing, TransportEvents
+    from modelctx.transports._legacy_sse_client import endpoint_url
     from modelctx.transports.http import HttpApp
 
 
@@ -80,9 +90,22 @@ def sse_framing(data: bytes) -> None:
     parser = SSEParser(max_event=1024)
     for chunk in _chunks(data):
         try:
-            parser.feed(chunk)
+            events = parser.feed(chunk)
         except ValueError:  # EventTooLarge: the bound held
             return
+        for _event, event_data in events:
+            _endpoint(event_data)
+
+
+def _endpoint(data: bytes) -> None:
+    """What an HTTP+SSE client makes of an event as its ``endpoint``: a URL of the
+    stream's own origin, or a refusal."""
+    try:
+        url = endpoint_url("http://127.0.0.1:8000/sse", data, "fuzz")
+    except (MalformedResponse, UrlRefused):
+        return
+    parts = urllib.parse.urlsplit(url)
+    assert (parts.scheme.lower(), parts.hostname, parts.port) == ("http", "127.0.0.1", 8000), url
 
 
 def headers(data: bytes) -> None:

@@ -58,6 +58,16 @@ if [ ! -f "$REFERENCE_DIR/node_modules/@modelcontextprotocol/server-memory/packa
 fi
 export MODELCTX_NPM_FILESYSTEM_BIN="$REFERENCE_DIR/node_modules/.bin/mcp-server-filesystem"
 export MODELCTX_NPM_MEMORY_BIN="$REFERENCE_DIR/node_modules/.bin/mcp-server-memory"
+# An older everything server that offers the HTTP+SSE transport of 2024-11-05 (its "sse"
+# mode), pinned to the SDK release its dependency range starts at (1.11.0, which speaks
+# 2025-03-26; the range alone would pull the newest 1.x): our client's SSE peer
+# (tests/test_legacy_sse_client.py).
+EVERYTHING_SSE_DIR="$ROOT/.tools/everything-sse"
+if [ ! -f "$EVERYTHING_SSE_DIR/node_modules/@modelcontextprotocol/server-everything/package.json" ]; then
+  npm install --silent --prefix "$EVERYTHING_SSE_DIR" @modelcontextprotocol/server-everything@2025.5.12 \
+    @modelcontextprotocol/sdk@1.11.0 >/dev/null
+fi
+export MODELCTX_EVERYTHING_SSE_BIN="$EVERYTHING_SSE_DIR/node_modules/.bin/mcp-server-everything"
 
 # The peers of bench/run.py's issue-25 rows (bench/scenarios/issue25.py): the official TypeScript
 # SDK on Node 22, and FastMCP in a venv of its own (it pins an mcp of its own beside mcp==2.3.0).
@@ -87,7 +97,7 @@ export MODELCTX_MCP_1_2_0_PYTHON="$ROOT/.tools/mcp-1.2.0/bin/python"
 export MODELCTX_MCP_1_9_4_PYTHON="$ROOT/.tools/mcp-1.9.4/bin/python"
 
 # Lint and types first: both are part of the test run (and of CI).
-.venv/bin/ruff check src tests bench examples tools fuzz soak
+.venv/bin/ruff check src tests bench examples scripts fuzz soak
 .venv/bin/mypy  # --strict on src/modelctx ([tool.mypy] in pyproject.toml)
 
 exec .venv/bin/python -m pytest "$@"

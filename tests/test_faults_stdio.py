@@ -56,6 +56,9 @@ def _write_in_pieces(server: StdioServer, pieces: list[bytes]) -> None:
 def test_a_line_split_at_every_byte_boundary_is_served_as_if_it_came_whole(stdio_server: StdioServer) -> None:
     warm = stdio_server.call(_echo(-1, "warm"))  # the server's descriptors, once started
     assert warm["result"]["content"][0]["text"] == "warm"
+    # A sync tool's first call opens the eventfd its loop is woken through, once.
+    added = stdio_server.call(request(-2, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}}))
+    assert added["result"]["structuredContent"] == {"result": 3}
     baseline = fd_count(stdio_server.process.pid)
     next_id = 1
     for message in _messages():

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import async_test
+from conftest import StdioServer, async_test
 
 from modelctx import Client
 from modelctx.client import ClientHandlers, Elicitation
@@ -38,6 +38,7 @@ METERED_UPSTREAM = textwrap.dedent(
 
     from modelctx import Context, Server
     from modelctx.errors import InvalidParams
+    from modelctx.server import ResourceLink, ToolResult
     from modelctx.protocol._jsonrpc import error_response
 
     SEEN = []  # the _meta of each tools/call, in order
@@ -85,6 +86,12 @@ METERED_UPSTREAM = textwrap.dedent(
             Path(marker).write_text("cancelled")
             raise
         return "slept"
+
+
+    @server.tool
+    def linked() -> ToolResult:
+        # Fields a 2025-03-26 client's schema lacks: structuredContent, a resource_link.
+        return ToolResult([ResourceLink("file:///notes.txt", "notes")], structured={"count": 2})
 
 
     @server.tool
@@ -249,3 +256,25 @@ async def test_a_relayed_call_is_freed_when_it_ends_not_left_to_the_cyclic_colle
 
     assert texts == [str(n) for n in range(20)]
     assert left == []
+
+
+def test_a_2025_03_26_session_through_the_gateway_gets_only_the_fields_its_schema_knows(tmp_path):
+    # Every gateway call ends with the dispatcher's own decoration (Dispatcher.decorate),
+    # which shapes results for old sessions (server/_shape.py): the structuredContent the
+    # upstream sent is left out, and its resource_link becomes a text block naming it.
+    gateway = StdioServer([sys.executable, "-m", "modelctx", "gateway", "--config", str(_config(tmp_path))])
+    try:
+        init = {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}
+        opened = gateway.call({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init})
+        assert opened["result"]["protocolVersion"] == "2025-03-26"
+        gateway.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        listed = gateway.call({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        assert "metered_linked" in {tool["name"] for tool in listed["result"]["tools"]}
+        for request_id in (3, 4):  # the first call, and one with the routes known
+            call = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": "metered_linked"}}
+            result = gateway.call(call)["result"]
+            assert set(result) == {"content"}, result
+            [block] = result["content"]
+            assert block["type"] == "text" and "file:///notes.txt" in block["text"], result
+    finally:
+        gateway.stop()

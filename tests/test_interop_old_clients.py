@@ -4,8 +4,9 @@ mcp 1.2.0 speaks 2024-11-05 and mcp 1.9.4 speaks 2025-03-26; each lives in its o
 (they need ``pydantic<2.11`` and conflict with the current SDK), made by scripts/test.sh,
 which exports MODELCTX_MCP_1_2_0_PYTHON and MODELCTX_MCP_1_9_4_PYTHON. Each runs
 tests/peers/old_client.py as a subprocess against tests/servers/legacy_server.py over
-stdio and (1.9.4) Streamable HTTP, once per pair; the tests read what it saw. Without a
-venv the tests skip, and under CI a skip is a failure (conftest.py).
+stdio, (1.9.4) Streamable HTTP and the deprecated HTTP+SSE transport (``GET /sse``, both
+versions), once per pair; the tests read what it saw. Without a venv the tests skip,
+and under CI a skip is a failure (conftest.py).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ CLIENTS = {
     "1.2.0": ("MODELCTX_MCP_1_2_0_PYTHON", "2024-11-05"),
     "1.9.4": ("MODELCTX_MCP_1_9_4_PYTHON", "2025-03-26"),
 }
-PAIRS = [("1.2.0", "stdio"), ("1.9.4", "stdio"), ("1.9.4", "http")]
+PAIRS = [("1.2.0", "stdio"), ("1.9.4", "stdio"), ("1.9.4", "http"), ("1.2.0", "sse"), ("1.9.4", "sse")]
 # Fields the old SDK's own types lack although its revision's schema has them
 # (schema/2024-11-05 and schema/2025-03-26): not ours to drop.
 SDK_LAGS = {
@@ -59,7 +60,8 @@ def seen(request, tmp_path_factory) -> Any:
         target = ["--", *serve_command(LEGACY_SERVER)]
     else:
         server = HttpServer(LEGACY_SERVER, directory / "server.log")
-        target = [server.url]
+        # "sse": the deprecated HTTP+SSE transport, served beside /mcp by default.
+        target = [server.url if transport == "http" else server.url.removesuffix("/mcp") + "/sse"]
     try:
         done = subprocess.run(
             [python, str(PEER), transport, marker, *target],

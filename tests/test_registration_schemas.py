@@ -238,13 +238,13 @@ def _shapes() -> list[Any]:
 
 @pytest.mark.parametrize("fn", _shapes(), ids=lambda fn: fn.__name__)
 def test_parameters_are_read_as_inspect_signature_reads_them(fn):
-    from modelctx.server._signature import _parameters
+    from modelctx.server._signature import _read_parameters
 
     expected = [
         (p.name, p.kind, p.default, p.annotation is not inspect.Parameter.empty)
         for p in inspect.signature(fn).parameters.values()
     ]
-    assert [tuple(p) for p in _parameters(fn)] == expected
+    assert [tuple(p) for p in _read_parameters(fn)] == expected
 
 
 def test_keyword_only_parameters_and_their_defaults_reach_the_schema():

@@ -51,6 +51,10 @@ def build_server() -> Server:
     def thread_of_sync() -> int:
         return threading.get_ident()
 
+    @server.tool
+    def add_sync(a: int, b: int) -> int:
+        return a + b
+
     @server.tool(inline=True)
     def thread_of_inline() -> int:
         return threading.get_ident()
@@ -216,3 +220,24 @@ def test_a_sync_tool_answers_in_both_modes(inline: bool) -> None:
             return text_of(await client.call_tool("echo", {"text": "hi"}))
 
     assert asyncio.run(main()) == "hi"
+
+
+def test_sync_answers_reach_each_of_several_event_loops_one_after_another_and_at_once() -> None:
+    """The workers are shared by the process and each loop has its own wake-up for the
+    answers: loops that end, and loops running at once in two threads, each get theirs."""
+
+    async def calls(tag: str) -> list[str]:
+        async with Client(build_server(), timeout=DEADLINE) as client:
+            results = await asyncio.gather(*[client.call_tool("add_sync", {"a": i, "b": 1}) for i in range(50)])
+        return [f"{tag}:{r.structured_content['result']}" for r in results]
+
+    for round_ in range(3):  # each asyncio.run is a new loop; the last one is gone
+        assert asyncio.run(calls(str(round_))) == [f"{round_}:{i + 1}" for i in range(50)]
+
+    got: dict[str, list[str]] = {}
+    threads = [threading.Thread(target=lambda t=t: got.__setitem__(t, asyncio.run(calls(t)))) for t in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(TEST_DEADLINE)
+    assert got == {t: [f"{t}:{i + 1}" for i in range(50)] for t in ("a", "b")}

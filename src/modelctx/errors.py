@@ -15,19 +15,26 @@
     │   ├── HeaderMismatch        -32020  HTTP headers missing, malformed or unlike the body
     │   ├── MissingRequiredClientCapability  -32021  data.requiredCapabilities
     │   ├── UnsupportedProtocolVersion       -32022  data.supported, data.requested
-    │   └── InsufficientScope     -31403  the token lacks scopes (data.requiredScopes);
-    │                             HTTP answers it 403 with a Bearer challenge
+    │   ├── InsufficientScope     -31403  the token lacks scopes (data.requiredScopes);
+    │   │                                 HTTP answers it 403 with a Bearer challenge
+    │   └── RateLimited           -31429  the server is at a limit (a rate, the running
+    │                                     tasks' cap); data.retryAfterMs: when to retry
     ├── ToolError                 raised by a tool on purpose: its text reaches the client
-    │                             as an ``isError`` result (never a JSON-RPC error)
+    │   │                         as an ``isError`` result (never a JSON-RPC error)
+    │   └── Failure               [server] the API behind an OpenAPI tool answered outside
+    │                             2xx, or could not be reached
     ├── RegistrationError         a tool, resource or prompt cannot be registered as written
     │                             (also a ValueError and a TypeError); raised at registration
+    ├── StartupError              [server] the lifespan raised while starting: nothing served
     ├── InvalidToken              a resource server refused a bearer token (or its absence):
-    │                             HTTP 401 with a Bearer challenge, never a JSON-RPC error
+    │   │                         HTTP 401 with a Bearer challenge, never a JSON-RPC error
+    │   └── InvalidDPoPProof      [auth] the request's DPoP proof is missing or does not hold
     └── LocalError                found on this side; no JSON-RPC code, never sent
         ├── ConnectionClosed      the peer went away; pending calls fail with this
         │   ├── SessionExpired    HTTP 404 on a handshake-era session: initialize again
-        │   └── RequestLost       a 2026-07-28 reply stream broke before its result; it
-        │                         may or may not have run; send it again if that is safe
+        │   ├── RequestLost       a 2026-07-28 reply stream broke before its result; it
+        │   │                     may or may not have run; send it again if that is safe
+        │   └── ServerNotStarted  [transports] a stdio server's command could not be started
         ├── HttpStatusError       an HTTP status with no JSON-RPC response in the body
         ├── RequestTimeout        no answer within the deadline (also a ``TimeoutError``)
         ├── MalformedResponse     the peer's reply breaks the spec (unknown ``resultType``,
@@ -38,8 +45,24 @@
         │                         zone the ``UrlPolicy`` does not admit); nothing was sent
         ├── UnsendableMessage     a request JSON cannot carry (a lone surrogate, a value of
         │                         no JSON type; also a ValueError); nothing was sent
-        └── AuthorizationError    the client could not obtain authorization (OAuth): what
-                                  failed and what to do; never a token
+        ├── AuthorizationError    the client could not obtain authorization (OAuth): what
+        │                         failed and what to do; never a token
+        ├── TaskCancelled         [client] the task was cancelled: it has no result
+        ├── HostConfigError       [host] the configuration cannot be used as written
+        ├── ApprovalConfigError   [host] an ``approval`` setting cannot be used as written
+        ├── ApprovalStoreError    [host] the approvals file cannot be used; it is ignored
+        ├── ServerUnavailable     [host] the server is not connected (failed, or closed)
+        ├── UnknownName           [host] no server offers a tool, prompt or resource so named
+        ├── Denied                [host] the configuration denies that resource or prompt
+        ├── ScriptExhausted       [host] a ``ScriptedUI`` was asked past its script
+        ├── ModelSetupError       [host] a model cannot be used as configured
+        ├── ModelError            [host] the model's API failed or answered unusably
+        └── ConversationFileError [host] a conversation file cannot be read back
+
+``[package]``: defined in that package, beside what raises it; the others are defined
+here. Some are also built-in exceptions: ``HostConfigError``, ``ApprovalConfigError`` and
+``ConversationFileError`` a ``ValueError``, ``UnknownName`` a ``LookupError``, ``Denied``
+a ``PermissionError``, ``ModelSetupError`` a ``RuntimeError``.
 
 A ``LocalError`` never carries a JSON-RPC code, so it cannot be mistaken for an error the
 peer sent; catch it to handle everything that went wrong on this side of the wire. A

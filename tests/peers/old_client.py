@@ -5,6 +5,7 @@ Run by tests/test_interop_old_clients.py with the old SDK's own interpreter (a v
 
     .tools/mcp-1.2.0/bin/python tests/peers/old_client.py stdio MARKER -- CMD ARG...
     .tools/mcp-1.9.4/bin/python tests/peers/old_client.py http MARKER URL
+    .tools/mcp-1.2.0/bin/python tests/peers/old_client.py sse MARKER http://HOST:PORT/sse
 
 It lists and calls tools (with progress), reads a resource, gets a prompt, asks for a
 completion, calls a tool that elicits, and cancels a running call (the tool writes MARKER
@@ -176,6 +177,10 @@ async def main() -> None:
             env["PYTHONPATH"] = env.pop("MODELCTX_SERVER_PYTHONPATH")
         params = StdioServerParameters(command=command, args=args, env=env)
         opened: Any = stdio_client(params)
+    elif transport == "sse":  # the deprecated HTTP+SSE transport (every SDK version)
+        from mcp.client.sse import sse_client
+
+        opened = sse_client(target[0])
     else:
         from mcp.client.streamable_http import streamablehttp_client
 

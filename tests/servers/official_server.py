@@ -6,7 +6,7 @@
 It serves both eras, as the SDK does: 2026-07-28 (server/discover, input_required
 results, subscriptions/listen) and the initialize handshake (2025-11-25, real
 server-to-client requests). Every tool, resource and prompt here exists for a test in
-tests/test_client_interop.py; see notes/mcp-sdk.md for how the SDK behaves.
+tests/test_client_interop.py; see docs/development/official-sdk.md for how the SDK behaves.
 """
 
 from __future__ import annotations

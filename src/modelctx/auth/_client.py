@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from ..errors import AuthorizationError
-from ..transports._url_guard import UrlPolicy
+from ..transports.fetch import UrlPolicy
 from ._client_base import OAuthProviderBase
 from ._discovery import AuthServerMetadata, ResourceMetadata
 from ._pkce import Pkce
@@ -105,23 +105,7 @@ class OAuthClientProvider(OAuthProviderBase):
         scope: str | None,
         policy: UrlPolicy,
     ) -> StoredCredentials:
-        endpoint = server.authorization_endpoint
-        if endpoint is None:
-            raise AuthorizationError(f"the authorization server {server.issuer} names no authorization_endpoint")
-        scheme = urllib.parse.urlsplit(endpoint).scheme.lower()
-        if scheme != "https" and not (scheme == "http" and server.issuer.startswith("http://")):
-            # The user's browser goes there: never a downgrade from an https issuer, never
-            # another scheme (javascript:, file:).
-            raise AuthorizationError(
-                f"the authorization server {server.issuer} names the authorization endpoint {endpoint!r}; "
-                "refusing it (it must be https, like the issuer)"
-            )
-        methods = server.listed("code_challenge_methods_supported")
-        if not methods or "S256" not in methods:
-            raise AuthorizationError(
-                f"the authorization server {server.issuer} does not advertise PKCE S256 "
-                "(code_challenge_methods_supported); refusing to proceed without it"
-            )
+        endpoint = _authorization_endpoint(server)
         registration = await self._registration(server, resource, stored, policy)
         scope = self._scope_for(scope)
         pkce = Pkce()
@@ -187,6 +171,28 @@ class OAuthClientProvider(OAuthProviderBase):
             receiver.expect(state)  # the redirect may arrive before wait() is reached
             await self._redirect_handler(url)
             return await receiver.wait(state, self._authorization_timeout)
+
+def _authorization_endpoint(server: AuthServerMetadata) -> str:
+    """The endpoint the user's browser is sent to; ``AuthorizationError`` for none, for one that
+    is not https (unless the issuer is http), or a server without PKCE S256."""
+    endpoint = server.authorization_endpoint
+    if endpoint is None:
+        raise AuthorizationError(f"the authorization server {server.issuer} names no authorization_endpoint")
+    scheme = urllib.parse.urlsplit(endpoint).scheme.lower()
+    if scheme != "https" and not (scheme == "http" and server.issuer.startswith("http://")):
+        # The user's browser goes there: never a downgrade from an https issuer, never
+        # another scheme (javascript:, file:).
+        raise AuthorizationError(
+            f"the authorization server {server.issuer} names the authorization endpoint {endpoint!r}; "
+            "refusing it (it must be https, like the issuer)"
+        )
+    methods = server.listed("code_challenge_methods_supported")
+    if not methods or "S256" not in methods:
+        raise AuthorizationError(
+            f"the authorization server {server.issuer} does not advertise PKCE S256 "
+            "(code_challenge_methods_supported); refusing to proceed without it"
+        )
+    return endpoint
 
 
 def _check_response(response: AuthorizationResponse, state: str, server: AuthServerMetadata) -> None:

@@ -16,9 +16,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..client._fetch import PostReply, post_form
 from ..errors import AuthorizationError
-from ..transports._url_guard import UrlPolicy, Zone, trust_of
+from ..transports.fetch import PostReply, UrlPolicy, Zone, post_form, trust_of
 from ._discovery import (
     AuthServerMetadata,
     Challenge,
@@ -239,17 +238,7 @@ class OAuthProviderBase:
                 f"the token request ({form.get('grant_type')}) to {endpoint} failed: {reason}; "
                 "check the client's registration and credentials, then authorize again"
             )
-        token_type = data.get("token_type", "Bearer")
-        wanted = "dpop" if self._dpop is not None else "bearer"
-        if not isinstance(token_type, str) or token_type.lower() != wanted:
-            if self._dpop is not None:
-                raise AuthorizationError(
-                    f"the authorization server issued a {token_type!r} token, not the DPoP-bound one this "
-                    "client asked for (RFC 9449 5); use a server that supports DPoP, or a provider without dpop"
-                )
-            raise AuthorizationError(
-                f"the authorization server issued a {token_type!r} token; this client sends Bearer tokens only"
-            )
+        self._check_token_type(data.get("token_type", "Bearer"))
         expires_in = data.get("expires_in")
         refresh_token = data.get("refresh_token")
         scope = data.get("scope")
@@ -266,6 +255,19 @@ class OAuthProviderBase:
             resource_indicator=indicator,
             token_type="DPoP" if self._dpop is not None else "Bearer",
         )
+
+    def _check_token_type(self, token_type: object) -> None:
+        """``AuthorizationError`` unless the token is of the type this client sends (DPoP or Bearer)."""
+        wanted = "dpop" if self._dpop is not None else "bearer"
+        if not isinstance(token_type, str) or token_type.lower() != wanted:
+            if self._dpop is not None:
+                raise AuthorizationError(
+                    f"the authorization server issued a {token_type!r} token, not the DPoP-bound one this "
+                    "client asked for (RFC 9449 5); use a server that supports DPoP, or a provider without dpop"
+                )
+            raise AuthorizationError(
+                f"the authorization server issued a {token_type!r} token; this client sends Bearer tokens only"
+            )
 
     async def _post_token(
         self, endpoint: str, form: dict[str, str], headers: dict[str, str], policy: UrlPolicy

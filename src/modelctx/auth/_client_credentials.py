@@ -15,7 +15,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ..errors import AuthorizationError
-from ..transports._url_guard import UrlPolicy
+from ..transports.fetch import UrlPolicy
 from ._client_base import OAuthProviderBase
 from ._discovery import AuthServerMetadata, ResourceMetadata
 from ._registration import Registration, choose_auth_method

@@ -46,7 +46,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from ..client import UrlPolicy
+from ..transports.fetch import UrlPolicy
 from .dev import _cimd
 from .dev._cimd import UNUSABLE, CimdError, is_metadata_url, load_client
 from .dev._consent import COOKIE, PAGE_HEADERS, Consents, render_page

@@ -23,9 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..client._fetch import fetch_json
 from ..errors import AuthorizationError, HttpStatusError, MalformedResponse
-from ..transports._url_guard import UrlPolicy
+from ..transports.fetch import UrlPolicy, fetch_json
 
 __all__ = [
     "AuthServerMetadata",

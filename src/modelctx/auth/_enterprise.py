@@ -23,9 +23,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from ..client._fetch import post_form
 from ..errors import AuthorizationError
-from ..transports._url_guard import UrlPolicy
+from ..transports.fetch import UrlPolicy, post_form
 from ._client_base import OAuthProviderBase
 from ._discovery import AuthServerMetadata, ResourceMetadata, discover_authorization_server
 from ._registration import Registration, _oauth_error, apply_client_auth, choose_auth_method

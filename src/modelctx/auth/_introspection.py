@@ -27,12 +27,8 @@ from collections import OrderedDict
 from types import MappingProxyType
 from typing import Any
 
-import msgspec
-
 from ..errors import InvalidToken, MCPError
-from ..transports._http11 import HttpError
-from ..transports._http_requests import Http11Client
-from ..transports._url_guard import UrlPolicy, check_scheme
+from ..transports.fetch import UrlPolicy, check_scheme, post_form
 from ._jwt import default_policy, scopes_of
 from ._resource import AccessToken
 
@@ -113,7 +109,7 @@ class IntrospectionVerifier:
     async def _introspect(self, token: str) -> AccessToken | InvalidToken:
         try:
             answer = await asyncio.wait_for(self._post(token), self.timeout)
-        except (TimeoutError, HttpError, OSError, ValueError, MCPError) as exc:
+        except (TimeoutError, OSError, ValueError, MCPError) as exc:
             # Not cached: the next request asks again.
             log.warning("token introspection at %s failed: %s", self.endpoint, type(exc).__name__)
             raise InvalidToken("The access token cannot be checked now: the introspection endpoint failed") from None
@@ -145,35 +141,19 @@ class IntrospectionVerifier:
 
     async def _post(self, token: str) -> Any:
         form = {"token": token, "token_type_hint": "access_token"}
-        headers = {
-            "content-type": "application/x-www-form-urlencoded",
-            "accept": "application/json",
-            "user-agent": "modelctx",
-        }
+        headers: dict[str, str] = {}
         if self._auth_method == "client_secret_basic":
             # RFC 6749 2.3.1: each part form-encoded before the Basic encoding.
             pair = f"{urllib.parse.quote_plus(self._client_id)}:{urllib.parse.quote_plus(self._client_secret)}"
             headers["authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
         else:
             form.update(client_id=self._client_id, client_secret=self._client_secret)
-        body = urllib.parse.urlencode(form).encode()
-        http = Http11Client(max_idle=0, url_policy=self._policy)
-        try:
-            response = await http.request(
-                "POST", self.endpoint, headers, body,
-                connect_timeout=self.timeout, read_timeout=self.timeout, write_timeout=self.timeout, check_first=True,
-            )
-            try:
-                data = await response.read_at_most(_MAX_ANSWER + 1)
-                if not response.is_success or len(data) > _MAX_ANSWER:
-                    raise ValueError(f"HTTP {response.status_code}")
-                return msgspec.json.decode(data)
-            finally:
-                response.release()
-        except msgspec.DecodeError:
-            raise ValueError("the answer is not JSON") from None
-        finally:
-            http.close()
+        reply = await post_form(self.endpoint, form, self._policy, timeout=self.timeout, max_bytes=_MAX_ANSWER, headers=headers)
+        if not 200 <= reply.status < 300:
+            raise ValueError(f"HTTP {reply.status}")
+        if reply.data is None:
+            raise ValueError("the answer is not JSON")
+        return reply.data
 
 
 #: What an answer's ``token_type`` or ``typ`` says of a token that is not an access token.

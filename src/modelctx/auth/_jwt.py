@@ -42,9 +42,8 @@ from joserfc import jws, jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
-from ..client._fetch import fetch_json
 from ..errors import InvalidToken, MCPError
-from ..transports._url_guard import UrlPolicy
+from ..transports.fetch import UrlPolicy, fetch_json
 from ._resource import AccessToken
 
 __all__ = ["JwtVerifier"]

@@ -155,12 +155,7 @@ class OAuthProxy:
         key_file: Path | str | None = None,
         redis_url: str | None = None,
     ) -> None:
-        origin = "{0.scheme}://{0.netloc}".format(urlsplit(resource))
-        self.issuer = (issuer or origin).rstrip("/")
-        self.callback_url = callback_url or f"{origin}/oauth/callback"
-        for name, url in (("issuer", self.issuer), ("callback_url", self.callback_url)):
-            if urlsplit(url).scheme != "https" and not is_loopback_http(url):
-                raise ValueError(f"{name} {url!r} must be https, or http on a loopback host for development")
+        self.issuer, self.callback_url = _own_urls(resource, issuer, callback_url)
         self.upstream = Upstream(
             authorize_url=upstream_authorize,
             token_url=upstream_token,
@@ -183,10 +178,7 @@ class OAuthProxy:
             self.share_through_redis(redis_url, "modelctx:")
         self._refreshing = asyncio.Lock()  # one upstream refresh at a time: a rotated token is used once
         self._secure = urlsplit(self.issuer).scheme == "https"
-        # __Host-: only this origin, Path=/, Secure (security_best_practices.mdx, Consent
-        # Cookie Security); a loopback http development server cannot set Secure ones.
-        prefix = "__Host-" if self._secure else ""
-        self._cookies = {name: f"{prefix}modelctx-proxy-{name}" for name in ("consent", "approved", "flow")}
+        self._cookies = _cookie_names(self._secure)
         hosts = _served_hosts(self.issuer, resource)
         #: The proxy's endpoints, served by ``HttpApp`` beside the MCP endpoint (or mount it).
         self.app = Starlette(routes=self._routes(), middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts)])
@@ -575,6 +567,24 @@ def _identifier(identify: Identify | None, upstream_issuer: str | None, audience
             "token response), or upstream_issuer= when the upstream's access tokens are JWTs"
         )
     return _jwt_subject(JwtVerifier(upstream_issuer, audience=audience))
+
+
+def _own_urls(resource: str, issuer: str | None, callback_url: str | None) -> tuple[str, str]:
+    """The proxy's issuer and callback URL (by default on the resource's origin); ``ValueError``
+    for one that is neither https nor http on a loopback host."""
+    origin = "{0.scheme}://{0.netloc}".format(urlsplit(resource))
+    urls = ((issuer or origin).rstrip("/"), callback_url or f"{origin}/oauth/callback")
+    for name, url in zip(("issuer", "callback_url"), urls, strict=True):
+        if urlsplit(url).scheme != "https" and not is_loopback_http(url):
+            raise ValueError(f"{name} {url!r} must be https, or http on a loopback host for development")
+    return urls
+
+
+def _cookie_names(secure: bool) -> dict[str, str]:
+    # __Host-: only this origin, Path=/, Secure (security_best_practices.mdx, Consent
+    # Cookie Security); a loopback http development server cannot set Secure ones.
+    prefix = "__Host-" if secure else ""
+    return {name: f"{prefix}modelctx-proxy-{name}" for name in ("consent", "approved", "flow")}
 
 
 def _served_hosts(issuer: str, resource: str) -> list[str]:

@@ -15,9 +15,8 @@ import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from ..client._fetch import post_form
 from ..errors import MCPError
-from ..transports._url_guard import UrlPolicy
+from ..transports.fetch import UrlPolicy, post_form
 from ._pkce import Pkce
 
 __all__ = ["Identify", "Upstream", "UpstreamError"]

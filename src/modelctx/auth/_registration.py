@@ -15,9 +15,8 @@ import ipaddress
 import urllib.parse
 from dataclasses import dataclass, field
 
-from ..client._fetch import post_json
 from ..errors import AuthorizationError
-from ..transports._url_guard import UrlPolicy
+from ..transports.fetch import UrlPolicy, post_json
 from ._discovery import AuthServerMetadata
 
 __all__ = ["ClientMetadata", "Registration", "apply_client_auth", "choose_auth_method", "register_dynamically"]

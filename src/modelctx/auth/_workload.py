@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import AuthorizationError
-from ..transports._url_guard import UrlPolicy
+from ..transports.fetch import UrlPolicy
 from ._client_base import OAuthProviderBase
 from ._discovery import AuthServerMetadata, ResourceMetadata
 from ._registration import Registration, choose_auth_method

@@ -268,42 +268,56 @@ def listen_command(
     target = ClientTarget.from_options(options)
 
     async def work(client: Client, screen: Screen) -> int:
-        heard = 0
-
-        async def hear() -> None:
-            nonlocal heard
-            events = cast(
-                AsyncGenerator[Any, None],
-                client.listen(
-                    tools=tools,
-                    prompts=prompts,
-                    resources=resources,
-                    resource_uris=uris,
-                    on_open=lambda: screen.note("listening; Ctrl-C to stop"),
-                ),
-            )
-            async with contextlib.aclosing(events):
-                async for event in events:
-                    _show_event(screen, event)
-                    heard += 1
-                    if count is not None and heard >= count:
-                        return
-            if client.session.closed_error is not None:
-                raise client.session.closed_error
-
-        if not target.timeout_given:
-            await hear()
-            return ExitCode.OK
-        try:
-            async with asyncio.timeout(target.timeout):
-                await hear()
-        except TimeoutError:
-            if count is not None and heard < count:
-                screen.error(f"timed out after {target.timeout:g} s with {heard} of {count} events")
-                return ExitCode.TIMEOUT
-        return ExitCode.OK
+        return await _listen(client, screen, target, (tools, prompts, resources), uris, count)
 
     return run_client(target, work)
+
+
+async def _listen(
+    client: Client,
+    screen: Screen,
+    target: ClientTarget,
+    lists: tuple[bool, bool, bool],
+    uris: tuple[str, ...],
+    count: int | None,
+) -> int:
+    """``listen``: show each event of the tools, prompts and resources ``lists`` asked for
+    and of ``uris`` until ``count`` of them, the timeout, or the stream's end."""
+    tools, prompts, resources = lists
+    heard = 0
+
+    async def hear() -> None:
+        nonlocal heard
+        events = cast(
+            AsyncGenerator[Any, None],
+            client.listen(
+                tools=tools,
+                prompts=prompts,
+                resources=resources,
+                resource_uris=uris,
+                on_open=lambda: screen.note("listening; Ctrl-C to stop"),
+            ),
+        )
+        async with contextlib.aclosing(events):
+            async for event in events:
+                _show_event(screen, event)
+                heard += 1
+                if count is not None and heard >= count:
+                    return
+        if client.session.closed_error is not None:
+            raise client.session.closed_error
+
+    if not target.timeout_given:
+        await hear()
+        return ExitCode.OK
+    try:
+        async with asyncio.timeout(target.timeout):
+            await hear()
+    except TimeoutError:
+        if count is not None and heard < count:
+            screen.error(f"timed out after {target.timeout:g} s with {heard} of {count} events")
+            return ExitCode.TIMEOUT
+    return ExitCode.OK
 
 
 def _show_event(screen: Screen, event: Any) -> None:

@@ -79,8 +79,7 @@ def gateway_command(
     config: Path, http: bool, host: str, port: int, path: str, name: str, bare_names: bool
 ) -> None:
     """Serve the servers of an mcpServers file as one MCP server (a gateway)."""
-    from ..host import Gateway, Host, HostConfigError
-    from ..host._approval import ApprovalConfigError
+    from ..host import ApprovalConfigError, Gateway, Host, HostConfigError
 
     try:
         gateway = Gateway(

@@ -1,7 +1,7 @@
 """``modelctx serve PATH[:OBJECT]``: serve the ``Server`` in a file or module.
 
 On stdio by default; on Streamable HTTP with ``--http`` (the URL goes to stderr, stdout
-stays free), with the HTTP limits an operator may tune and, with ``--auth-issuer``, as
+stays free; the deprecated HTTP+SSE transport beside it at ``/sse`` unless ``--no-sse``), with the HTTP limits an operator may tune and, with ``--auth-issuer``, as
 an OAuth 2.1 protected resource. Every option combination that cannot work is one line
 on stderr and status 2, checked before the user's code runs.
 
@@ -41,6 +41,8 @@ INTROSPECTION_CLIENT_SECRET = "MODELCTX_INTROSPECTION_CLIENT_SECRET"
 @click.option("--workers", type=POSITIVE_INT, default=1, show_default=True,
               help="HTTP worker processes serving the one port (forked; restarted if one dies); "
               "with more than 1, give --redis so sessions and listen streams are shared")
+@click.option("--no-sse", is_flag=True,
+              help="do not serve the deprecated HTTP+SSE transport (GET /sse, POST /messages) beside the endpoint")
 @click.option("--allow-origin", multiple=True, help="an Origin allowed besides loopback ones (repeatable)")
 @click.option(
     "--allow-host", multiple=True, help="a Host header value allowed besides loopback ones (repeatable; for proxies)"
@@ -92,6 +94,8 @@ def serve_command(target: str, **options: Any) -> None:
     args.auth_issuer = list(args.auth_issuer)
     url = served_url(args.host, args.port, args.path)
     protected = _protected_resource(args, url)  # mistakes first, before the user's code runs
+    if args.no_sse and not args.http:
+        fail("--no-sse turns off an HTTP transport; add --http (stdio serves no HTTP)")
     if args.workers > 1 and not args.http:
         fail("--workers runs HTTP worker processes; add --http (a stdio server has one client)")
     try:
@@ -124,6 +128,7 @@ def serve_command(target: str, **options: Any) -> None:
         body_timeout=args.body_timeout,
         header_timeout=args.header_timeout,
         workers=args.workers,
+        legacy_sse=not args.no_sse,
         **extra,
     )
 
@@ -131,19 +136,7 @@ def serve_command(target: str, **options: Any) -> None:
 def _protected_resource(args: Any, url: str) -> Any:
     """The ``ProtectedResource`` the ``--auth-*`` options describe, None without them;
     ``fail`` for a combination that cannot work."""
-    given = [
-        name
-        for name, value in (
-            ("--auth-resource", args.auth_resource),
-            ("--auth-scopes", args.auth_scopes),
-            ("--auth-required-scopes", args.auth_required_scopes),
-            ("--auth-jwks-uri", args.auth_jwks_uri),
-            ("--auth-introspect", args.auth_introspect),
-            ("--auth-dpop", args.auth_dpop != "off"),
-            ("--auth-strict-jwt", args.auth_strict_jwt),
-        )
-        if value
-    ]
+    given = _auth_options_given(args)
     issuers: list[str] = args.auth_issuer
     if args.auth_jwks_uri and args.auth_introspect:
         fail("--auth-jwks-uri and --auth-introspect are two ways to check tokens; give one of them")
@@ -155,19 +148,7 @@ def _protected_resource(args: Any, url: str) -> Any:
         return None
     if not args.http:
         fail("--auth-issuer protects an HTTP endpoint; add --http (a stdio server is not reached over HTTP)")
-    if len(set(issuers)) != len(issuers):
-        fail("--auth-issuer names the same issuer twice")
-    for issuer in issuers:
-        _check_url("--auth-issuer", issuer)
-    for option, value in (("--auth-jwks-uri", args.auth_jwks_uri), ("--auth-introspect", args.auth_introspect)):
-        if value:
-            _check_url(option, value)
-    unknown = sorted(set(args.auth_required_scopes) - set(args.auth_scopes)) if args.auth_scopes else []
-    if unknown:
-        fail(
-            f"--auth-required-scopes names {', '.join(unknown)}, which --auth-scopes does not advertise; "
-            "add it there (or leave --auth-scopes out)"
-        )
+    _check_auth_values(args, issuers)
     resource = args.auth_resource or url
     if args.auth_resource is None and args.host in ("0.0.0.0", "::", ""):
         fail(
@@ -197,6 +178,40 @@ def _protected_resource(args: Any, url: str) -> Any:
         )
     except ValueError as exc:
         fail(str(exc))
+
+
+def _auth_options_given(args: Any) -> list[str]:
+    """The ``--auth-*`` options given besides ``--auth-issuer``, as written."""
+    return [
+        name
+        for name, value in (
+            ("--auth-resource", args.auth_resource),
+            ("--auth-scopes", args.auth_scopes),
+            ("--auth-required-scopes", args.auth_required_scopes),
+            ("--auth-jwks-uri", args.auth_jwks_uri),
+            ("--auth-introspect", args.auth_introspect),
+            ("--auth-dpop", args.auth_dpop != "off"),
+            ("--auth-strict-jwt", args.auth_strict_jwt),
+        )
+        if value
+    ]
+
+
+def _check_auth_values(args: Any, issuers: list[str]) -> None:
+    """``fail`` for a repeated issuer, a URL that is not one, or a required scope not advertised."""
+    if len(set(issuers)) != len(issuers):
+        fail("--auth-issuer names the same issuer twice")
+    for issuer in issuers:
+        _check_url("--auth-issuer", issuer)
+    for option, value in (("--auth-jwks-uri", args.auth_jwks_uri), ("--auth-introspect", args.auth_introspect)):
+        if value:
+            _check_url(option, value)
+    unknown = sorted(set(args.auth_required_scopes) - set(args.auth_scopes)) if args.auth_scopes else []
+    if unknown:
+        fail(
+            f"--auth-required-scopes names {', '.join(unknown)}, which --auth-scopes does not advertise; "
+            "add it there (or leave --auth-scopes out)"
+        )
 
 
 def _check_redis_url(url: str) -> None:

@@ -181,7 +181,7 @@ def _headers(items: tuple[str, ...], bearer_env: str | None) -> dict[str, str]:
 
 
 def _mode(mode: str) -> str:
-    from ..protocol._versions import HANDSHAKE_VERSIONS, MODERN_VERSIONS
+    from ..protocol import HANDSHAKE_VERSIONS, MODERN_VERSIONS
 
     if mode in ("auto", "handshake", *MODERN_VERSIONS):
         return mode

@@ -6,10 +6,9 @@ its methods return the typed results of ``modelctx.protocol.types.v2026_07_28``.
 
 from ..errors import InputRoundsExceeded, OutputSchemaViolation, RequestTimeout, UrlRefused
 from ..transports._base import ClientTransport, Outgoing, TransportEvents
-from ..transports._url_guard import UrlPolicy
+from ..transports.fetch import UrlPolicy, fetch_json
 from ._cache import ResultCache
 from ._client import Client, ListChanged, ResourceUpdated, SubscriptionEvent, Target
-from ._fetch import fetch_json
 from ._options import ClientHandlers, ClientOptions, Elicitation
 from ._session import ClientSession
 from ._tasks import TaskCancelled, TaskHandle

@@ -18,8 +18,13 @@ Compatibility): in ``"auto"`` mode the client sends ``server/discover`` at the l
 version. A ``DiscoverResult`` or a recognized modern error (-32022 names the versions
 to retry with; -32020/-32021) means the server is modern. Any other error, an HTTP
 status without a modern error body, or silence until ``probe_timeout`` means a
-handshake-era server: the client sends ``initialize``. ``mode="handshake"`` skips the
-probe; ``mode="2026-07-28"`` pins the version and sends no probe at all.
+handshake-era server: the client sends ``initialize``, offering 2025-11-25, and speaks
+whichever handshake revision the server answers with (2025-11-25 down to 2024-11-05),
+sending an old one only what its schema has (``_era.py``). A stdio server that ends on
+the probe (mcp 1.2.0 does) is started again once and initialized at once, and its
+configuration is remembered as handshake-era, never probed again (``_era.py`` says why).
+``mode="handshake"`` skips the probe; ``mode="2026-07-28"`` pins the version and sends no
+probe at all.
 """
 
 from __future__ import annotations
@@ -28,8 +33,6 @@ import asyncio
 import logging
 import shlex
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
 
 import msgspec
@@ -58,13 +61,28 @@ from ..protocol._versions import (
     HANDSHAKE_VERSIONS,
     LATEST,
     MODERN_VERSIONS,
+    SERVED_HANDSHAKE_VERSIONS,
     accepts_handshake_version,
+    features,
 )
 from ..transports._auth_seam import HttpAuth
 from ..transports._base import ClientTransport
 from ..transports._seam import ServerApp
 from ._cache import ResultCache
-from ._options import ClientHandlers, ClientOptions, Elicitation
+from ._convert import convert
+from ._era import (
+    KNOWN_ERAS,
+    Era,
+    HandshakeEra,
+    ListChanged,
+    ModernEra,
+    ResourceUpdated,
+    SubscriptionEvent,
+    Wanted,
+    capabilities_for,
+)
+from ._input import answer_all, answer_input
+from ._options import ClientHandlers, ClientOptions
 from ._session import ClientSession, EventQueue, ProgressCallback
 from ._tasks import EXTENSION as TASKS_EXTENSION
 from ._tasks import TaskHandle
@@ -111,21 +129,6 @@ __all__ = [
 log = logging.getLogger("modelctx.client")
 
 
-@dataclass(frozen=True)
-class ListChanged:
-    """The server's list of ``kind`` ("tools", "prompts" or "resources") changed."""
-
-    kind: str
-
-
-@dataclass(frozen=True)
-class ResourceUpdated:
-    """The resource at ``uri`` changed: read it again to see how."""
-
-    uri: str
-
-
-SubscriptionEvent = ListChanged | ResourceUpdated
 
 
 #: A ``modelctx.Server`` object, seen from the client (which never imports server/): what
@@ -226,12 +229,9 @@ class Client:
         self.transport = _make_transport(target, auth)
         #: What this client calls its server: a host's configured name, else the transport's.
         self.name = name if name is not None else self.transport.name
-        self.session = ClientSession(self.transport, timeout=timeout, max_timeout=self.options.max_timeout)
-        self.session.client_info = dict(self.options.client_info)
-        self.session.log_level = self.options.log_level
-        self.session.trace_context = self.options.trace_context
-        self.session.on_notification = self._on_notification
-        self.session.on_server_request = self._on_server_request
+        self.session = self._session_on(self.transport, timeout)
+        #: The operating phase's rules (``_era.py``): modern until ``initialize`` says otherwise.
+        self.era: Era = ModernEra(self.session)
         self.cache = ResultCache()
         self.server_info: dict[str, Any] | None = None
         self._server_capabilities: dict[str, Any] = {}
@@ -243,6 +243,15 @@ class Client:
         self._tools_listed = False  # tools/list fetched since the last tools list_changed
         self._listeners: set[EventQueue] = set()
         self._connected = False
+
+    def _session_on(self, transport: ClientTransport, timeout: float) -> ClientSession:
+        session = ClientSession(transport, timeout=timeout, max_timeout=self.options.max_timeout)
+        session.client_info = dict(self.options.client_info)
+        session.log_level = self.options.log_level
+        session.trace_context = self.options.trace_context
+        session.on_notification = self._on_notification
+        session.on_server_request = self._on_server_request
+        return session
 
     # -- lifecycle ---------------------------------------------------------------------
     async def __aenter__(self) -> Self:
@@ -277,7 +286,8 @@ class Client:
 
     @property
     def modern(self) -> bool:
-        return self.session.modern
+        """Is the connection in the 2026-07-28 era?"""
+        return self.era.modern
 
     @property
     def server_capabilities(self) -> wire.ServerCapabilities:
@@ -327,10 +337,13 @@ class Client:
     async def _negotiate(self) -> None:
         mode = self.mode
         session = self.session
-        if mode == "handshake":
+        if mode == "handshake" or (mode == "auto" and self.transport.handshake_only):
             await self._initialize()
             return
+        if mode == "auto" and await self._initialize_known():
+            return
         session.modern = True
+        self.era = ModernEra(session)
         session.version = LATEST if mode == "auto" else mode
         if mode != "auto":
             return
@@ -340,7 +353,7 @@ class Client:
             except UnsupportedProtocolVersion as exc:
                 if self._adopt_supported(exc):
                     continue
-                if any(v in HANDSHAKE_VERSIONS for v in _supported(exc)):
+                if any(accepts_handshake_version(v) for v in _supported(exc)):
                     await self._initialize()
                     return
                 raise
@@ -348,9 +361,13 @@ class Client:
                 return  # a modern server that did not like this probe; it is modern
             except (ProtocolError, RequestTimeout) as exc:
                 log.debug("%s: discover failed (%s); trying initialize", self.transport.name, exc)
-                await self._initialize()
+                await self._fall_back()
                 return
-            except (ConnectionClosed, AuthorizationError):
+            except ConnectionClosed:
+                if not await self._relaunch_after_probe():
+                    raise
+                return
+            except AuthorizationError:
                 raise  # authorization failed whatever the era: initialize would fail the same way
             except MCPError as exc:  # an HTTP status without a modern error body
                 if self.transport.kind == "http":
@@ -387,16 +404,64 @@ class Client:
         self.instructions = result.get("instructions")
         self.supported_versions = list(result.get("supportedVersions") or [])
 
+    async def _fall_back(self) -> None:
+        """``initialize`` after a probe that got no modern answer; a stdio server that
+        ended meanwhile (on the probe) is started again once (``_relaunch_after_probe``)."""
+        try:
+            await self._initialize()
+        except ConnectionClosed:
+            if not await self._relaunch_after_probe():
+                raise
+
+    async def _relaunch_after_probe(self) -> bool:
+        """Start the server again and initialize it, remembering its configuration as
+        handshake-era; False when the transport cannot start it again (then the caller
+        raises the connection's end)."""
+        fresh = self.transport.relaunch()
+        if fresh is None:
+            return False
+        log.info(
+            "%s ended on the server/discover probe: a handshake-era server that cannot take an "
+            "unknown request; starting it again and initializing it (it will not be probed again)",
+            self.transport.name,
+        )
+        await self.transport.close()
+        self.transport = fresh
+        self.session = self._session_on(fresh, self.session.timeout)
+        self.session.capabilities = self._capabilities(modern=True)
+        await asyncio.wait_for(fresh.connect(self.session), self.options.probe_timeout + 30)
+        await self._initialize()
+        assert self.session.version is not None  # _initialize set it
+        KNOWN_ERAS.remember(fresh.configuration, self.session.version)
+        return True
+
+    async def _initialize_known(self) -> bool:
+        """Initialize a server whose configuration is known to be handshake-era, without a
+        probe; False (and the configuration forgotten) when it refuses: then probe it."""
+        key = self.transport.configuration
+        if KNOWN_ERAS.get(key) is None:
+            return False
+        try:
+            await self._initialize()
+        except ProtocolError as exc:
+            log.info("%s refused initialize (%s); probing its era again", self.transport.name, exc)
+            KNOWN_ERAS.forget(key)
+            return False
+        return True
+
     async def _initialize(self) -> None:
         session = self.session
         session.modern = False
         session.version = None
         self.transport.end_handshake_session()
+        # A server known to answer an older revision is offered that one, with the
+        # capabilities it names; any other is offered the newest (lifecycle.mdx).
+        offer = KNOWN_ERAS.get(self.transport.configuration) or HANDSHAKE_VERSIONS[0]
         result = await session.request(
             "initialize",
             {
-                "protocolVersion": HANDSHAKE_VERSIONS[0],
-                "capabilities": self._capabilities(modern=False),
+                "protocolVersion": offer,
+                "capabilities": capabilities_for(self._capabilities(modern=False), features(offer)),
                 "clientInfo": dict(self.options.client_info),
             },
             raw=True,
@@ -406,10 +471,13 @@ class Client:
         if not accepts_handshake_version(version):
             raise LocalError(
                 f"{self.transport.name} offered protocol version {version!r}, which this client "
-                f"does not speak (it speaks {', '.join(MODERN_VERSIONS + HANDSHAKE_VERSIONS)})"
+                f"does not speak (it speaks {', '.join(MODERN_VERSIONS + SERVED_HANDSHAKE_VERSIONS)}); "
+                "upgrade the server or the client"
             )
         assert isinstance(version, str)  # accepts_handshake_version checked it
         session.version = version
+        era = self.era = HandshakeEra(version, features(version), self._request, self._listeners)
+        session.cancels_on_wire = era.tells_cancellation(stdio=self.transport.kind == "stdio")
         self.server_info = result.get("serverInfo")
         self._set_server_capabilities(result.get("capabilities"))
         self.instructions = result.get("instructions")
@@ -434,7 +502,7 @@ class Client:
             uri: str = params["uri"]
             cache.invalidate("resources/read", uri)
             event = ResourceUpdated(uri)
-        if event is not None and not self.session.modern:
+        if event is not None and self.era.events_on_session:
             for queue in self._listeners:
                 queue.offer(event)
         if self.handlers.notification is not None:
@@ -444,23 +512,12 @@ class Client:
         """Handshake-era server requests, answered by the same handlers as MRTR."""
         if request.method == "ping":
             return {}
-        return await self._answer_input(request.method, request.params)
-
-    async def _answer_input(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        handlers = self.handlers
-        if method == "elicitation/create" and handlers.elicitation is not None:
-            mode = params.get("mode", "form")
-            schema = params.get("requestedSchema")
-            answer = await handlers.elicitation(
-                Elicitation(mode, params.get("message", ""), schema, params.get("url"), self.transport.name)
+        if self.era.refuses(request.method):
+            raise MethodNotFound(
+                f"Method not found: {request.method} (not part of protocol version {self.session.version})"
             )
-            return _elicit_answer(answer, schema)
-        if method == "sampling/createMessage" and handlers.sampling is not None:
-            return _plain(await handlers.sampling(params), "sampling")
-        if method == "roots/list" and handlers.roots is not None:
-            roots = await handlers.roots()
-            return {"roots": [_root(r) for r in roots]}
-        raise MethodNotFound(f"Method not found: {method} (this client has no handler for it)")
+        answer = await answer_input(self.handlers, request.method, request.params, self.transport.name)
+        return self.era.answer(request.method, answer)
 
     # -- requests ----------------------------------------------------------------------------------
     async def _request(
@@ -475,7 +532,7 @@ class Client:
     ) -> dict[str, Any]:
         params = params or {}
         credential = self.transport.credential_key
-        use_cache = cacheable and self.options.cache and self.session.modern
+        use_cache = cacheable and self.options.cache and self.era.caches
         if use_cache:
             hit = self.cache.get(method, params, credential)
             if hit is not None:
@@ -509,14 +566,14 @@ class Client:
                 result = await self._reissuing(method, call, **kwargs)
             except UnsupportedProtocolVersion as exc:
                 # Retry with a version from data.supported (basic/versioning.mdx).
-                if not self.session.modern or retries == 0 or not self._adopt_supported(exc):
+                if not self.era.adopts_versions or retries == 0 or not self._adopt_supported(exc):
                     raise
                 retries -= 1
                 result = await self._reissuing(method, call, **kwargs)
             except SessionExpired:
                 # The server forgot our handshake session (HTTP 404): the client MUST
                 # initialize again (2025-11-25 transports.mdx), then the call is re-sent.
-                if self.session.modern or retries == 0:
+                if not self.era.renews_sessions or retries == 0:
                     raise
                 retries -= 1
                 await self._initialize()
@@ -534,7 +591,7 @@ class Client:
             requests = result.get("inputRequests") or {}
             extra = {}
             if isinstance(requests, dict) and requests:
-                extra["inputResponses"] = await self._answer_all(requests)
+                extra["inputResponses"] = await answer_all(self.handlers, requests, self.transport.name)
             elif "requestState" not in result:
                 raise MalformedResponse(
                     f"{self.transport.name} answered {method} with an input_required result that "
@@ -595,33 +652,12 @@ class Client:
             return None
         return f"tool {name!r} is marked neither readOnlyHint nor idempotentHint, so running it twice may do harm"
 
-    async def _answer_all(self, requests: dict[str, Any]) -> dict[str, Any]:
-        if len(requests) > MAX_INPUT_REQUESTS:
-            # Each input request may be a dialog for the user: a server asking for
-            # thousands at once is broken or hostile, and none of them is shown.
-            raise MalformedResponse(
-                f"{self.transport.name} asked for {len(requests)} inputs in one round; this "
-                f"client answers at most {MAX_INPUT_REQUESTS} a round"
-            )
-        keys = list(requests)
-
-        async def one(key: str) -> dict[str, Any]:
-            request = requests[key]
-            if not isinstance(request, dict) or not isinstance(request.get("method"), str):
-                raise MalformedResponse(
-                    f"{self.transport.name}: inputRequests[{key!r}] is not a request object"
-                )
-            return await self._answer_input(request["method"], request.get("params") or {})
-
-        answers = await asyncio.gather(*(one(key) for key in keys))
-        return dict(zip(keys, answers, strict=True))
-
     # -- typed methods -----------------------------------------------------------------------------
     async def discover(self) -> DiscoverResult:
         """``server/discover`` (modern servers): versions, capabilities, instructions."""
         result = await self._request("server/discover", {}, cacheable=True)
         self._remember_discover(result)
-        return _convert(result, wire.DiscoverResult)
+        return convert(result, wire.DiscoverResult)
 
     async def list_tools(self, cursor: str | None = None) -> ListToolsResult:
         """One page of ``tools/list``. Over HTTP, tools whose ``x-mcp-header`` annotations
@@ -642,7 +678,7 @@ class Client:
             self._tools[name] = tool
             self._param_paths[name] = paths
             tools.append(tool)
-        return _convert({**result, "tools": tools}, wire.ListToolsResult)
+        return convert({**result, "tools": tools}, wire.ListToolsResult)
 
     async def tools(self) -> list[Tool]:
         """Every tool, across all pages."""
@@ -670,7 +706,7 @@ class Client:
         up to ``max_timeout``, while polling finds it running.
         """
         result = await self.call_tool_raw(name, arguments, progress=progress, timeout=timeout)
-        return _convert(result, wire.CallToolResult)
+        return convert(result, wire.CallToolResult)
 
     async def call_tool_raw(
         self,
@@ -717,7 +753,7 @@ class Client:
         try:
             return await send()
         except HeaderMismatch:
-            if not self.session.modern or not await self._header_paths_changed(name):
+            if not self.era.relists_on_header_mismatch or not await self._header_paths_changed(name):
                 raise
             return await send()
 
@@ -754,7 +790,7 @@ class Client:
         self._require_tasks("call_tool_as_task")
         result = await self._send_tool_call(name, arguments, timeout=timeout)
         if result.get("resultType") == "task":
-            return TaskHandle(self, result, tool=name)
+            return TaskHandle(self, result, tool=name, validate=self._validate_tool_result)
         await self._validate_tool_result(name, result)
         return TaskHandle.completed(self, result)
 
@@ -810,7 +846,7 @@ class Client:
     async def list_resources(self, cursor: str | None = None) -> ListResourcesResult:
         """One page of ``resources/list``."""
         result = await self._request("resources/list", _cursor(cursor), cacheable=True)
-        return _convert(result, wire.ListResourcesResult)
+        return convert(result, wire.ListResourcesResult)
 
     async def resources(self) -> list[Resource]:
         """Every resource, across all pages."""
@@ -819,7 +855,7 @@ class Client:
     async def list_resource_templates(self, cursor: str | None = None) -> ListResourceTemplatesResult:
         """One page of ``resources/templates/list``."""
         result = await self._request("resources/templates/list", _cursor(cursor), cacheable=True)
-        return _convert(result, wire.ListResourceTemplatesResult)
+        return convert(result, wire.ListResourceTemplatesResult)
 
     async def resource_templates(self) -> list[ResourceTemplate]:
         """Every resource template, across all pages."""
@@ -828,12 +864,12 @@ class Client:
     async def read_resource(self, uri: str, *, timeout: float | None = None) -> ReadResourceResult:
         """``resources/read``; an unknown URI raises ``InvalidParams`` (a ``ResourceNotFound``)."""
         result = await self._request("resources/read", {"uri": uri}, cacheable=True, timeout=timeout)
-        return _convert(result, wire.ReadResourceResult)
+        return convert(result, wire.ReadResourceResult)
 
     async def list_prompts(self, cursor: str | None = None) -> ListPromptsResult:
         """One page of ``prompts/list``."""
         result = await self._request("prompts/list", _cursor(cursor), cacheable=True)
-        return _convert(result, wire.ListPromptsResult)
+        return convert(result, wire.ListPromptsResult)
 
     async def prompts(self) -> list[Prompt]:
         """Every prompt, across all pages."""
@@ -844,7 +880,7 @@ class Client:
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
-        return _convert(await self._request("prompts/get", params), wire.GetPromptResult)
+        return convert(await self._request("prompts/get", params), wire.GetPromptResult)
 
     async def complete(
         self,
@@ -858,7 +894,8 @@ class Client:
         params: dict[str, Any] = {"ref": ref, "argument": {"name": argument, "value": value}}
         if context:
             params["context"] = {"arguments": context}
-        return _convert(await self._request("completion/complete", params), wire.CompleteResult)
+        params = self.era.complete_params(params)
+        return convert(await self._request("completion/complete", params), wire.CompleteResult)
 
     # -- subscriptions ----------------------------------------------------------------------------
     async def listen(
@@ -881,115 +918,9 @@ class Client:
         after each re-opening): changes from then on are heard, earlier ones may not be,
         so a cache of lists fetched before it should be dropped.
         """
-        if self.session.modern:
-            async for event in self._listen_modern(
-                tools, prompts, resources, list(resource_uris), reconnect, on_open
-            ):
-                yield event
-            return
-        queue = EventQueue()
-        self._listeners.add(queue)
-        try:
-            for uri in resource_uris:
-                await self._request("resources/subscribe", {"uri": uri})
-            if on_open is not None:
-                on_open()
-            wanted = {"tools": tools, "prompts": prompts, "resources": resources}
-            while True:
-                item = await queue.get()
-                if isinstance(item, BaseException):
-                    raise item
-                if isinstance(item, ListChanged) and not wanted.get(item.kind):
-                    continue
-                if isinstance(item, ResourceUpdated) and item.uri not in resource_uris:
-                    continue
-                yield item
-        finally:
-            self._listeners.discard(queue)
-            for uri in resource_uris:
-                try:
-                    await asyncio.wait_for(self._request("resources/unsubscribe", {"uri": uri}), 5)
-                except (MCPError, TimeoutError):
-                    pass
-
-    async def _listen_modern(
-        self,
-        tools: bool,
-        prompts: bool,
-        resources: bool,
-        uris: list[str],
-        reconnect: bool,
-        on_open: Callable[[], object] | None = None,
-    ) -> AsyncIterator[SubscriptionEvent]:
-        filt: dict[str, Any] = {}
-        if tools:
-            filt["toolsListChanged"] = True
-        if prompts:
-            filt["promptsListChanged"] = True
-        if resources:
-            filt["resourcesListChanged"] = True
-        if uris:
-            filt["resourceSubscriptions"] = uris
-        backoff = 0.1
-        while True:
-            request_id = self.session.next_id()
-            queue = self.session.subscribe_queue(request_id)
-            stream = asyncio.ensure_future(
-                self.session.request(
-                    "subscriptions/listen",
-                    {"notifications": filt},
-                    request_id=request_id,
-                    timeout=24 * 3600.0,
-                )
-            )
-            stream.add_done_callback(partial(_stream_ended, queue))
-            ended_gracefully = False
-            try:
-                while True:
-                    item = await queue.get()
-                    if isinstance(item, asyncio.Future):
-                        if item.cancelled() or item.exception() is not None:
-                            failure = None if item.cancelled() else item.exception()
-                            if isinstance(failure, ProtocolError) and failure.remote:
-                                raise failure  # the server refused to listen: retrying cannot help
-                            break  # the stream dropped: reconnect below
-                        ended_gracefully = True
-                        break
-                    if isinstance(item, BaseException):
-                        raise item
-                    method = item.method
-                    if method == "notifications/subscriptions/acknowledged":
-                        backoff = 0.1
-                        if on_open is not None:
-                            on_open()
-                        continue
-                    if method == "notifications/cancelled":
-                        ended_gracefully = True
-                        break
-                    if method.endswith("/list_changed"):
-                        yield ListChanged(method.split("/")[1])
-                    elif method == "notifications/resources/updated" and isinstance(item.params.get("uri"), str):
-                        yield ResourceUpdated(item.params["uri"])
-            finally:
-                self.session.unsubscribe_queue(request_id)
-                if not stream.done():
-                    stream.cancel()
-                    try:
-                        await stream
-                    except (asyncio.CancelledError, MCPError):
-                        pass
-            if ended_gracefully or not reconnect or self.session.closed_error is not None:
-                return
-            await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, 30.0)
-
-
-def _stream_ended(queue: EventQueue, stream: asyncio.Future[Any]) -> None:
-    """The listen queue hears when its stream ends; the stream's error counts as read
-    even if the application never reads that far (no "exception never retrieved")."""
-    if not stream.cancelled():
-        stream.exception()
-    queue.offer(stream)
+        wanted = Wanted(tools, prompts, resources, tuple(resource_uris))
+        async for event in self.era.listen(wanted, reconnect, on_open):
+            yield event
 
 
 def _typed_capabilities(raw: dict[str, Any]) -> wire.ServerCapabilities:
@@ -1047,22 +978,6 @@ async def _all(
         seen.add(cursor)
 
 
-_CACHEABLE_RESULTS = frozenset(
-    {
-        "DiscoverResult",
-        "ListToolsResult",
-        "ListResourcesResult",
-        "ListResourceTemplatesResult",
-        "ListPromptsResult",
-        "ReadResourceResult",
-    }
-)
-
-_ResultT = TypeVar("_ResultT", bound=msgspec.Struct)
-
-#: Input requests (elicitation, sampling, roots) one input_required round may hold.
-MAX_INPUT_REQUESTS = 64
-
 #: Times a request whose 2026-07-28 reply stream broke is re-issued (``_reissuing``).
 _REISSUES = 2
 #: Requests that only read: sending one twice does no harm (``_reissuing``).
@@ -1079,60 +994,3 @@ _REPEATABLE = frozenset(
         "tasks/get",
     }
 )
-
-
-def _convert(result: dict[str, Any], cls: type[_ResultT]) -> _ResultT:
-    """The typed result; results of older servers get the fields the type requires."""
-    result.setdefault("resultType", "complete")
-    if cls.__name__ in _CACHEABLE_RESULTS:
-        result.setdefault("ttlMs", 0)
-        result.setdefault("cacheScope", "private")
-    try:
-        return msgspec.convert(result, cls, strict=False)
-    except msgspec.ValidationError as exc:
-        raise MalformedResponse(f"the server's {cls.__name__} is malformed: {exc}") from None
-
-
-def _elicit_answer(answer: object, schema: object) -> dict[str, Any]:
-    """An ElicitResult dict; accepted forms get the schema's defaults for omitted fields
-    (client/elicitation.mdx: clients SHOULD pre-fill defaults)."""
-    plain = _plain(answer, "elicitation")
-    if plain.get("action") not in ("accept", "decline", "cancel"):
-        raise LocalError(
-            'an elicitation handler must return {"action": "accept"|"decline"|"cancel", ...}, '
-            f"not {answer!r}"
-        )
-    if plain["action"] == "accept" and isinstance(schema, dict):
-        content = dict(plain.get("content") or {})
-        for name, prop in (schema.get("properties") or {}).items():
-            if name not in content and isinstance(prop, dict) and "default" in prop:
-                content[name] = prop["default"]
-        plain = {**plain, "content": content}
-    return plain
-
-
-def _plain(value: object, handler: str) -> dict[str, Any]:
-    """What a handler returned, as the JSON object the protocol carries."""
-    if isinstance(value, dict):
-        return value
-    if hasattr(value, "action") and hasattr(value, "content"):  # the server package's ElicitResult
-        out: dict[str, Any] = {"action": value.action}
-        if value.content is not None:
-            out["content"] = value.content
-        return out
-    try:
-        plain = msgspec.to_builtins(value)
-    except TypeError:
-        plain = None
-    if not isinstance(plain, dict):
-        raise LocalError(
-            f"the {handler} handler returned {value!r:.80} ({type(value).__name__}); it must return "
-            "a JSON object (a dict) for the result the server asked for"
-        )
-    return plain
-
-
-def _root(root: object) -> dict[str, Any]:
-    if isinstance(root, str):
-        return {"uri": root}
-    return _plain(root, "roots")

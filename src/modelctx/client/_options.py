@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..protocol._jsonrpc import Notification
+from ..protocol import Notification
 
 __all__ = [
     "ClientHandlers",

@@ -234,6 +234,9 @@ class ClientSession:
         #: Put the current OpenTelemetry trace context in each request's ``_meta``
         #: (``ClientOptions.trace_context``); see ``with_trace_context``.
         self.trace_context = True
+        #: Tell the server of a cancelled or timed-out request (``notifications/cancelled``);
+        #: False for a server that must not be told (client/_era.py, ``tells_cancellation``).
+        self.cancels_on_wire = True
         self.on_notification: Callable[[Notification], None] | None = None
         self.on_server_request: Callable[[Request], Awaitable[dict[str, Any]]] | None = None
         #: Called once, with the cause, when the connection ends (a crash or ``aclose``).
@@ -658,6 +661,8 @@ class ClientSession:
         cancellation is reported at once, even to a server that reads nothing (a frozen
         handshake-era HTTP server held a 0.5 s timeout back for the 5 s the
         notifications/cancelled POST may take). ``aclose`` stops what is still sending."""
+        if not self.cancels_on_wire:
+            return
         task = asyncio.get_running_loop().create_task(self._cancel_on_wire(request_id))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

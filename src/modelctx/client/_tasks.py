@@ -14,14 +14,18 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import LocalError, MalformedResponse, MCPError, RequestTimeout, error_from_wire
 from ..protocol._jsonrpc import Notification
+from ._convert import convert
+from ._input import answer_all
+from ._options import ClientHandlers
+from ._session import ClientSession
 
 if TYPE_CHECKING:
     from ..protocol.types import v2026_07_28 as wire
-    from ._client import Client
 
 __all__ = ["EXTENSION", "TERMINAL", "TaskCancelled", "TaskHandle"]
 
@@ -34,6 +38,29 @@ DEFAULT_POLL_SECONDS = 1.0
 BACKOFF = 1.5
 
 
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+class TaskClient(Protocol):
+    """What a ``TaskHandle`` needs of the client it came from (``Client`` is one)."""
+
+    handlers: ClientHandlers
+    session: ClientSession
+
+    @property
+    def transport(self) -> _Named: ...
+
+    async def get_task(self, task_id: str, *, timeout: float | None = None) -> dict[str, Any]: ...
+
+    async def cancel_task(self, task_id: str, *, timeout: float | None = None) -> None: ...
+
+
+#: Checks a tool's result against its ``outputSchema``: ``(tool name, result)``.
+Validator = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+
 class TaskCancelled(LocalError):
     """The task was cancelled (by this client, another one, or the server): it has no result."""
 
@@ -42,7 +69,9 @@ class TaskHandle:
     """One task on one server: ``task_id``, and ``task`` (the last ``DetailedTask`` seen,
     a dict as the server sent it: ``status``, ``pollIntervalMs``, ``result``, ...)."""
 
-    def __init__(self, client: Client, task: dict[str, Any], *, tool: str | None = None) -> None:
+    def __init__(
+        self, client: TaskClient, task: dict[str, Any], *, tool: str | None = None, validate: Validator | None = None
+    ) -> None:
         task_id = task.get("taskId")
         if not isinstance(task_id, str):
             raise MalformedResponse(f"{client.transport.name}: a task without a taskId: {task!r}")
@@ -51,10 +80,11 @@ class TaskHandle:
         self.task_id = task_id
         self.task = task
         self.tool = tool  # known when this handle started the call: its output is checked
+        self._validate = validate
         self._answered: set[str] = set()  # input keys sent already: never asked twice
 
     @classmethod
-    def completed(cls, client: Client, result: dict[str, Any]) -> TaskHandle:
+    def completed(cls, client: TaskClient, result: dict[str, Any]) -> TaskHandle:
         """A handle for a call the server answered with its result, not a task."""
         return cls(client, {"taskId": "", "status": "completed", "result": result})
 
@@ -93,11 +123,10 @@ class TaskHandle:
         (``notifications/tasks``) instead of polling, checking with ``tasks/get`` only
         after ``MAX_POLL_SECONDS`` of quiet; polling when the server does not offer them.
         """
-        # Imported here: _client imports this module, and the wire types load on first use.
+        # Imported here: the wire types load on first use.
         from ..protocol.types.v2026_07_28 import CallToolResult
-        from ._client import _convert
 
-        return _convert(await self.final(timeout=timeout, follow=follow), CallToolResult)
+        return convert(await self.final(timeout=timeout, follow=follow), CallToolResult)
 
     async def final(self, *, timeout: float | None = None, follow: bool = False) -> dict[str, Any]:
         """``result()``, as the JSON object the server sent."""
@@ -107,8 +136,8 @@ class TaskHandle:
             await self._follow(deadline, limit)
         await self._poll(deadline, limit)
         result = self._outcome()
-        if self.tool is not None:
-            await self.client._validate_tool_result(self.tool, result)
+        if self.tool is not None and self._validate is not None:
+            await self._validate(self.tool, result)
         return result
 
     async def _poll(self, deadline: float, limit: float) -> None:
@@ -196,7 +225,7 @@ class TaskHandle:
             return
         left = max(deadline - time.monotonic(), 0.001)
         try:
-            answers = await asyncio.wait_for(self.client._answer_all(fresh), left)
+            answers = await asyncio.wait_for(answer_all(self.client.handlers, fresh, self.client.transport.name), left)
         except TimeoutError:
             raise RequestTimeout(
                 f"{self.client.transport.name}: task {self.task_id}: the input handlers did not "

@@ -21,7 +21,11 @@ across runs (see ``ApprovalStore``); without it they last for the host's life.
 
 A server entry is stdio (``command``, optional ``args``/``env``/``cwd``) or HTTP
 (``url``, optional ``headers``); ``type`` may say which ("stdio", "http",
-"streamable-http"). Per server: ``approval`` ("allow" | "ask" | "deny", or an object
+"streamable-http", or "sse"). An HTTP ``url`` may be a Streamable HTTP endpoint
+(``.../mcp``) or the stream of a server that offers only the HTTP+SSE transport of
+2024-11-05 (``.../sse``): the host finds out which; ``transport`` ("sse", or
+"streamable-http" / "http") says so and skips the question (``"type": "sse"`` is the
+same as ``"transport": "sse"``). Per server: ``approval`` ("allow" | "ask" | "deny", or an object
 ``{"default": ..., "readOnly": ..., "tools": {"<glob>": ...}}``, see ``ServerRules``;
 checked when the configuration is read; unset: ask), ``trusted`` (true: the server's tool
 annotations are believed, so its ``readOnlyHint`` tools get the ``readOnly`` level,
@@ -64,7 +68,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import LocalError
 from ._approval import ALWAYS_SCOPES, AlwaysScope, ApprovalConfigError, NameFilter, ServerRules
@@ -79,7 +83,7 @@ AUTHORIZATION_WAIT = 300.0
 
 _SERVER_KEYS = frozenset(
     {"type", "command", "args", "env", "cwd", "url", "headers", "approval", "tools", "timeout", "roots",
-     "disabled", "description", "auth", "trusted", "alwaysScope", "resources", "prompts"}
+     "disabled", "description", "auth", "trusted", "alwaysScope", "resources", "prompts", "transport"}
 )
 _TOP_KEYS = frozenset({"mcpServers", "roots", "approvalStore", "tokenStore", "toolSearch", "$schema"})
 _AUTH_KEYS = {
@@ -88,7 +92,10 @@ _AUTH_KEYS = {
         {"type", "scopes", "clientId", "clientSecret", "privateKeyFile", "signingAlgorithm"}
     ),
 }
-_TYPES = {"stdio": "stdio", "http": "http", "streamable-http": "http", "streamableHttp": "http"}
+_TYPES = {"stdio": "stdio", "http": "http", "streamable-http": "http", "streamableHttp": "http", "sse": "http"}
+#: An HTTP server's transport, as ``HttpClientTransport`` names it ("auto": find out).
+Transport = Literal["auto", "streamable", "sse"]
+_TRANSPORTS: dict[str, Transport] = {"auto": "auto", "sse": "sse", "streamable-http": "streamable", "http": "streamable"}
 _VARIABLE = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -151,12 +158,20 @@ class ServerSpec:
     always_scope: AlwaysScope = "client"
     resources: NameFilter = NameFilter()
     prompts: NameFilter = NameFilter()
+    #: An HTTP server's transport: "auto" (find out), "streamable" or "sse" (2024-11-05).
+    transport: Transport = "auto"
 
     def __post_init__(self) -> None:
         if (self.command is None) == (self.url is None):
             raise HostConfigError(
                 f"server {self.name!r}: give either 'command' (a stdio server) or 'url' (an HTTP server)"
             )
+        if self.transport not in ("auto", "streamable", "sse"):
+            raise HostConfigError(
+                f"server {self.name!r}: transport must be 'auto', 'streamable' or 'sse', not {self.transport!r}"
+            )
+        if self.command is not None and self.transport != "auto":
+            raise HostConfigError(f"server {self.name!r}: transport {self.transport!r} is for an HTTP server ('url')")
         # A setting the approval policy cannot use fails here, with the server named, not
         # at the first call of one of its tools.
         try:
@@ -296,7 +311,27 @@ def _server_spec(name: object, entry: object, env: Mapping[str, str]) -> ServerS
             f"{where}: 'auth' obtains the Authorization header itself; remove 'headers.Authorization' "
             "(or 'auth', to send a fixed token)"
         )
-    return ServerSpec(name, url=_url(where, entry.get("url")), headers=headers, auth=auth, **common)
+    transport = _transport(where, entry)
+    return ServerSpec(name, url=_url(where, entry.get("url")), headers=headers, auth=auth, transport=transport, **common)
+
+
+def _transport(where: str, entry: dict[str, Any]) -> Transport:
+    """An HTTP entry's transport: its ``transport`` key, or "sse" for ``"type": "sse"``."""
+    declared = entry.get("transport", "auto")
+    if not isinstance(declared, str) or declared not in _TRANSPORTS:
+        raise HostConfigError(
+            f"{where}: 'transport' must be 'sse' (the older HTTP+SSE transport, a url such as "
+            f"http://127.0.0.1:8000/sse), 'streamable-http' or 'http' (Streamable HTTP), or 'auto' "
+            f"(find out, the default), not {declared!r}"
+        )
+    transport = _TRANSPORTS[declared]
+    if entry.get("type") == "sse":
+        if transport == "streamable":
+            raise HostConfigError(
+                f"{where}: 'type' is 'sse' but 'transport' is {declared!r}; keep the one that is true of the server"
+            )
+        transport = "sse"
+    return transport
 
 
 def _auth_spec(where: str, value: object, env: Mapping[str, str]) -> AuthSpec:
@@ -372,7 +407,7 @@ def _kind(where: str, entry: dict[str, Any]) -> str:
         raise HostConfigError(f"{where}: a stdio server needs 'command' (the program to run)")
     if kind == "http" and "url" not in entry:
         raise HostConfigError(f"{where}: an HTTP server needs 'url' (e.g. http://127.0.0.1:8000/mcp)")
-    stray = [key for key in (("args", "env", "cwd") if kind == "http" else ("headers", "auth")) if key in entry]
+    stray = [key for key in (("args", "env", "cwd") if kind == "http" else ("headers", "auth", "transport")) if key in entry]
     if stray:
         raise HostConfigError(f"{where}: {stray[0]!r} does not apply to a {kind} server")
     return kind

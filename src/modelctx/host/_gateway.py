@@ -21,7 +21,7 @@ streams, errors, ``input_required`` sealing) is the ordinary server machinery.
   refused without reaching the server.
 - **Approval** ``ask`` becomes a form elicitation (allow once / always / deny, with the
   server, the tool and the arguments) to the gateway's own client: the call handler
-  hands ``Approvals.check`` an ``Asker`` for the call being served (``_CallAsker``), and
+  hands ``Approvals.check`` an ``Asker`` for the call being served (``_gateway_ui.CallAsker``), and
   gets a ``Verdict`` back. On 2026-07-28 the question travels as ``input_required`` and
   the retry replays the call with the answer; in the handshake era it is a request on
   the same connection. Declined, cancelled, unanswered, or a client that cannot elicit:
@@ -36,7 +36,7 @@ streams, errors, ``input_required`` sealing) is the ordinary server machinery.
   ``resources/read``, ``prompts/get``, ``completion/complete`` and subscriptions, with
   an error that says so; nothing is asked of the upstream.
 - **What an upstream asks** while one of our calls runs (elicitation, sampling) is
-  asked of the gateway's client the same way.
+  asked of the gateway's client the same way (``_gateway_ui.GatewayUI``).
 - **Changes**: the host tells its listeners when an upstream list changed; the gateway
   publishes it on its own bus, which ``subscriptions/listen`` streams and handshake
   sessions turn into ``notifications/*/list_changed``.
@@ -55,11 +55,16 @@ streams, errors, ``input_required`` sealing) is the ordinary server machinery.
   upstream does; its host's clients declare views, so upstreams list their view-only
   tools, which go on to the gateway's clients that show views only. A tool's
   ``_meta.ui.resourceUri`` is the gateway's name for its view, read from that tool's server.
-- **The fast lane** (``serve_fast``): a call of a tool the policy allows outright, to a
-  2026-07-28 upstream over stdio, from a client that asked for no logs, is relayed from
-  the loop's callbacks, with no task or coroutine per call (a task only to send a
-  progress report on, when the client asked for them); what the client gets is what
-  the common way gives.
+- **One relay path** for ``tools/call``: ``_route_of`` (the gateway name to a server and
+  its tool), ``_approve`` (``_allowed_outright``, else ``Approvals.check`` with the call's
+  asker), the upstream request, ``_answer`` (the upstream's result or failure as ours),
+  then the dispatcher's ``decorate`` (server/dispatch.py). The common way runs it in the
+  call's task (``_tools_call``, ``_forward``: the client's ``call_tool_raw``); the fast
+  lane (``serve_fast``) runs the same steps from the loop's callbacks when none of them
+  can wait: a tool the policy allows outright, with no ``outputSchema``, a 2026-07-28
+  upstream over stdio, a client the dispatcher admits (``Dispatcher.admit``) that asked
+  for no logs. No task or coroutine per call there (a task only to send a progress
+  report on), and what the client gets is what the common way gives.
 - **Deadlines**: every upstream request carries a progress token whether or not the
   gateway's client asked for progress, so the upstream's reports push the gateway's own
   deadline on it (the host's ``request_timeout``) back, up to ``request_max_timeout``.
@@ -73,8 +78,6 @@ upstream: its questions and logs cannot be told apart and are declined / dropped
 from __future__ import annotations
 
 import asyncio
-import contextvars
-import itertools
 import logging
 import os
 import stat
@@ -82,15 +85,13 @@ import weakref
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from ..errors import (
-    InternalError,
     InvalidParams,
-    LocalError,
     MalformedResponse,
     MCPError,
     ProtocolError,
@@ -98,21 +99,18 @@ from ..errors import (
 )
 from ..protocol import _meta
 from ..protocol._apps import UI_EXTENSION, UI_MIME_TYPE, client_shows_ui, tool_ui, visible_to
-from ..protocol._jsonrpc import Request, error_response, is_request_id, result_response
-from ..protocol._versions import Feature, features
-from ..server import Context, Server, ServerConfig, StartupError
-from ..server._bus import Event
-from ..server._context import Call, ElicitResult, InputRequired
-from ..server._methods import _input_required, _load_answers
-from ..transports._identity import principal_key
-from ._approval import ApprovalPolicy, ApprovalRequest, Approvals, Decision, Verdict
+from ..protocol._jsonrpc import Request, is_request_id, result_response
+from ..server import Context, Event, Server, ServerConfig, StartupError
+from ..server.dispatch import Call, Caller, InputRequired, error_reply, input_required, load_answers
+from ._approval import ApprovalPolicy, Approvals, Verdict
 from ._gateway_relays import ResourceWatches, complete
+from ._gateway_ui import CallAsker, CallScope, GatewayUI
 from ._gateway_views import Views
 from ._host import AllowAll, Denied, Host, UnknownName
 from ._server import HostServer
 
 if TYPE_CHECKING:
-    from ..client import Client, Elicitation
+    from ..client import Client, ClientSession
     from ..protocol._jsonrpc import Notification
     from ..protocol.types.v2026_07_28 import Tool
     from ..transports._seam import Peer, Send
@@ -123,24 +121,6 @@ log = logging.getLogger("modelctx.host")
 
 Handler = Callable[[Call], Awaitable[dict[str, Any] | None]]
 
-#: The form an ``ask`` approval shows the gateway's client.
-DECISION_FORM: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "decision": {
-            "type": "string",
-            "title": "Decision",
-            "oneOf": [
-                {"const": "allow_once", "title": "Allow once"},
-                {"const": "always", "title": "Always allow"},
-                {"const": "deny", "title": "Deny"},
-            ],
-        }
-    },
-    "required": ["decision"],
-}
-_DECISIONS = {"allow_once": Decision.ALLOW_ONCE, "always": Decision.ALWAYS, "deny": Decision.DENY}
-
 
 @dataclass(frozen=True, slots=True)
 class _Route:
@@ -150,8 +130,8 @@ class _Route:
     server: HostServer
     tool: Tool
     allowed_by: Approvals | None = None
-    #: ``allowed_by`` when the tool has no ``outputSchema`` too: the fast lane may relay it.
-    relayed_by: Approvals | None = None
+    #: The tool has no ``outputSchema``: its results need no check, the fast lane may relay it.
+    plain: bool = False
 
 
 def _allowing(approvals: object, server: HostServer, tool: Tool) -> Approvals | None:
@@ -163,149 +143,6 @@ def _allowing(approvals: object, server: HostServer, tool: Tool) -> Approvals | 
     return approvals if level == "allow" and source != "readOnlyHint" else None
 
 
-@dataclass
-class _Scope:
-    """One gateway ``tools/call`` in flight: its context, for what its upstream asks."""
-
-    ctx: Context
-    server: str
-    questions: int = field(default=0)
-
-
-class _CallAsker:
-    """The ``Asker`` of one gateway call: its client, asked with a form elicitation.
-    ``scope``: who that client is (see ``GatewayUI.client_scope``)."""
-
-    __slots__ = ("ctx", "scope")
-
-    def __init__(self, ctx: Context, scope: str | None) -> None:
-        self.ctx = ctx
-        self.scope = scope
-
-    async def approve(self, request: ApprovalRequest) -> Decision | Verdict:
-        message = "Approve this tool call?\n" + request.describe()
-        try:
-            answer = await self.ctx.elicit(message, DECISION_FORM, key="gateway-approval")
-        except ProtocolError as exc:  # the client cannot elicit (MissingRequiredClientCapability), ...
-            return Verdict(False, f"it needs approval and the gateway's client cannot be asked ({exc.message})")
-        if answer.action != "accept" or not isinstance(answer.content, dict):
-            return Verdict(False, f"the gateway's client answered {answer.action!r} to the approval")
-        decision = _DECISIONS.get(str(answer.content.get("decision")), Decision.DENY)
-        if decision is Decision.DENY:
-            return Verdict(False, "the gateway's client denied it")
-        return decision
-
-
-_current: contextvars.ContextVar[_Scope | None] = contextvars.ContextVar("modelctx_gateway_call", default=None)
-
-
-class GatewayUI:
-    """The ``HostUI`` of a gateway: the person is behind the gateway's own client.
-
-    Approval questions do not come here: each call hands ``Approvals.check`` its own
-    ``_CallAsker`` (``approve`` here, asked without one, denies). ``elicit`` and
-    ``sample`` relay what an upstream server asks to the client of the call it belongs
-    to (a context variable the call handler sets, or the one call to that server in
-    flight); outside a call there is no one to ask: declined. ``client_scope`` names
-    the client of a call, for the "always" answers it gives.
-    """
-
-    def __init__(self) -> None:
-        self._inflight: dict[str, list[_Scope]] = {}
-        # A name for each duplex connection (stdio, in-process) while it lives.
-        self._connections: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
-        self._numbers = itertools.count(1)
-
-    def client_scope(self, call: Call) -> str | None:
-        """Who sent ``call``, as an "always" answer is remembered for: its authenticated
-        principal (issuer, subject, client id), else its handshake session, else its
-        duplex connection; None when nothing tells it from another client (2026-07-28
-        over HTTP without authorization)."""
-        principal = principal_key(call.principal)  # the one identity rule (transports._identity)
-        if principal is not None:
-            return "principal:" + principal
-        if call.session is not None:
-            return f"session:{call.session.id}"
-        connection = call.connection
-        if connection is None:
-            return None
-        name = self._connections.get(connection)
-        if name is None:
-            name = self._connections[connection] = f"connection:{next(self._numbers)}"
-        return name
-
-    def enter(self, scope: _Scope) -> contextvars.Token[_Scope | None]:
-        self._inflight.setdefault(scope.server, []).append(scope)
-        return _current.set(scope)
-
-    def leave(self, scope: _Scope, token: contextvars.Token[_Scope | None]) -> None:
-        _current.reset(token)
-        calls = self._inflight.get(scope.server)
-        if calls is not None and scope in calls:
-            calls.remove(scope)
-
-    def scope_for(self, server: str) -> _Scope | None:
-        """The gateway call that what ``server`` asks or says now belongs to, if known."""
-        return self._scope_for(server)
-
-    def _scope_for(self, server: str) -> _Scope | None:
-        scope = _current.get()
-        if scope is not None:
-            return scope
-        # A handshake-era upstream asks on its own connection, outside our call's task:
-        # it belongs to our call only when exactly one call to that server is running.
-        calls = self._inflight.get(server) or []
-        return calls[0] if len(calls) == 1 else None
-
-    async def approve(self, request: ApprovalRequest) -> Decision:
-        """Asked without the call's ``Asker`` (a caller of ``Approvals.check`` that did not
-        hand one in): there is no one to ask here, denied."""
-        log.warning(
-            "denied %r of server %r: approvals are asked through the gateway call's own asker", request.tool.name,
-            request.server,
-        )
-        return Decision.DENY
-
-    async def elicit(self, server: str | HostServer, elicitation: Elicitation) -> dict[str, Any]:
-        # The configured name (the host of this writing passes its HostServer instead).
-        server = server if isinstance(server, str) else server.name
-        scope = self._scope_for(server)
-        if scope is None:
-            log.warning("declined: server %r asked %r outside a gateway call", server, elicitation.message)
-            return {"action": "decline"}
-        scope.questions += 1
-        key = f"gateway-{server}-{scope.questions}"
-        answer: ElicitResult[Any]
-        try:
-            if elicitation.mode == "url" and elicitation.url is not None:
-                answer = await scope.ctx.elicit_url(elicitation.message, elicitation.url, key=key)
-            else:
-                schema = elicitation.requested_schema or {"type": "object", "properties": {}}
-                answer = await scope.ctx.elicit(elicitation.message, schema, key=key)
-        except ProtocolError as exc:
-            log.warning("declined: server %r asked the gateway's client, which cannot answer: %s", server, exc)
-            return {"action": "decline"}
-        reply: dict[str, Any] = {"action": answer.action}
-        if answer.action == "accept" and isinstance(answer.content, dict):
-            reply["content"] = answer.content
-        return reply
-
-    async def sample(self, server: HostServer | str, params: dict[str, Any]) -> dict[str, Any]:
-        """The host's sampling callback: the gateway's client samples (its model)."""
-        name = server if isinstance(server, str) else server.name
-        scope = self._scope_for(name)
-        if scope is None:
-            raise LocalError(f"server {name!r} asked for sampling outside a gateway call; there is no one to ask")
-        scope.questions += 1
-        options = {k: v for k, v in params.items() if k not in ("messages", "maxTokens", "_meta")}
-        messages = params.get("messages") or []
-        max_tokens = int(params.get("maxTokens") or 1000)
-        return await scope.ctx.sample(messages, max_tokens, key=f"gateway-{name}-{scope.questions}", **options)
-
-    async def show(self, message: str) -> None:
-        log.warning("%s", message)
-
-
 class Gateway(Server):
     """A ``Server`` that serves ``host``'s tools, prompts and resources (see the module
     docstring). Serving it starts the host (and closes it after), unless the host was
@@ -313,7 +150,7 @@ class Gateway(Server):
 
     The host is given a ``GatewayUI`` (``gateway.ui``); a host with no approval hook of
     its own gets ``Approvals`` over its configuration's policy and that UI. Each call's
-    approval is asked of its own client (``_CallAsker``).
+    approval is asked of its own client (``CallAsker``).
 
     ``bare_names``: offer each tool under its server's own name when no other server
     has a tool of that name (the namespaced name otherwise): a gateway in front of one
@@ -415,6 +252,8 @@ class Gateway(Server):
         return caps
 
     def serves(self, method: str) -> bool:
+        if method.startswith("tools/"):  # first: checked on every call the gateway relays
+            return True  # a gateway is for tools
         kind = method.split("/", 1)[0]
         if kind in ("tools", "prompts", "resources"):
             return kind == "tools" or kind in self._upstream_kinds()
@@ -460,9 +299,8 @@ class Gateway(Server):
             tool = self.views.renamed(server.name, tool)
             if self.bare_names and owners[own.name] == 1 and own.name not in index:
                 tool = msgspec.structs.replace(tool, name=own.name)
-            allowed_by = _allowing(approvals, server, own)
             plain = own.output_schema is None or own.output_schema is msgspec.UNSET
-            index[tool.name] = _Route(server, own, allowed_by, allowed_by if plain else None)
+            index[tool.name] = _Route(server, own, _allowing(approvals, server, own), plain)
             shown.append(tool)
         # A view calls its own server's tools by their own names (it knows no gateway
         # names): for a server with a view, each tool a view may call ("app" in its
@@ -486,7 +324,36 @@ class Gateway(Server):
             tools = [tool for tool in tools if visible_to(tool.meta, "model")]
         return {"tools": [_wire(tool) for tool in tools]}
 
+    # -- tools/call: one relay path (the module docstring) -------------------------------------
+    # route -> approval -> upstream -> answer -> the dispatcher's decoration, in the call's
+    # task (``_tools_call``) or, when no step can wait, from loop callbacks (``serve_fast``).
+    def _route_of(self, name: str) -> _Route | None:
+        """Where the gateway tool ``name`` leads, from the index ``_refresh`` built (None:
+        not known, or the index is being rebuilt)."""
+        return self._index.get(name) or self._view_names.get(name)
+
+    def _allowed_outright(self, route: _Route) -> bool:
+        """The policy lets every call of ``route``'s tool through without asking, and the
+        host still has the approvals that said so: no check is made per call."""
+        return route.allowed_by is not None and route.allowed_by is self.host.approvals
+
+    async def _approve(self, route: _Route, arguments: dict[str, Any], asker: CallAsker) -> dict[str, Any] | None:
+        """None when the call may reach its server; else the ``isError`` result saying why not."""
+        if self._allowed_outright(route):
+            return None
+        server, tool = route.server, route.tool
+        approvals = self.host.approvals
+        if isinstance(approvals, Approvals):
+            verdict: Verdict | bool = await approvals.check(server, tool, arguments, asker=asker)
+        else:
+            verdict = await approvals.check(server, tool, arguments)
+        if verdict:
+            return None
+        why = verdict.reason if isinstance(verdict, Verdict) else "the approval policy denies it"
+        return _error(f"{tool.name!r} of server {server.name!r} was not run: {why}")
+
     async def _tools_call(self, call: Call) -> dict[str, Any]:
+        """``tools/call`` the common way (the gateway's middleware, in the call's task)."""
         params = call.params
         name = params.get("name")
         if not isinstance(name, str):
@@ -494,40 +361,28 @@ class Gateway(Server):
         arguments = params.get("arguments")
         if arguments is not None and not isinstance(arguments, dict):
             return _error("Invalid arguments: expected an object")
-        found = self._index.get(name) or self._view_names.get(name)
-        if found is None:
+        route = self._route_of(name)
+        if route is None:
             await self._refresh()
-            found = self._index.get(name) or self._view_names.get(name)
-            if found is None:
+            route = self._route_of(name)
+            if route is None:
                 raise InvalidParams(f"Unknown tool: {name}")
-        server = found.server
-        _load_answers(call)
+        load_answers(call)  # a retry: the approval it answered
         ctx = Context(call)
-        scope = _Scope(ctx, server.name)
+        scope = CallScope(ctx, route.server.name)
         token = self.ui.enter(scope)
-        asker = _CallAsker(ctx, self.ui.client_scope(call))
         try:
-            return await self._forward(call, scope, asker, found, dict(arguments or {}))
+            return await self._forward(call, scope, route, dict(arguments or {}))
         except InputRequired as asked:
-            return _input_required(call, asked)
+            return input_required(call, asked)
         finally:
             self.ui.leave(scope, token)
 
-    async def _forward(
-        self, call: Call, scope: _Scope, asker: _CallAsker, route: _Route, arguments: dict[str, Any]
-    ) -> dict[str, Any]:
+    async def _forward(self, call: Call, scope: CallScope, route: _Route, arguments: dict[str, Any]) -> dict[str, Any]:
+        refused = await self._approve(route, arguments, CallAsker(scope.ctx, self.ui.client_scope(call)))
+        if refused is not None:
+            return refused
         server, tool = route.server, route.tool
-        approvals = self.host.approvals
-        # The policy allows this tool outright (no question, no pin): no check per call,
-        # as long as the host still has the approvals the route was made with.
-        if route.allowed_by is None or route.allowed_by is not approvals:
-            if isinstance(approvals, Approvals):
-                verdict: Verdict | bool = await approvals.check(server, tool, arguments, asker=asker)
-            else:
-                verdict = await approvals.check(server, tool, arguments)
-            if not verdict:
-                why = verdict.reason if isinstance(verdict, Verdict) else "the approval policy denies it"
-                return _error(f"{tool.name!r} of server {server.name!r} was not run: {why}")
         try:
             client = await server.ready()
             if client not in self._hooked:
@@ -536,43 +391,67 @@ class Gateway(Server):
             # The result as the upstream sent it: converting it to a CallToolResult and
             # back cost as much as the rest of the gateway's work on a call.
             result = await client.call_tool_raw(tool.name, arguments, progress=progress)
-            if not isinstance(result.get("content"), list):
-                raise MalformedResponse(f"its result has no content list: {str(result)[:200]}")
         except ProtocolError:
             raise  # the upstream's JSON-RPC error, as it sent it
         except MCPError as exc:  # the upstream is down, timed out, answered garbage
-            return _error(f"server {server.name!r} could not run {tool.name!r}: {exc}")
-        return _strip(result)
+            return _answer(route, None, exc)
+        return _answer(route, result, None)
 
-    # -- the fast lane: tools/call relayed from callbacks -------------------------------------
+    # -- the fast lane: the same path, from callbacks ---------------------------------------------
     def serve_fast(
         self, request: Request, peer: Peer, send: Send, respond: Callable[[dict[str, Any] | None], None]
     ) -> Callable[[], None] | None:
-        """Take a ``tools/call`` the common way can relay with no task and no coroutine
+        """Take a ``tools/call`` the relay path can run with no task and no coroutine
         (the duplex transports' fast lane, ``transports/_seam.FastLane``): returns its
         ``cancel``, or None to leave the request to ``handle``.
 
-        Taken: a call of a tool the policy allows outright, with no ``outputSchema``, to
-        a ready 2026-07-28 upstream on a transport without headers (stdio) whose log
-        relay is set up, from a caller that asked for no logs, with no
+        Taken: a call of a tool the policy allows outright (``_allowed_outright``), with
+        no ``outputSchema``, to an upstream ``_lane_session`` finds, from a caller the
+        dispatcher admits (``Dispatcher.admit``) that asked for no logs, with no
         ``inputResponses``/``requestState`` and no middleware but the gateway's own.
-        The upstream's progress is relayed under the caller's progress token, if it
-        sent one, each report before the result.
-        The request is renamed and sent upstream (``ClientSession.begin``), and the
-        upstream's answer is made ours and sent in the callback that receives it: the
-        same response ``_forward`` gives, errors included. An upstream that answers
-        ``input_required`` has the call served again the common way, which asks.
+        The request is renamed and sent upstream (``ClientSession.begin``); the answer
+        is made ours (``_answer``, ``Dispatcher.decorate``) in the callback that receives
+        it, after any progress reports (under the caller's token). An upstream that
+        answers ``input_required`` has the call served again the common way, which asks.
         """
         if request.method != "tools/call" or len(self.middleware) != 1:
             return None
         params = request.params
         name = params.get("name")
-        route = self._index.get(name) if isinstance(name, str) else None
-        if route is None or route.relayed_by is not self.host.approvals or route.relayed_by is None:
+        route = self._route_of(name) if isinstance(name, str) else None
+        if route is None or not route.plain or not self._allowed_outright(route):
             return None
         arguments = params.get("arguments")
         if not (arguments is None or isinstance(arguments, dict)) or not params.keys() <= _PLAIN_CALL:
             return None
+        session = self._lane_session(route)
+        meta = params.get("_meta")
+        token = meta.get(_meta.PROGRESS_TOKEN) if isinstance(meta, dict) else None
+        if session is None or (token is not None and (not is_request_id(token) or isinstance(token, bool))):
+            return None  # not relayable here; a token that is no request id: handle() answers as it does
+        try:
+            caller = self.dispatcher.admit(request, peer)
+        except ProtocolError:
+            return None  # handle() answers with the error
+        if caller.log_rank is not None:
+            return None  # the common way relays the logs
+        relay = _Relay(self, request, peer, caller, send, respond, route, token)
+        try:
+            relay.abandon = session.begin(
+                "tools/call",
+                {"name": route.tool.name, "arguments": arguments or {}},
+                relay.settled,
+                logs=False,
+                progress=relay.progressed if token is not None else None,
+            )
+        except MCPError:
+            return None  # the connection is gone: the common way says so
+        return relay.cancel
+
+    def _lane_session(self, route: _Route) -> ClientSession | None:
+        """The session the fast lane relays ``route``'s calls on: its server's, when that
+        is ready, speaks 2026-07-28 and sends no headers (stdio), with its log relay set
+        up here; None: the common way."""
         upstream = route.server
         client = upstream.client
         if client is None or upstream.status != "ready":
@@ -583,41 +462,7 @@ class Gateway(Server):
         hooked = self._hooked_by_id.get(id(client))
         if hooked is None or hooked() is not client:
             self._hook_modern(upstream.name, client)
-        meta = params.get("_meta")
-        token = meta.get(_meta.PROGRESS_TOKEN) if isinstance(meta, dict) else None
-        if token is not None and (not is_request_id(token) or isinstance(token, bool)):
-            return None  # handle() answers as it does
-        if isinstance(meta, dict) and _meta.PROTOCOL_VERSION in meta:
-            # 2026-07-28: what the dispatcher reads, read here
-            has = features(meta.get(_meta.PROTOCOL_VERSION))
-            if (
-                Feature.STATELESS not in has
-                or not isinstance(meta.get(_meta.CLIENT_CAPABILITIES), dict)
-                or _meta.LOG_LEVEL in meta
-            ):
-                return None  # handle() refuses it, or relays logs
-        else:
-            try:
-                caller = self.dispatcher.caller(request, peer)
-            except ProtocolError:
-                return None  # handle() answers with the error
-            if caller.log_rank is not None:
-                return None
-            has = caller.features
-        relay = _Relay(
-            self, request, peer, send, respond, upstream.name, route.tool.name, Feature.RESULT_TYPE in has, token
-        )
-        try:
-            relay.abandon = session.begin(
-                "tools/call",
-                {"name": relay.tool, "arguments": arguments or {}},
-                relay.settled,
-                logs=False,
-                progress=relay.progressed if token is not None else None,
-            )
-        except MCPError:
-            return None  # the connection is gone: the common way says so
-        return relay.cancel
+        return session
 
     def _serve_again(
         self, request: Request, peer: Peer, send: Send, respond: Callable[[dict[str, Any] | None], None]
@@ -870,6 +715,21 @@ def _strip(wire: dict[str, Any]) -> dict[str, Any]:
 _PLAIN_CALL = frozenset({"name", "arguments", "_meta"})
 
 
+def _answer(route: _Route, result: dict[str, Any] | None, error: BaseException | None) -> dict[str, Any]:
+    """The gateway's ``tools/call`` result for the upstream's ``result`` (changed in
+    place) or ``error``: the result less what the upstream's dispatcher added for it
+    (``_strip``); a server that is down, timed out or answered garbage, an ``isError``
+    result naming it. Raises the upstream's JSON-RPC error as it sent it
+    (``ProtocolError``), and anything that is not an ``MCPError``."""
+    if error is None and result is not None and isinstance(result.get("content"), list):
+        return _strip(result)
+    if error is None:
+        error = MalformedResponse(f"its result has no content list: {str(result)[:200]}")
+    if isinstance(error, ProtocolError) or not isinstance(error, MCPError):
+        raise error
+    return _error(f"server {route.server.name!r} could not run {route.tool.name!r}: {error}")
+
+
 class _Relay:
     """One call the fast lane relays: ``settled`` takes the upstream's answer (from
     ``ClientSession.begin``) and responds with ours; ``cancel`` gives it up. One object
@@ -879,11 +739,10 @@ class _Relay:
         "gateway",
         "request",
         "peer",
+        "caller",
         "send",
         "respond",
-        "server",
-        "tool",
-        "decorate",
+        "route",
         "abandon",
         "again",
         "token",
@@ -897,21 +756,19 @@ class _Relay:
         gateway: Gateway,
         request: Request,
         peer: Peer,
+        caller: Caller,
         send: Send,
         respond: Callable[[dict[str, Any] | None], None],
-        server: str,
-        tool: str,
-        decorate: bool,
+        route: _Route,
         token: str | int | None = None,
     ) -> None:
         self.gateway = gateway
         self.request = request
         self.peer = peer
+        self.caller = caller  # as the dispatcher admitted it
         self.send = send
         self.respond = respond
-        self.server = server
-        self.tool = tool
-        self.decorate = decorate
+        self.route = route
         self.abandon: Callable[[], None] | None = None
         self.again: asyncio.Task[None] | None = None  # served again the common way
         self.token = token  # the caller's progress token, if it asked for progress
@@ -964,10 +821,11 @@ class _Relay:
                 # input_required: the common way asks, and answers.
                 self.again = gateway._serve_again(request, self.peer, self.send, self.respond)
                 return
-            response = _relayed(request.id, self.server, self.tool, result, error, self.decorate, gateway.info)
-        except Exception:  # an answer for every request, whatever happened
-            log.exception("gateway: relaying the answer to %s (id %r) failed", self.tool, request.id)
-            response = error_response(request.id, InternalError("Internal error"))
+            # What the dispatcher would answer, had the call come the common way.
+            answer = gateway.dispatcher.decorate("tools/call", _answer(self.route, result, error), self.caller)
+            response = result_response(request.id, answer)
+        except Exception as exc:  # noqa: BLE001 - an answer for every request; error_reply logs it
+            response = error_reply(request, exc)
         self.respond(response)
 
     def cancel(self) -> None:
@@ -983,43 +841,6 @@ async def _send_report(send: Send, note: dict[str, Any]) -> None:
         await send(note)
     except (MCPError, OSError) as exc:  # the caller left: its answer will not be read either
         log.debug("gateway: a progress report was not delivered: %s", exc)
-
-
-def _relayed(
-    request_id: str | int,
-    server: str,
-    tool: str,
-    result: dict[str, Any] | None,
-    error: BaseException | None,
-    decorate: bool,
-    info: dict[str, Any],
-) -> dict[str, Any]:
-    """The gateway's response to a relayed call: what ``_forward`` returns for this
-    upstream ``result`` or ``error``, then what the dispatcher adds (``decorate``)."""
-    if isinstance(error, ProtocolError):
-        return error_response(request_id, error)  # the upstream's JSON-RPC error, as it sent it
-    if error is None and result is not None and isinstance(result.get("content"), list):
-        if not decorate:
-            return result_response(request_id, _strip(result))
-        # ``_strip`` and then the dispatcher's keys, in one pass over the upstream's result.
-        result["resultType"] = "complete"
-        result.pop("ttlMs", None)
-        result.pop("cacheScope", None)
-        meta = result.get("_meta")
-        if meta is None:
-            result["_meta"] = {_meta.SERVER_INFO: info}
-        else:
-            meta[_meta.SERVER_INFO] = info
-        return result_response(request_id, result)
-    if error is None:
-        error = MalformedResponse(f"its result has no content list: {str(result)[:200]}")
-    if not isinstance(error, MCPError):
-        raise error
-    reply = _error(f"server {server!r} could not run {tool!r}: {error}")
-    if decorate:
-        reply["resultType"] = "complete"
-        reply["_meta"] = {_meta.SERVER_INFO: info}
-    return result_response(request_id, reply)
 
 
 def _error(text: str) -> dict[str, Any]:

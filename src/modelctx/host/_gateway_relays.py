@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ..errors import InternalError, InvalidParams, MCPError, ProtocolError
-from ..server._uri_template import UriTemplate
+from ..server.dispatch import UriTemplate
 from ._host import Denied, Host, UnknownName
 from ._server import HostServer
 

@@ -626,7 +626,8 @@ def _transport(spec: ServerSpec, auth: Any = None) -> Any:
 
     assert spec.url is not None  # a spec has a command or a url
     return HttpClientTransport(
-        spec.url, headers=dict(spec.headers), connect_timeout=min(spec.timeout, 10.0), auth=auth
+        spec.url, headers=dict(spec.headers), connect_timeout=min(spec.timeout, 10.0), auth=auth,
+        transport=spec.transport,
     )
 
 

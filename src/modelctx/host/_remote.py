@@ -49,14 +49,13 @@ import msgspec
 from ..client import Client, ClientHandlers, ListChanged, Target
 from ..errors import LocalError, MCPError, ProtocolError, RegistrationError, ToolError
 from ..server import Context, Server, ToolResult
-from ..server._context import InputRequired
 from ..server._registry import PromptDef, ResourceDef, TemplateDef, ToolDef
 from ..server._signature import Signature
-from ..server._uri_template import UriTemplate
+from ..server.dispatch import InputRequired, UriTemplate
 
 if TYPE_CHECKING:
     from ..client import Elicitation
-    from ..protocol._jsonrpc import Notification
+    from ..protocol import Notification
 
 __all__ = ["RemoteServer"]
 

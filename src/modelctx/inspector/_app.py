@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -176,6 +176,30 @@ def _routes(session: InspectorSession) -> list[Route | Mount]:
     async def index(request: Request) -> FileResponse:
         return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-store"})
 
+    events = _events(session)
+    api = _api(session)
+
+    async def post(request: Request) -> JSONResponse:
+        handler = api.get(request.path_params["name"])
+        if handler is None:
+            return _Json({"error": {"kind": "local", "message": "no such API"}}, status_code=404)
+        try:
+            return _Json(await handler(await _json_body(request)))
+        except (ValueError, KeyError, ConnectionError) as exc:
+            message = f"no pending question or open view {exc}" if isinstance(exc, KeyError) else str(exc)
+            return _Json({"error": {"kind": "local", "message": message}}, status_code=400)
+
+    return [
+        Route("/", index),
+        Route("/api/events", events),
+        Route("/api/{name}", post, methods=["POST"]),
+        Mount("/static", StaticFiles(directory=STATIC)),
+    ]
+
+
+def _events(session: InspectorSession) -> Callable[[Request], Awaitable[StreamingResponse]]:
+    """``GET /api/events``: what the session records, as Server-Sent Events (keepalives between)."""
+
     async def events(request: Request) -> StreamingResponse:
         queue = session.subscribe()
 
@@ -194,6 +218,12 @@ def _routes(session: InspectorSession) -> list[Route | Mount]:
                 session.unsubscribe(queue)
 
         return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+
+    return events
+
+
+def _api(session: InspectorSession) -> dict[str, Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]]:
+    """``POST /api/<name>``: each name's handler, from the request's JSON body to the reply's."""
 
     async def call(body: dict[str, Any]) -> dict[str, Any]:
         call_id = body.get("callId")
@@ -231,7 +261,7 @@ def _routes(session: InspectorSession) -> list[Route | Mount]:
     async def app_read(body: dict[str, Any]) -> dict[str, Any]:
         return await session.app_read(_text(body, "view"), _text(body, "uri"))
 
-    api = {
+    return {
         "call": call,
         "read": read,
         "prompt": prompt,
@@ -242,23 +272,6 @@ def _routes(session: InspectorSession) -> list[Route | Mount]:
         "app-call": app_call,
         "app-read": app_read,
     }
-
-    async def post(request: Request) -> JSONResponse:
-        handler = api.get(request.path_params["name"])
-        if handler is None:
-            return _Json({"error": {"kind": "local", "message": "no such API"}}, status_code=404)
-        try:
-            return _Json(await handler(await _json_body(request)))
-        except (ValueError, KeyError, ConnectionError) as exc:
-            message = f"no pending question or open view {exc}" if isinstance(exc, KeyError) else str(exc)
-            return _Json({"error": {"kind": "local", "message": message}}, status_code=400)
-
-    return [
-        Route("/", index),
-        Route("/api/events", events),
-        Route("/api/{name}", post, methods=["POST"]),
-        Mount("/static", StaticFiles(directory=STATIC)),
-    ]
 
 
 def _view_route(session: InspectorSession, port: int) -> Route:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..client import ClientTransport, Outgoing, TransportEvents
-from ..protocol._jsonrpc import Message, Notification, Request
+from ..protocol import Message, Notification, Request
 
 __all__ = ["ObservedTransport", "message_to_dict"]
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ._config_file import InstallError, InstallUsageError, add_entry, parse_config, read_text, write_atomically
-from ._hosts import HOSTS, server_entry
+from ._hosts import HOSTS, HostFormat, server_entry
 
 __all__ = ["HOSTS", "InstallError", "InstallUsageError", "Installed", "install"]
 
@@ -54,27 +54,8 @@ def install(
     was asked is wrong as written: no such file, not a ``.py`` file, an empty name, a
     ``workspace`` for a host without a project config.
     """
-    host = HOSTS.get(client)
-    if host is None:
-        raise InstallUsageError(f"unknown client {client!r}; choose one of {', '.join(HOSTS)}")
-    server_file = Path(file).absolute()
-    if not server_file.is_file():
-        raise InstallUsageError(f"no such file: {file}; give the path of the .py file that holds your Server")
-    if server_file.suffix != ".py":
-        raise InstallUsageError(f"{file} is not a .py file; give the Python file that holds your Server")
-    entry_name = name or server_file.stem
-    if not entry_name.strip():
-        raise InstallUsageError("--name must not be empty")
-    if workspace is not None and config is None and not host.has_workspace_file:
-        raise InstallUsageError(
-            f"{client} has no project config, only the user's; leave out --workspace, or use "
-            "--client cursor, vscode or claude-code for a project"
-        )
-    if config is not None:
-        path = Path(config).absolute()
-    else:
-        folder = Path(workspace).absolute() if workspace is not None else None
-        path = host.default_path(folder, home or Path.home(), sys.platform, os.environ)
+    host, server_file, entry_name = _checked_request(file, client, name, config, workspace)
+    path = _config_path(host, config, workspace, home)
     entry = server_entry(host, server_file, env or {})
     original = read_text(path)
     updated = add_entry(
@@ -92,3 +73,41 @@ def install(
         except OSError as exc:
             raise InstallError(f"cannot write {path}: {exc}; check the directory's permissions or pass --config PATH") from None
     return Installed(entry_name, entry, path, client, written=not dry_run)
+
+
+def _checked_request(
+    file: str | os.PathLike[str],
+    client: str,
+    name: str | None,
+    config: str | os.PathLike[str] | None,
+    workspace: str | os.PathLike[str] | None,
+) -> tuple[HostFormat, Path, str]:
+    """The host, the server file and the entry's name ``install`` was asked for;
+    ``InstallUsageError`` when the request is wrong as written."""
+    host = HOSTS.get(client)
+    if host is None:
+        raise InstallUsageError(f"unknown client {client!r}; choose one of {', '.join(HOSTS)}")
+    server_file = Path(file).absolute()
+    if not server_file.is_file():
+        raise InstallUsageError(f"no such file: {file}; give the path of the .py file that holds your Server")
+    if server_file.suffix != ".py":
+        raise InstallUsageError(f"{file} is not a .py file; give the Python file that holds your Server")
+    entry_name = name or server_file.stem
+    if not entry_name.strip():
+        raise InstallUsageError("--name must not be empty")
+    if workspace is not None and config is None and not host.has_workspace_file:
+        raise InstallUsageError(
+            f"{client} has no project config, only the user's; leave out --workspace, or use "
+            "--client cursor, vscode or claude-code for a project"
+        )
+    return host, server_file, entry_name
+
+
+def _config_path(
+    host: HostFormat, config: str | os.PathLike[str] | None, workspace: str | os.PathLike[str] | None, home: Path | None
+) -> Path:
+    """``config``, else the host's project file in ``workspace``, else its user file."""
+    if config is not None:
+        return Path(config).absolute()
+    folder = Path(workspace).absolute() if workspace is not None else None
+    return host.default_path(folder, home or Path.home(), sys.platform, os.environ)

@@ -213,21 +213,25 @@ def check_headers(
                 f"Header mismatch: Mcp-Name header value '{got}' does not match body value '{body}'"
             )
     if param_paths:
-        arguments = params.get("arguments")
-        for header, path in param_paths.items():
-            body = _lookup(arguments, path)
-            raw = headers.get(header)
-            pretty = "Mcp-Param-" + header[len("mcp-param-") :]
-            if body is None:
-                continue  # a null or absent argument has no header to expect
-            if raw is None:
-                raise HeaderMismatch(
-                    f"Header mismatch: the {pretty} header is required: argument "
-                    f"{'.'.join(path)} is present in the body"
-                )
-            got = decode_value(pretty, raw)
-            if not _same(got, body):
-                raise HeaderMismatch(
-                    f"Header mismatch: {pretty} header value '{got}' does not match "
-                    f"body value '{body}'"
-                )
+        _check_param_headers(headers, params.get("arguments"), param_paths)
+
+
+def _check_param_headers(headers: dict[str, str], arguments: Any, param_paths: dict[str, tuple[str, ...]]) -> None:
+    """Each ``Mcp-Param-*`` header agrees with the argument it mirrors (present when the argument is)."""
+    for header, path in param_paths.items():
+        body = _lookup(arguments, path)
+        raw = headers.get(header)
+        pretty = "Mcp-Param-" + header[len("mcp-param-") :]
+        if body is None:
+            continue  # a null or absent argument has no header to expect
+        if raw is None:
+            raise HeaderMismatch(
+                f"Header mismatch: the {pretty} header is required: argument "
+                f"{'.'.join(path)} is present in the body"
+            )
+        got = decode_value(pretty, raw)
+        if not _same(got, body):
+            raise HeaderMismatch(
+                f"Header mismatch: {pretty} header value '{got}' does not match "
+                f"body value '{body}'"
+            )

@@ -4,14 +4,14 @@ Two eras share one server and one client (basic/versioning.mdx):
 
 * **stateless** (2026-07-28 and later): no handshake; every request carries its version,
   client info and capabilities in ``params._meta``.
-* **handshake** (2025-11-25, 2025-06-18, and on the server side the installed base's
-  2025-03-26 and 2024-11-05): ``initialize`` opens a connection-scoped session (a stdio
-  process, or an HTTP ``Mcp-Session-Id``) whose negotiated version governs every later
-  message on it.
+* **handshake** (2025-11-25, 2025-06-18, and the installed base's 2025-03-26 and
+  2024-11-05): ``initialize`` opens a connection-scoped session (a stdio process, or an
+  HTTP ``Mcp-Session-Id``) whose negotiated version governs every later message on it.
 
 The two oldest revisions lack much of what later ones added; their feature sets below
-say what, and the server shapes every result for the session's revision
-(server/_shape.py) so that an old client never sees a field its schema does not know.
+say what. Both sides respect them: the server shapes every result for the session's
+revision (server/_shape.py) so that an old client never sees a field its schema does
+not know, and the client sends an old server only what its revision has (client/_era.py).
 
 Code elsewhere never compares version strings: it asks ``Feature.X in features(version)``
 (a frozenset, cheap to keep per request) or ``offers(version, method)``. Every feature
@@ -45,9 +45,11 @@ LATEST = "2026-07-28"
 MODERN_VERSIONS: tuple[str, ...] = ("2026-07-28",)
 HANDSHAKE_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18")
 SUPPORTED_VERSIONS: tuple[str, ...] = MODERN_VERSIONS + HANDSHAKE_VERSIONS
-# The installed base (issue 21): revisions a server negotiates in initialize and serves
-# with their own rules. Our client does not speak them yet, so they are not in
-# HANDSHAKE_VERSIONS (what the client offers and accepts).
+# The installed base (issue 21): revisions both sides speak with their own rules. A server
+# negotiates them in initialize; a client offers HANDSHAKE_VERSIONS[0] and goes on with one
+# of these when the server answers with it (lifecycle.mdx, Version Negotiation). They are
+# not in HANDSHAKE_VERSIONS, the revisions a server names in supportedVersions and a
+# client offers first.
 LEGACY_HANDSHAKE_VERSIONS: tuple[str, ...] = ("2025-03-26", "2024-11-05")
 SERVED_HANDSHAKE_VERSIONS: tuple[str, ...] = HANDSHAKE_VERSIONS + LEGACY_HANDSHAKE_VERSIONS
 # A handshake-era HTTP request without MCP-Protocol-Version is taken as this revision
@@ -77,6 +79,7 @@ class Feature(enum.Enum):
     TITLES = "title on tools, prompts, resources, templates, arguments and implementations"
     RESOURCE_LINKS = "resource_link content in tool results"
     META_ON_TYPES = "_meta on tools, prompts, resources, templates and content blocks"
+    COMPLETION_CONTEXT = "context (the arguments already resolved) in completion/complete"
     # Added by 2025-03-26 (changelog): absent from 2024-11-05.
     AUDIO = "audio content"
     TOOL_ANNOTATIONS = "annotations on tools (readOnlyHint, destructiveHint ...)"
@@ -101,6 +104,7 @@ _SINCE_2025_06_18 = _SINCE_2025_03_26 | {
     Feature.TITLES,
     Feature.RESOURCE_LINKS,
     Feature.META_ON_TYPES,
+    Feature.COMPLETION_CONTEXT,
 }
 _MODERN = _SINCE_2025_06_18 | frozenset(
     {
@@ -179,10 +183,12 @@ def negotiate_handshake(requested: object) -> str:
 
 
 def accepts_handshake_version(version: object) -> bool:
-    """May a client go on with the version a server's ``initialize`` result names?"""
-    return isinstance(version, str) and (
-        version in HANDSHAKE_VERSIONS or version == HTTP_DEFAULT_HANDSHAKE_VERSION
-    )
+    """May a client go on with the version a server's ``initialize`` result names?
+
+    Every handshake revision, the installed base's among them: a server answers with its
+    own latest when it lacks the one offered, and the client speaks that one's rules.
+    """
+    return isinstance(version, str) and version in SERVED_HANDSHAKE_VERSIONS
 
 
 def first_with(feature: Feature) -> str:

@@ -13,7 +13,7 @@ roots). Asking works the same in both eras:
   connection and the handler waits for the answer (with a deadline).
 
 Replays (modern era) are made safe in three ways. The sealed state names the questions
-of its round, and a retry's answers count only for those (``_methods._load_answers``).
+of its round, and a retry's answers count only for those (``_methods.load_answers``).
 It also keeps a short fingerprint of every progress and log call the handler made so
 far, in order. A replay re-makes those calls before it reaches the point where it
 stopped; each one whose fingerprint matches the one at the same place is not sent
@@ -39,8 +39,7 @@ from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, overload
 import msgspec
 
 from ..errors import InsufficientScope, InvalidParams, InvalidRequest, MissingRequiredClientCapability
-from ..protocol import _meta
-from ..protocol._jsonrpc import Request
+from ..protocol import Request, _meta
 from ..protocol._versions import Feature, features, first_with
 from ..transports._seam import ResponseStream, Send
 from ._elicit_form import FormSchema

@@ -27,11 +27,16 @@ Results for 2025-03-26 and 2024-11-05 sessions are shaped for that revision
 cacheable methods, ``ttlMs`` and ``cacheScope``. Exceptions become JSON-RPC errors at
 this one boundary: ``ProtocolError`` as itself, anything else as a generic -32603
 whose detail goes to the log only.
+
+The steps are public (``server/dispatch.py`` names them for the layers above), so a
+relay that answers a request without a task of its own (the gateway's fast lane)
+reads, decorates and fails it exactly as ``handle`` does: ``admit`` (the caller, and
+the checks before any method runs), ``decorate`` (what the caller's revision adds to a
+result), ``error_reply`` (an exception as the error response).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
@@ -55,7 +60,7 @@ from ._shape import needs_shape, shape, shape_initialize
 if TYPE_CHECKING:
     from ._server import Server
 
-__all__ = ["Dispatcher"]
+__all__ = ["Dispatcher", "error_reply"]
 
 log = logging.getLogger("modelctx.server")
 
@@ -128,14 +133,36 @@ class Dispatcher:
         """The response to ``request``, or ``None`` when it must not be answered."""
         try:
             result = await self._handle(request, peer, send, stream)
-        except ProtocolError as exc:
-            return error_response(request.id, exc)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("internal error while handling %s (id %r)", request.method, request.id)
-            return error_response(request.id, InternalError("Internal error"))
+        except Exception as exc:  # noqa: BLE001 - error_reply logs it; CancelledError goes on up
+            return error_reply(request, exc)
         return None if result is None else result_response(request.id, result)
+
+    def admit(self, request: Request, peer: Peer) -> Caller:
+        """The ``caller`` of ``request``, once its method is one this server serves to
+        that caller: every check the dispatcher makes before a method runs. Raises
+        ``UnsupportedProtocolVersion``, ``InvalidParams`` (``caller``) or
+        ``MethodNotFound``. Not for ``initialize``, which makes its own caller."""
+        caller = self.caller(request, peer)
+        method = request.method
+        if method not in self._methods or not offers(caller.features, method):
+            raise MethodNotFound(f"Method not found: {method}")
+        if not self.server.serves(method):
+            raise MethodNotFound(
+                f"Method not found: {method} (this server declares no such capability)"
+            )
+        return caller
+
+    def decorate(self, method: str, result: dict[str, Any], caller: Caller) -> dict[str, Any]:
+        """``result`` (changed in place, and returned) as ``caller``'s revision has it:
+        on 2026-07-28 ``resultType`` and ``serverInfo`` (kept when the method set them)
+        and, for cacheable methods, cache hints; for 2025-03-26 and 2024-11-05 sessions
+        only the fields that revision's schema names (server/_shape.py)."""
+        has = caller.features
+        if Feature.RESULT_TYPE in has:
+            self._decorate(method, result, has)
+        elif needs_shape(has):
+            shape(method, result, has)
+        return result
 
     async def _handle(
         self, request: Request, peer: Peer, send: Send, stream: ResponseStream | None
@@ -149,14 +176,8 @@ class Dispatcher:
             if self.server.middleware:
                 return await self._initialize_through(request, peer, send)
             return self._initialize(request, peer)
-        caller = self.caller(request, peer)
-        handler = self._methods.get(method)
-        if handler is None or not offers(caller.features, method):
-            raise MethodNotFound(f"Method not found: {method}")
-        if not self.server.serves(method):
-            raise MethodNotFound(
-                f"Method not found: {method} (this server declares no such capability)"
-            )
+        caller = self.admit(request, peer)
+        handler = self._methods[method]
         # Only 2025-11-25 sessions can close a reply early and resume it (SEP-1699).
         resumable = stream if Feature.SSE_POLLING in caller.features else None
         call = Call(self.server, request, caller, send, peer.principal, resumable, peer.connection)
@@ -167,11 +188,7 @@ class Dispatcher:
             result = await handler(call)
         if result is None:
             return None
-        if Feature.RESULT_TYPE in caller.features:
-            self._decorate(method, result, caller.features)
-        elif needs_shape(caller.features):  # 2025-03-26 and 2024-11-05 sessions
-            shape(method, result, caller.features)
-        return result
+        return self.decorate(method, result, caller)
 
     def _decorate(self, method: str, result: dict[str, Any], features: frozenset[Feature]) -> None:
         if "resultType" not in result:
@@ -247,6 +264,16 @@ class Dispatcher:
                 self.server.start_session_listener(session)
         # Other notifications (roots/list_changed, progress from the client…) carry
         # nothing this server acts on; they are ignored as JSON-RPC allows.
+
+
+def error_reply(request: Request, exc: Exception) -> dict[str, Any]:
+    """The error response to ``request`` for ``exc``, as the dispatcher answers every
+    failure: a ``ProtocolError`` as itself (its code, message and data are meant for
+    the peer); anything else a generic -32603 whose detail goes to the log only."""
+    if isinstance(exc, ProtocolError):
+        return error_response(request.id, exc)
+    log.error("internal error while handling %s (id %r)", request.method, request.id, exc_info=exc)
+    return error_response(request.id, InternalError("Internal error"))
 
 
 def _chain(middleware: list[Middleware], handler: Handler) -> Handler:

@@ -33,7 +33,7 @@ from ._context import Call, Context, InputRequired
 from ._registry import call_handler
 from ._tasks import declared, owns, require_declared, task_methods
 
-__all__ = ["TABLE"]
+__all__ = ["TABLE", "caller_identity", "input_required", "load_answers"]
 
 log = logging.getLogger("modelctx.server")
 
@@ -114,7 +114,15 @@ async def discover(call: Call) -> dict[str, Any]:
 
 
 # -- multi round-trip plumbing --------------------------------------------------------
-def _load_answers(call: Call) -> None:
+def caller_identity(call: Call) -> str | None:
+    """Who sent ``call`` by the one identity rule (transports._identity): its principal's
+    typed issuer, subject and client id as JSON (a token naming no one: its digest), or
+    None without one. A round of ``requestState`` is sealed for it; a relay keys what
+    it keeps per client by it too (the gateway's "always" answers)."""
+    return principal_key(call.principal)
+
+
+def load_answers(call: Call) -> None:
     """Restore a retry's round: earlier answers, new answers, notices sent, carried state.
 
     A retry's ``inputResponses`` count only for the questions its sealed state names
@@ -133,7 +141,7 @@ def _load_answers(call: Call) -> None:
     # A round is bound to who asked: the one identity rule (transports._identity), so a
     # token without sub and one with sub "None" cannot open each other's state.
     sealed = call.server.sealer.open_round(
-        params["requestState"], call.method, params, principal_key(call.principal)
+        params["requestState"], call.method, params, caller_identity(call)
     )
     answers = dict(sealed.answers)
     for key in sealed.asked:
@@ -144,12 +152,14 @@ def _load_answers(call: Call) -> None:
     call.carried = sealed.carried
 
 
-def _input_required(call: Call, asked: InputRequired) -> dict[str, Any]:
+def input_required(call: Call, asked: InputRequired) -> dict[str, Any]:
+    """The ``input_required`` result for the questions ``asked`` (none: "retry later"),
+    with the round sealed into ``requestState`` (bound to the caller's principal)."""
     state = call.server.sealer.seal(
         call.method,
         call.params,
         call.answers,
-        principal_key(call.principal),
+        caller_identity(call),
         asked=tuple(asked.requests),
         notices=call.notices_so_far(),
         carried=call.carried,
@@ -212,7 +222,7 @@ async def tools_call(call: Call) -> dict[str, Any]:
     tasks = call.server.tasks if tool.task != "forbidden" else None
     if tasks is not None and not declared(call) and tool.task == "required":
         require_declared(call, f"the tool {name!r}")
-    _load_answers(call)
+    load_answers(call)
     try:
         if tasks is not None and declared(call):
             # At a limit an "optional" tool is answered in place, a plain call (the server
@@ -223,7 +233,7 @@ async def tools_call(call: Call) -> dict[str, Any]:
             )
         return await _call_tool(call, tool, kwargs)
     except InputRequired as asked:
-        return _input_required(call, asked)
+        return input_required(call, asked)
 
 
 async def _call_tool(call: Call, tool: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -302,14 +312,14 @@ async def resources_read(call: Call) -> dict[str, Any]:
                 break
         else:
             raise ResourceNotFound(uri)
-    _load_answers(call)
+    load_answers(call)
     kwargs = _kwargs(target.signature, variables, call) if variables or target.signature.param_names else {}
     if not kwargs and target.signature.context_param is not None:
         kwargs[target.signature.context_param] = Context(call)
     try:
         value = await _run_handler(call, target.fn, target.is_async, kwargs)
     except InputRequired as asked:
-        return _input_required(call, asked)
+        return input_required(call, asked)
     except ToolError as exc:
         raise _handler_failed(exc) from None
     contents = _resource_contents(uri, value, target.mime_type)
@@ -410,11 +420,11 @@ async def prompts_get(call: Call) -> dict[str, Any]:
     if arguments is not None and not isinstance(arguments, dict):
         raise InvalidParams("Invalid params: prompt arguments must be an object of strings")
     kwargs = _kwargs(prompt.signature, arguments, call)
-    _load_answers(call)
+    load_answers(call)
     try:
         value = await _run_handler(call, prompt.fn, prompt.is_async, kwargs)
     except InputRequired as asked:
-        return _input_required(call, asked)
+        return input_required(call, asked)
     except ToolError as exc:
         raise _handler_failed(exc) from None
     result: dict[str, Any] = {}

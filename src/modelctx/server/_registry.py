@@ -25,8 +25,7 @@ from typing import Any, Literal, get_args, get_origin
 import msgspec
 
 from ..errors import RegistrationError
-from ..protocol._jsonrpc import encode
-from ..protocol._versions import Feature
+from ..protocol import Feature, encode
 from ._shape import needs_shape, shape_listed
 from ._signature import Signature, is_content_annotation, strip_annotated, type_schema
 from ._threads import run_in_worker
@@ -179,21 +178,7 @@ class ToolDef:
         if input_schema is not None:
             signature.use_schema(input_schema)
         definition["inputSchema"] = input_schema or signature.input_schema
-        structured, wrap = False, False
-        if output_schema is not None:
-            structured = True
-        elif structured_output is not False and not is_content_annotation(signature.return_type):
-            schema = type_schema(signature.return_type)
-            structured = True
-            if schema.get("type") != "object":
-                # Older revisions require an object; wrap other values as {"result": …}.
-                wrap = True
-                schema = {
-                    "type": "object",
-                    "properties": {"result": schema},
-                    "required": ["result"],
-                }
-            output_schema = schema
+        output_schema, structured, wrap = _output_schema(signature, output_schema, structured_output)
         if output_schema is not None:
             definition["outputSchema"] = output_schema
         if annotations:
@@ -202,6 +187,23 @@ class ToolDef:
         return cls(
             name, fn, signature, definition, _is_async(fn), structured, wrap, cache, inline, task, task_start
         )
+
+
+def _output_schema(
+    signature: Signature, given: dict[str, Any] | None, structured_output: bool | None
+) -> tuple[dict[str, Any] | None, bool, bool]:
+    """The tool's ``outputSchema`` (the author's, else derived from the return type unless
+    ``structured_output`` is False or it returns content), whether results are structured,
+    and whether a non-object value is wrapped as ``{"result": ...}``."""
+    if given is not None:
+        return given, True, False
+    if structured_output is False or is_content_annotation(signature.return_type):
+        return None, False, False
+    schema = type_schema(signature.return_type)
+    if schema.get("type") == "object":
+        return schema, True, False
+    # Older revisions require an object; wrap other values as {"result": …}.
+    return {"type": "object", "properties": {"result": schema}, "required": ["result"]}, True, True
 
 
 def _check_task_options(name: str, fn: Callable[..., Any], task: str, task_start: str) -> None:

@@ -33,9 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RegistrationError
-from ..protocol._jsonrpc import Notification, Request
-from ..protocol._request_state import StateSealer
-from ..protocol._versions import SUPPORTED_VERSIONS
+from ..protocol import SUPPORTED_VERSIONS, Notification, Request, StateSealer
 from ..transports._seam import Peer, ResponseStream, Send
 from ..transports._session import HandshakeSession
 from ._apps import bind_tool_ui
@@ -57,7 +55,7 @@ from ._registry import (
     resource_definition,
 )
 from ._signature import Signature
-from ._task_store import SqliteTaskStore, TaskStore
+from ._task_store import TaskStore
 from ._tasks import EXTENSION as TASKS_EXTENSION
 from ._tasks import TaskManager
 from ._transform import ArgTransform, derive_tool
@@ -92,6 +90,11 @@ def _check_options(kind: str, options: Mapping[str, Any], known: frozenset[str])
         raise RegistrationError(
             f"{kind} options {unknown} are not known; the options are {sorted(known)}"
         )
+
+
+def _server_info(name: str, version: str, **optional: Any) -> dict[str, Any]:
+    """The server's ``Implementation`` (``serverInfo``): name, version, and each optional field given."""
+    return {"name": name, "version": version, **{key: value for key, value in optional.items() if value}}
 
 
 def _checked_extensions(extensions: Mapping[str, Mapping[str, Any]] | None) -> dict[str, dict[str, Any]]:
@@ -229,16 +232,7 @@ class Server:
         self.version = version
         self.instructions = instructions
         self.config = config or ServerConfig()
-        info: dict[str, Any] = {"name": name, "version": version}
-        for key, value in (
-            ("title", title),
-            ("description", description),
-            ("websiteUrl", website_url),
-            ("icons", icons),
-        ):
-            if value:
-                info[key] = value
-        self.info = info
+        self.info = _server_info(name, version, title=title, description=description, websiteUrl=website_url, icons=icons)
         # Without a bus given, LocalBus; while serving with redis_url, a RedisBus over it.
         self._local_bus = LocalBus()
         self._bus_given = bus is not None
@@ -362,6 +356,8 @@ class Server:
             from ._redis_tasks import RedisTaskStore
 
             return RedisTaskStore(self.config.redis_url, prefix=f"{self.redis_prefix}tasks:")
+        from ._sqlite_tasks import SqliteTaskStore
+
         return SqliteTaskStore(self.config.task_db or ":memory:")
 
     def remove_tool(self, name: str) -> None:
@@ -397,12 +393,11 @@ class Server:
                 f"@server.resource needs the resource's URI, e.g. "
                 f'@server.resource("notes://{{id}}") above def {getattr(uri, "__name__", "...")}'
             )
-        is_template = "{" in uri or "}" in uri
-        # Parse the template before the decorator runs: a malformed one fails at once.
-        template = UriTemplate(uri) if is_template else None
+        # Parse a template before the decorator runs: a malformed one fails at once.
+        template = UriTemplate(uri) if "{" in uri or "}" in uri else None
 
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-            kind = "resource template" if is_template else "resource"
+            kind = "resource template" if template is not None else "resource"
             # The URI identifies a resource, so a lambda is fine here: its URI names it.
             own = getattr(fn, "__name__", None)
             resource_name = handler_name(fn, name or (uri if own in (None, "<lambda>") else None), kind)
@@ -416,33 +411,49 @@ class Server:
                 "icons": icons,
                 "meta": meta,
             }
-            is_async = asyncio.iscoroutinefunction(fn)
-            if template is not None:
-                missing = set(signature.param_names) - set(template.variables)
-                if missing:
-                    raise RegistrationError(
-                        f"resource template {uri!r}: parameters {sorted(missing)} of "
-                        f"{resource_name!r} are not variables of the template "
-                        f"(it has {template.variables})"
-                    )
-                definition = resource_definition(uri_template=uri, **common)
-                self._registry.put(
-                    "templates",
-                    uri,
-                    TemplateDef(template, fn, signature, definition, mime_type, is_async, cache=cache),
-                    replace=replace,
-                )
-            else:
-                definition = resource_definition(uri=uri, size=size, **common)
-                self._registry.put(
-                    "resources",
-                    uri,
-                    ResourceDef(uri, fn, signature, definition, mime_type, is_async, cache),
-                    replace=replace,
-                )
+            self._put_resource(uri, template, fn, signature, common, size, cache, replace)
             return fn
 
         return register
+
+    def _put_resource(
+        self,
+        uri: str,
+        template: UriTemplate | None,
+        fn: Callable[..., Any],
+        signature: Signature,
+        common: dict[str, Any],
+        size: int | None,
+        cache: CacheHint | None,
+        replace: bool,
+    ) -> None:
+        """Register ``fn`` under ``uri``: a template when ``template`` is given (each of
+        its parameters a variable of it, or ``RegistrationError``), else a resource."""
+        mime_type = common["mime_type"]
+        is_async = asyncio.iscoroutinefunction(fn)
+        if template is not None:
+            missing = set(signature.param_names) - set(template.variables)
+            if missing:
+                raise RegistrationError(
+                    f"resource template {uri!r}: parameters {sorted(missing)} of "
+                    f"{common['name']!r} are not variables of the template "
+                    f"(it has {template.variables})"
+                )
+            definition = resource_definition(uri_template=uri, **common)
+            self._registry.put(
+                "templates",
+                uri,
+                TemplateDef(template, fn, signature, definition, mime_type, is_async, cache=cache),
+                replace=replace,
+            )
+        else:
+            definition = resource_definition(uri=uri, size=size, **common)
+            self._registry.put(
+                "resources",
+                uri,
+                ResourceDef(uri, fn, signature, definition, mime_type, is_async, cache),
+                replace=replace,
+            )
 
     def remove_resource(self, uri: str) -> None:
         registry = self._registry

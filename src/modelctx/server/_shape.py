@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..protocol._versions import Feature
+from ..protocol import Feature
 
 __all__ = ["shape", "shape_initialize", "shape_listed", "needs_shape"]
 

@@ -119,6 +119,7 @@ def type_schema(tp: Any) -> dict[str, Any]:
 # so the schema of each type without components (no $defs: no dataclass, struct, enum...
 # inside) is kept, encoded, by the type: what msgspec would embed for it in any struct.
 _SCALARS = frozenset({str, int, float, bool})
+_Field = tuple[str, Any, str | None, Any]  # a parameter: name, msgspec type, description to add, default
 _PLAIN: dict[Any, bytes | None] = {}  # type -> its encoded schema; None: it has components
 _PLAIN_MAX = 4096  # types are few; a program minting types without end is not held by them
 
@@ -143,7 +144,7 @@ def _plain_schema(tp: Any) -> dict[str, Any] | None:
     return None if cached is None else _json.decode(cached)
 
 
-def _struct_schema(fields: list[tuple[str, Any, str | None, Any]], forbid_unknown: bool) -> dict[str, Any] | None:
+def _struct_schema(fields: list[_Field], forbid_unknown: bool) -> dict[str, Any] | None:
     """The ``inputSchema`` msgspec gives the arguments struct of ``fields`` (name, type,
     the description added to it, default), title removed, built from the kept schemas of
     their types; None if a type has components (then msgspec derives it, ``$defs`` and
@@ -221,14 +222,26 @@ class Signature:
             raise RegistrationError(f"{self.where}: cannot read its type hints: {exc}") from exc
         self.return_type = hints.get("return", _MISSING)
         self.context_param: str | None = None
-        fields: list[tuple[str, Any, str | None, Any]] = []  # name, type, description added, default
         self.param_names: list[str] = []
         self.var_kw = False
         self.hints: dict[str, Any] = {}  # each exposed parameter's type, as written
         self._predicates: dict[str, list[Callable[[Any], bool]]] = {}
+        fields, pydantic_fields = self._parameters(fn, hints, context_type, param_docs)
+        self._pydantic: Any = None  # a pydantic model class, when a parameter needs one
+        self._schema: dict[str, Any] | None = None  # set by use_schema: the author's own inputSchema
+        self._validator: Any = None  # its jsonschema validator, built at first use
+        self._build_schema(name, fields, pydantic_fields)
+
+    def _parameters(
+        self, fn: Callable[..., Any], hints: dict[str, Any], context_type: type, param_docs: dict[str, str]
+    ) -> tuple[list[_Field], dict[str, Any]]:
+        """Each parameter the client sends, as (name, msgspec type, the docstring's
+        description to add to it, default) and as a pydantic field; notes the context
+        parameter and ``**kwargs``; refuses ``*args`` and an untyped ``ctx``."""
+        fields: list[_Field] = []
         pydantic_fields: dict[str, Any] = {}
         self._uses_pydantic = False  # set by _field_type
-        for param in _parameters(fn):
+        for param in _read_parameters(fn):
             tp = hints.get(param.name, Any)
             if not (type(tp) is type and tp in _SCALARS) and _is_context(tp, context_type):
                 self.context_param = param.name
@@ -257,9 +270,11 @@ class Signature:
                 doc,
             )
             self.param_names.append(param.name)
-        self._pydantic = None
-        self._schema: dict[str, Any] | None = None  # set by use_schema: the author's own inputSchema
-        self._validator: Any = None  # its jsonschema validator, built at first use
+        return fields, pydantic_fields
+
+    def _build_schema(self, name: str, fields: list[_Field], pydantic_fields: dict[str, Any]) -> None:
+        """The input schema and what validates arguments: a pydantic model when a type
+        needs pydantic, else a msgspec struct."""
         self._required = [n for n, _, _, d in fields if d is msgspec.NODEFAULT]
         if self._uses_pydantic:
             self._pydantic = _pydantic_model(self.where, name, pydantic_fields)
@@ -455,7 +470,7 @@ class _Param(typing.NamedTuple):
     annotated: bool
 
 
-def _parameters(fn: Callable[..., Any]) -> list[_Param]:
+def _read_parameters(fn: Callable[..., Any]) -> list[_Param]:
     """``fn``'s parameters in ``inspect.signature`` order. A plain function's are read
     from its code object (``inspect.signature`` builds and checks an object per
     parameter: a fifth of a registration); anything else (a wrapper, a partial, a
@@ -486,7 +501,7 @@ def _parameters(fn: Callable[..., Any]) -> list[_Param]:
     return found
 
 
-def _check_fields(where: str, fields: list[tuple[str, Any, str | None, Any]]) -> None:
+def _check_fields(where: str, fields: list[_Field]) -> None:
     """Refuse at registration what msgspec would refuse when the struct is made, at the
     first call: a name with two leading underscores (a struct field cannot have one), and
     a non-empty list, dict, set or bytearray default, one object shared by every call (an

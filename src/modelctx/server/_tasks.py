@@ -328,6 +328,13 @@ class TaskManager:
                 return await work()
             self._adopt(call, asyncio.ensure_future(work()))
             return created
+        return await self._task_from_handler(call, support, work)
+
+    async def _task_from_handler(
+        self, call: Call, support: str, work: Callable[[], Awaitable[dict[str, Any]]]
+    ) -> dict[str, Any]:
+        """``start="handler"``: run ``work`` in the request until its handler calls
+        ``ctx.start_task()`` (then answer the task) or answers without one."""
         begun: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
 
         async def begin() -> None:

@@ -74,6 +74,21 @@ class _Plan:
         return out
 
 
+def _check_changes(tool_name: str, properties: Mapping[str, Any], changes: Mapping[str, ArgTransform]) -> None:
+    """``RegistrationError`` for a change of an argument the original lacks, or one not an ``ArgTransform``."""
+    for arg, change in changes.items():
+        if arg not in properties:
+            raise RegistrationError(
+                f"derived tool {tool_name!r}: the original has no argument {arg!r} "
+                f"(it has {sorted(properties)})"
+            )
+        if not isinstance(change, ArgTransform):
+            raise RegistrationError(
+                f"derived tool {tool_name!r}: arguments[{arg!r}] must be an ArgTransform, "
+                f"not {type(change).__name__}"
+            )
+
+
 def _plan_schema(
     tool_name: str, schema: dict[str, Any], changes: Mapping[str, ArgTransform]
 ) -> tuple[dict[str, Any], _Plan]:
@@ -86,17 +101,7 @@ def _plan_schema(
     names, fixed, defaults = {}, {}, {}
     new_properties: dict[str, Any] = {}
     new_required: list[str] = []
-    for arg, change in changes.items():
-        if arg not in properties:
-            raise RegistrationError(
-                f"derived tool {tool_name!r}: the original has no argument {arg!r} "
-                f"(it has {sorted(properties)})"
-            )
-        if not isinstance(change, ArgTransform):
-            raise RegistrationError(
-                f"derived tool {tool_name!r}: arguments[{arg!r}] must be an ArgTransform, "
-                f"not {type(change).__name__}"
-            )
+    _check_changes(tool_name, properties, changes)
     for arg, prop in properties.items():
         change = changes.get(arg, ArgTransform())
         if change.hide:
@@ -149,6 +154,27 @@ def derive_tool(
             "(async def wrapper(call, **args)), not {wrap!r}"
         )
     schema, plan = _plan_schema(new_name, original.definition["inputSchema"], arguments or {})
+    derived = _derived_handler(original, new_name, plan, wrap)
+    defined = original.definition
+    _inherit_options(defined, options)
+    tool = ToolDef.build(
+        derived,
+        Context,
+        name=new_name,
+        description=description if description is not None else defined.get("description"),
+        input_schema=schema,
+        **options,
+    )
+    if "output_schema" not in options or options["output_schema"] is defined.get("outputSchema"):
+        # The original's value, as the original would have sent it ({"result": ...} too).
+        tool = dataclasses.replace(tool, structured=original.structured, wrap_result=original.wrap_result)
+    return tool
+
+
+def _derived_handler(
+    original: ToolDef, new_name: str, plan: _Plan, wrap: Callable[..., Awaitable[Any]] | None
+) -> Callable[..., Awaitable[Any]]:
+    """The derived tool's handler: its arguments mapped back to the original's, through ``wrap`` if given."""
 
     async def call_original(ctx: Context, arguments: Mapping[str, Any]) -> Any:
         try:
@@ -169,7 +195,11 @@ def derive_tool(
 
         return await wrap(call, **args)
 
-    defined = original.definition
+    return derived
+
+
+def _inherit_options(defined: Mapping[str, Any], options: dict[str, Any]) -> None:
+    """Fill the options not given from the original's definition (its output schema, or none)."""
     for option, key in (("title", "title"), ("annotations", "annotations"), ("icons", "icons"), ("meta", "_meta")):
         if option not in options and key in defined:
             options[option] = defined[key]
@@ -178,15 +208,3 @@ def derive_tool(
             options["output_schema"] = defined["outputSchema"]
         else:
             options["structured_output"] = False
-    tool = ToolDef.build(
-        derived,
-        Context,
-        name=new_name,
-        description=description if description is not None else defined.get("description"),
-        input_schema=schema,
-        **options,
-    )
-    if "output_schema" not in options or options["output_schema"] is defined.get("outputSchema"):
-        # The original's value, as the original would have sent it ({"result": ...} too).
-        tool = dataclasses.replace(tool, structured=original.structured, wrap_result=original.wrap_result)
-    return tool

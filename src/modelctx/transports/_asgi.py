@@ -6,8 +6,8 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ..protocol import encode
 from ..protocol._framing import SSE_KEEPALIVE
-from ..protocol._jsonrpc import encode
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]

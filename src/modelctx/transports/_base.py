@@ -18,9 +18,10 @@ Inbound traffic goes to a ``TransportEvents`` object the session supplies:
 from __future__ import annotations
 
 import abc
+from collections.abc import Hashable
 from typing import Any, Protocol
 
-from ..protocol._jsonrpc import Message
+from ..protocol import Message
 
 __all__ = ["ClientTransport", "TransportEvents", "Outgoing"]
 
@@ -92,6 +93,12 @@ class ClientTransport(abc.ABC):
     async def close(self) -> None:
         """Close the connection and release everything; safe to call twice."""
 
+    @property
+    def handshake_only(self) -> bool:
+        """True when the connection carries the handshake era only (the HTTP+SSE
+        transport of 2024-11-05): the client sends ``initialize`` without a probe."""
+        return False
+
     def end_handshake_session(self) -> None:  # noqa: B027 - an optional hook, a no-op by default
         """Forget a handshake-era session (HTTP: the Mcp-Session-Id); no-op elsewhere."""
 
@@ -102,4 +109,15 @@ class ClientTransport(abc.ABC):
     @property
     def credential_key(self) -> str | None:
         """What identifies the credentials in use, for private cache entries."""
+        return None
+
+    @property
+    def configuration(self) -> Hashable | None:
+        """What identifies the server this transport starts (a command, its environment
+        and folder), so a client can remember its era across processes; None: nothing."""
+        return None
+
+    def relaunch(self) -> ClientTransport | None:
+        """A new, unconnected transport that starts the same server again (a stdio
+        command), for a client whose server ended on its era probe; None if it cannot."""
         return None

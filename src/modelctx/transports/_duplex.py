@@ -57,6 +57,9 @@ class DuplexServer:
         self._loop = asyncio.get_running_loop()
         self._tasks: set[asyncio.Future[Any]] = set()
         self._calls: set[_FastCall] = set()  # requests the fast lane holds
+        # Who waits in ``room`` (the stdin reader): its limit and future, woken by the
+        # request whose end brings the count under that limit.
+        self._room: list[tuple[int, asyncio.Future[None]]] = []
 
     def _opened(self, session: HandshakeSession) -> None:
         session.outbound = self._send  # messages of no request go down the same pipe
@@ -89,7 +92,7 @@ class DuplexServer:
                 task = self._loop.create_task(self._serve_one(event.inbound))
                 event.inbound.handle = task
                 self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                task.add_done_callback(self._ended)
                 running.append(task)
             elif isinstance(event, Reject):
                 answers.append(event.response)
@@ -121,7 +124,7 @@ class DuplexServer:
             task = self._loop.create_task(self._serve(inbound))
             inbound.handle = task
             self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            task.add_done_callback(self._ended)
         elif isinstance(event, Reject):
             self._spawn(self._send(event.response))
         else:
@@ -133,7 +136,23 @@ class DuplexServer:
     def _spawn(self, work: Awaitable[None]) -> None:
         task = self._loop.create_task(_await(work))
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Future[Any]) -> None:
+        self._tasks.discard(task)
+        if self._room:
+            self._make_room()
+
+    def _make_room(self) -> None:
+        """A request ended: wake the waiters of ``room`` whose limit it is now under."""
+        served = len(self._tasks) + len(self._calls)
+        waiting = self._room
+        for entry in list(waiting):
+            limit, waiter = entry
+            if served < limit:
+                waiting.remove(entry)
+                if not waiter.done():
+                    waiter.set_result(None)
 
     async def _serve(self, inbound: Inbound) -> None:
         try:
@@ -180,9 +199,17 @@ class DuplexServer:
 
     async def room(self, limit: int) -> None:
         """Wait until fewer than ``limit`` requests are being served (back-pressure:
-        the caller reads no more frames until then)."""
+        the caller reads no more frames until then). Constant time whatever the count:
+        one future, set by the request whose end makes the room."""
         while self.busy(limit):
-            await asyncio.wait(self._running(), return_when=asyncio.FIRST_COMPLETED)
+            waiter: asyncio.Future[None] = self._loop.create_future()
+            entry = (limit, waiter)
+            self._room.append(entry)
+            try:
+                await waiter
+            finally:
+                if entry in self._room:
+                    self._room.remove(entry)
 
     # -- out -----------------------------------------------------------------------------
     async def drain(self, timeout: float) -> None:
@@ -243,7 +270,10 @@ class _FastCall:
         # not left to the cyclic garbage collector (23 objects a call).
         self.stop = None
         self._inbound.handle = None
-        self._server._calls.discard(self)
+        server = self._server
+        server._calls.discard(self)
+        if server._room:
+            server._make_room()
         if self._ended is not None and not self._ended.done():
             self._ended.set_result(None)
 

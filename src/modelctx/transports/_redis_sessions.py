@@ -452,6 +452,37 @@ class RedisSessionStore:
         if isinstance(listeners, int) and listeners <= 1:  # this process alone listens
             log.warning("session %s: no other replica listens for a forwarded message; dropped", session_id)
 
+    # -- HTTP+SSE sessions (_legacy_sse) ---------------------------------------------------
+    # One string per open event stream, ``<prefix>sse:<id>``: the digest of its principal.
+    # It lives as long as its stream, renewed by the replica holding it every
+    # ``ttl_seconds / 3`` (so a dead replica's streams are forgotten within ``ttl_seconds``);
+    # a POST reaching another replica is checked against it and forwarded on the channel.
+    def sse_key(self, session_id: str) -> str:
+        return f"{self.prefix}sse:{session_id}"
+
+    async def hold_sse(self, session_id: str, principal: Any, ttl_seconds: float) -> None:
+        """Write (or renew) the record of an event stream held here."""
+        key, digest, ttl = self.sse_key(session_id), principal_digest(principal), max(1, int(ttl_seconds * 1000))
+        await self._call("recording the event stream", lambda: self._redis.set(key, digest, px=ttl))
+
+    async def sse_principal(self, session_id: str) -> str | None:
+        """The principal digest of an event stream some replica holds; None when none does."""
+        if len(session_id) > 128:
+            return None  # no id we mint is this long: not worth a round trip
+        key = self.sse_key(session_id)
+        found = await self._call("reading the event stream's record", lambda: self._redis.get(key))
+        return found if isinstance(found, str) else None
+
+    async def release_sse(self, session_id: str) -> None:
+        """Remove the record of an event stream that ended here."""
+        key = self.sse_key(session_id)
+        await self._call("removing the event stream's record", lambda: self._redis.delete(key))
+
+    async def forward_sse(self, session_id: str, body: bytes) -> None:
+        """Hand a POST body to the replica holding the event stream ``session_id``."""
+        note = json.dumps({"from": self.process_id, "kind": "sse", "session": session_id, "message": body.decode(errors="replace")})
+        await self._call("forwarding the message", lambda: self._redis.publish(self.channel, note))
+
     # -- resumable SSE streams (_sse_resume, _redis_streams) ---------------------------------
     # One list per stream, ``<prefix>stream:<session>:<stream>``: entries ``"<n>\n<event>"``
     # in order, then ``"end"`` once the request is over; trimmed to its newest

@@ -12,8 +12,8 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol, runtime_checkable
 
+from ..protocol import Notification, Request
 from ..protocol._connection import ServerConnection
-from ..protocol._jsonrpc import Notification, Request
 from ._session import HandshakeSession, Send
 
 __all__ = ["FastLane", "ServerApp", "Peer", "ResponseStream", "Send"]

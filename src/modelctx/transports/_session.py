@@ -18,8 +18,8 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from ..errors import ConnectionClosed, RequestTimeout, error_from_wire
+from ..protocol import Notification, Response
 from ..protocol._connection import Answer, Cancel, Event, Ignore, Notify, Outbound, ServerConnection
-from ..protocol._jsonrpc import Notification, Response
 from ._identity import principal_key
 
 __all__ = [

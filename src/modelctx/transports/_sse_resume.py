@@ -28,8 +28,8 @@ import time
 from collections import deque
 from typing import Any
 
+from ..protocol import encode
 from ..protocol._framing import SSE_KEEPALIVE, sse_event
-from ..protocol._jsonrpc import encode
 from ._asgi import KEEPALIVE_SECONDS, SSE_HEADERS, ASGISend, Receive, wait_disconnect, wait_or_keepalive
 
 __all__ = [
@@ -219,10 +219,7 @@ async def resume(session: Any, kept: KeptStream, after: int, receive: Receive, s
         watcher.cancel()
         kept.readers -= 1
         kept.read_at = time.monotonic()
-    try:
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
-    except OSError:
-        pass
+    await _end_body(send)
 
 
 async def resume_shared(
@@ -249,13 +246,9 @@ async def resume_shared(
     quiet_since = loop.time()
     try:
         while entries and not watcher.done():
-            ended = False
-            for n, event in entries:
-                if n < 0:
-                    ended = True
-                elif n > cursor:
-                    cursor, quiet_since = n, loop.time()
-                    await send({"type": "http.response.body", "body": event, "more_body": True})
+            sent_to, ended = await _send_after(entries, cursor, send)
+            if sent_to != cursor:
+                cursor, quiet_since = sent_to, loop.time()
             if ended:
                 break
             await asyncio.wait((watcher,), timeout=_SHARED_POLL)
@@ -274,8 +267,26 @@ async def resume_shared(
         pass
     finally:
         watcher.cancel()
+    await _end_body(send)
+    return True
+
+
+async def _send_after(entries: list[tuple[int, bytes]], cursor: int, send: ASGISend) -> tuple[int, bool]:
+    """Send the events of ``entries`` numbered past ``cursor``; the last number sent (or
+    ``cursor``), and whether the copy's end marker (a negative number) was among them."""
+    ended = False
+    for n, event in entries:
+        if n < 0:
+            ended = True
+        elif n > cursor:
+            cursor = n
+            await send({"type": "http.response.body", "body": event, "more_body": True})
+    return cursor, ended
+
+
+async def _end_body(send: ASGISend) -> None:
+    """End the response; a client already gone is no error."""
     try:
         await send({"type": "http.response.body", "body": b"", "more_body": False})
     except OSError:
         pass
-    return True

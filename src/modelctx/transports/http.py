@@ -27,6 +27,9 @@ One endpoint path; per request:
    any of them (``_redis_sessions``); the table here is then a cache. Without one,
    ``serve_http``'s worker processes relay a request naming another worker's session
    to that worker (``_siblings``), so it reaches the session wherever it lands.
+5. Beside the endpoint, the deprecated HTTP+SSE transport of 2024-11-05 (``GET /sse``,
+   ``POST /messages``) is served behind the same checks 0-2 (``_legacy_sse``), unless
+   ``legacy_sse=False``.
 
 The reply is one JSON body unless the handler sends something before its result
 (progress, a log message, a listen event, a handshake-era server request): the first
@@ -105,6 +108,7 @@ from ._asgi import (
     split_host,
     wait_disconnect,
 )
+from ._legacy_sse import LegacySse
 from ._redis_sessions import (
     RedisSessionStore,
     SessionStoreUnavailable,
@@ -203,6 +207,11 @@ class HttpApp:
     that reaches another replica is forwarded there through Redis. When Redis does not
     answer within the store's deadline, what needs it gets 503 and a JSON-RPC error
     saying the session store is unreachable. Modern (2026-07-28) requests never touch it.
+
+    ``legacy_sse`` (default True): also serve the deprecated HTTP+SSE transport of
+    2024-11-05 (``GET /sse``, ``POST /messages``; ``_legacy_sse``) behind the same
+    checks; False answers those paths 404. An endpoint ``path`` of ``/sse`` or
+    ``/messages`` turns it off too (that path is the endpoint's).
     """
 
     def __init__(
@@ -223,6 +232,7 @@ class HttpApp:
         tune_gc: bool = False,
         session_store: RedisSessionStore | None = None,
         siblings: Siblings | None = None,
+        legacy_sse: bool = True,
     ) -> None:
         if auth is not None and authenticate is not None:
             raise ValueError("give HttpApp either auth (OAuth) or authenticate (a hook), not both")
@@ -257,6 +267,15 @@ class HttpApp:
         if self._store is not None:
             # The caps hold in Redis, for every process serving these sessions.
             self._store.limit(max_sessions, quota)
+        # The deprecated HTTP+SSE transport (2024-11-05) at /sse and /messages: _legacy_sse.
+        self._legacy = (
+            LegacySse(
+                server, max_sessions=max_sessions, per_principal=quota, max_requests=max_requests_per_session,
+                slow_reader_seconds=body_timeout, siblings=self._siblings, store=self._store,
+            )
+            # An endpoint served at /sse or /messages keeps its path: no HTTP+SSE beside it.
+            if legacy_sse and not LegacySse.serves(self.path) else None
+        )
         self._running: contextlib.AsyncExitStack | None = None
         self._header_paths: dict[str, tuple[dict[str, Any], dict[str, tuple[str, ...]]]] = {}
 
@@ -301,10 +320,12 @@ class HttpApp:
         """End every listen stream and handshake session (server shutdown)."""
         self.server.close_subscriptions()
         self._sessions.close_all()
+        self.end_legacy_streams()
 
     async def _http(self, scope: Scope, receive: Receive, send: ASGISend) -> None:
         path = scope["path"].rstrip("/") or "/"
-        if path != self.path:
+        legacy = self._legacy if self._legacy is not None and self._legacy.serves(path) else None
+        if path != self.path and legacy is None:
             if self.auth is not None and scope["method"] == "GET":
                 document = self.auth.metadata_document(path)
                 if document is not None:
@@ -321,7 +342,7 @@ class HttpApp:
             await send_json(send, 400, error_response(None, _repeated(repeated)))
             return
         if self._siblings is not None:
-            holder = self._sibling_for(headers)
+            holder = self._sibling_for(headers) if legacy is None else legacy.holder(scope)
             if holder is not None:  # another worker's session or task: it answers (and checks) all
                 await self._relay(holder, scope, headers, receive, send)
                 return
@@ -346,7 +367,9 @@ class HttpApp:
                 )
                 return
         method = scope["method"]
-        if method == "POST":
+        if legacy is not None:
+            await legacy.serve(scope, receive, send, principal, lambda: self._body(headers, receive, send), headers)
+        elif method == "POST":
             await self._post(headers, receive, send, principal)
         elif method == "GET":
             await self._get(headers, receive, send, principal)
@@ -979,6 +1002,9 @@ class HttpApp:
 
     def _on_note(self, note: dict[str, Any]) -> None:
         """Act on what another replica published about a session held here."""
+        if note.get("kind") == "sse" and self._legacy is not None:
+            self._legacy.forwarded(note)  # a POST for an HTTP+SSE stream held here
+            return
         session_id = note.get("session")
         session = self._sessions.get(session_id) if isinstance(session_id, str) else None
         kind = note.get("kind")
@@ -1030,6 +1056,17 @@ class HttpApp:
     @property
     def session_count(self) -> int:
         return len(self._sessions)
+
+    @property
+    def legacy_sse_count(self) -> int:
+        """Open HTTP+SSE event streams (each one session)."""
+        return 0 if self._legacy is None else len(self._legacy)
+
+    def end_legacy_streams(self) -> None:
+        """End every HTTP+SSE event stream now (the server stops: uvicorn then need not
+        wait its grace for them)."""
+        if self._legacy is not None:
+            self._legacy.close()
 
     @property
     def session_store(self) -> RedisSessionStore | None:
@@ -1354,6 +1391,7 @@ def _graceful_uvicorn() -> type[Any]:
 
         async def shutdown(self, sockets: list[Any] | None = None) -> None:
             self._app.server.close_subscriptions()
+            self._app.end_legacy_streams()
             await super().shutdown(sockets)
 
     return Graceful

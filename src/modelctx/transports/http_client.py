@@ -22,6 +22,17 @@ stream for server messages, opened after ``notifications/initialized``; SSE
 resumption (a stream that ends early is resumed with GET and ``Last-Event-ID`` after
 the server's ``retry`` delay); and ``notifications/cancelled`` on cancel.
 
+A server that offers only the HTTP+SSE transport of 2024-11-05 (``GET /sse`` for an
+event stream whose first event names the URI to POST to) is found as the 2025-03-26
+and later transports pages say (Backwards Compatibility): the first POST is answered
+400, 404 or 405 with no JSON-RPC response, so the URL is tried with GET; an event
+stream whose first event is ``endpoint`` makes this an HTTP+SSE session, carried by
+``_legacy_sse_client`` from then on (``transport="sse"`` skips the question, and
+``"streamable"`` never asks it). The POST that found it was a ``server/discover`` (the
+client's era probe) or an ``initialize``: discover fails with the status it got, which
+sends the client to ``initialize``; an ``initialize`` is sent again over the session.
+Such a session carries the handshake era only (``handshake_only``).
+
 One way to carry every HTTP request: ``_http_requests.Http11Client``, a lean HTTP/1.1
 client on pools of keep-alive asyncio connections, parsed by ``httptools``. POSTs,
 the GET streams and DELETE all go through it, over ``http://`` or ``https://``,
@@ -33,16 +44,18 @@ call; see the ``_http11`` module doc.)
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Literal
 
 import msgspec
 
 from ..errors import (
     ConnectionClosed,
     HttpStatusError,
+    LocalError,
     MCPError,
     ParseError,
     ProtocolError,
@@ -56,6 +69,7 @@ from ._auth_seam import AuthHook, HttpAuth
 from ._base import ClientTransport, Outgoing, TransportEvents
 from ._http11 import HttpError, Response
 from ._http_requests import Http11Client, hide_password
+from ._legacy_sse_client import LegacySseSession
 from ._url_guard import UrlPolicy
 
 __all__ = ["HttpAuth", "HttpClientTransport", "HttpStatusError", "SessionExpired"]
@@ -74,6 +88,10 @@ _CLOSE_WAIT = 2.0  # seconds close() and cancel() wait for tasks and for DELETE
 _LISTEN_OPEN_WAIT = 1.0  # seconds send(notifications/initialized) waits for the GET stream to open
 _KEEP_ALIVE = 32  # idle keep-alive connections kept per host
 _USER_AGENT = "modelctx"
+# A first POST answered so, with no JSON-RPC response, may have reached an HTTP+SSE
+# server's stream URL: GET it (2025-03-26 transports, Backwards Compatibility).
+_LEGACY_HINTS = frozenset({400, 404, 405})
+_TRANSPORTS = ("auto", "streamable", "sse")
 
 
 class _Exchange:
@@ -104,13 +122,18 @@ class HttpClientTransport(ClientTransport):
     headers (e.g. ``Authorization``).
     ``connect_timeout`` bounds connecting, and whole exchanges that expect no body
     (notifications, DELETE); ``sse_read_timeout`` bounds silence while waiting for
-    a reply or reading a stream (our servers send keep-alives every 15 s).
+    a reply or reading a stream (our servers send keep-alives every 15 s; an HTTP+SSE
+    stream silent for longer ends its session).
     ``max_message`` bounds the bytes of one JSON reply or one SSE event: a larger one
     fails its request with ``ParseError`` and is never buffered whole.
     ``url_policy`` is the SSRF guard on redirects (``modelctx.client.UrlPolicy``): a
     redirect may lead back into the zones of ``url``'s own addresses (a loopback URL to
     loopback) and elsewhere only where the policy admits; a refused one fails its
     request before anything connects there. ``None`` follows every redirect.
+    ``transport``: "auto" (Streamable HTTP, or the HTTP+SSE transport of 2024-11-05 when
+    the first POST says the URL is not a Streamable HTTP endpoint: see the module doc),
+    "streamable" (never ask) or "sse" (the HTTP+SSE transport only: ``url`` is the
+    stream's, e.g. ``http://127.0.0.1:8000/sse``).
     """
 
     kind = "http"
@@ -125,7 +148,13 @@ class HttpClientTransport(ClientTransport):
         sse_read_timeout: float = 300.0,
         max_message: int = _MAX_MESSAGE,
         url_policy: UrlPolicy | None = UrlPolicy(),  # noqa: B008 - frozen, shared safely
+        transport: Literal["auto", "streamable", "sse"] = "auto",
     ) -> None:
+        if transport not in _TRANSPORTS:
+            raise ValueError(
+                f"transport must be 'auto' (find out), 'streamable' (Streamable HTTP) or 'sse' "
+                f"(the older HTTP+SSE transport, a GET stream and an endpoint to POST to), not {transport!r}"
+            )
         self.url = url
         self._url_policy = url_policy
         self.name = f"HTTP server {hide_password(url)}"  # in every error and log line
@@ -144,6 +173,11 @@ class HttpClientTransport(ClientTransport):
         self._read_timeout = sse_read_timeout
         self._max_message = max_message
         self._events: TransportEvents | None = None
+        # "streamable", "sse", or None until the first POST's answer decides.
+        self._wire: str | None = None if transport == "auto" else transport
+        self._detection: asyncio.Task[bool] | None = None
+        self._legacy: LegacySseSession | None = None
+        self._legacy_initialize: str | int | None = None  # never cancelled on the wire
         self._closed = False
         self._session_id: str | None = None
         self._handshake_version: str | None = None  # MCP-Protocol-Version of the session
@@ -165,6 +199,9 @@ class HttpClientTransport(ClientTransport):
         if self._closed or self._events is None or self._http is None:
             state = "closed" if self._closed else "not connected (call connect first)"
             raise ConnectionClosed(f"{self.name}: the transport is {state}")
+        if self._wire == "sse":
+            await self._send_legacy(outgoing)
+            return
         message = outgoing.message
         if outgoing.handshake and "mcp-protocol-version" in outgoing.headers:
             self._handshake_version = outgoing.headers["mcp-protocol-version"]
@@ -195,6 +232,9 @@ class HttpClientTransport(ClientTransport):
     async def cancel(self, request_id: str | int, reason: str | None = None) -> None:
         """Close the request's stream; on a handshake-era session also send
         ``notifications/cancelled`` (2025-11-25 cancellation; never for initialize)."""
+        if self._wire == "sse":
+            await self._cancel_legacy(request_id, reason)
+            return
         exchange = self._exchanges.pop(request_id, None)
         if exchange is not None and exchange.task is not None:
             exchange.task.cancel()
@@ -214,7 +254,7 @@ class HttpClientTransport(ClientTransport):
         if self._closed:
             return
         self._closed = True
-        tasks = [e.task for e in self._exchanges.values() if e.task is not None]
+        tasks: list[asyncio.Task[Any]] = [e.task for e in self._exchanges.values() if e.task is not None]
         if self._events is not None:
             for exchange in self._exchanges.values():
                 gone = ConnectionClosed(f"{self.name}: the transport was closed during {exchange.what}")
@@ -223,6 +263,11 @@ class HttpClientTransport(ClientTransport):
         if self._listener is not None:
             tasks.append(self._listener)
             self._listener = None
+        if self._detection is not None:
+            tasks.append(self._detection)
+        legacy, self._legacy = self._legacy, None
+        if legacy is not None:
+            await legacy.close()
         for task in tasks:
             task.cancel()
         if tasks:
@@ -236,6 +281,11 @@ class HttpClientTransport(ClientTransport):
         self._http = None
 
     def end_handshake_session(self) -> None:
+        legacy = self._legacy
+        if legacy is not None and not legacy.fresh:
+            # The stream is the session: the next initialize opens a new one.
+            self._legacy = None
+            legacy.abandon()
         self._session_id = None
         if self._listener is not None:
             self._listener.cancel()
@@ -247,6 +297,11 @@ class HttpClientTransport(ClientTransport):
         if not self._authorization:
             return None
         return hashlib.sha256(self._authorization.encode()).hexdigest()[:32]
+
+    @property
+    def handshake_only(self) -> bool:
+        """True once this is an HTTP+SSE session (pinned, or found by the first POST)."""
+        return self._wire == "sse"
 
     @property
     def session_id(self) -> str | None:
@@ -306,13 +361,33 @@ class HttpClientTransport(ClientTransport):
         """An unopened POST (``async with`` it, for the response)."""
         return self._open("POST", headers, body, quick=quick)
 
-    def _open(self, method: str, headers: dict[str, str], body: bytes, *, quick: bool) -> _Opened:
+    def _open(
+        self, method: str, headers: dict[str, str], body: bytes, *, quick: bool, url: str | None = None
+    ) -> _Opened:
         # quick: an exchange that expects no body (202) is bounded as a whole by the
         # connect timeout; others wait up to the read timeout for each piece.
         if self._http is None:
             raise ConnectionClosed(f"{self.name}: the transport is closed")
         wait = self._connect_timeout if quick else self._read_timeout
-        return _Opened(self._http, method, self.url, headers, body, self._connect_timeout, wait)
+        return _Opened(self._http, method, url or self.url, headers, body, self._connect_timeout, wait)
+
+    @contextlib.asynccontextmanager
+    async def _authorized(
+        self, method: str, url: str, headers: dict[str, str], body: bytes, *, quick: bool
+    ) -> AsyncIterator[Response]:
+        """One exchange to ``url`` with our headers and ``headers``, sent once more after
+        the auth object answered a 401 or 403 (``_may_retry``); the HTTP+SSE session's
+        way to HTTP (``_Wire``)."""
+        attempt = 1
+        while True:
+            sent = await self._base_headers(method)
+            sent.update(headers)
+            async with self._open(method, sent, body, quick=quick, url=url) as response:
+                if _may_retry(attempt, response) and await self._challenged(response, method):
+                    attempt += 1
+                    continue
+                yield response
+                return
 
     # -- one request -------------------------------------------------------------------------
     async def _exchange(self, exchange: _Exchange, outgoing: Outgoing, body: bytes) -> None:
@@ -344,6 +419,15 @@ class HttpClientTransport(ClientTransport):
                     continue
                 outcome = await self._reply(exchange, outgoing, response, stream)
             break
+        if self._wire is None:
+            if isinstance(outcome, HttpStatusError) and outcome.status in _LEGACY_HINTS:
+                if await self._detect() and exchange.handshake:
+                    # An initialize, sent again where it belongs (discover fails with
+                    # its status, which sends the client to initialize).
+                    await self._send_legacy(outgoing)
+                    return None
+            elif not isinstance(outcome, HttpStatusError):
+                self._wire = "streamable"  # answered over POST: a Streamable HTTP endpoint
         if not isinstance(outcome, str):
             return outcome
         stream.end_of_stream()
@@ -437,21 +521,28 @@ class HttpClientTransport(ClientTransport):
                 events, too_large = stream.feed(chunk), None
             except EventTooLarge as exc:
                 events, too_large = exc.events, exc
-            for event, data in events:
-                if event != "message" or not data.strip():
-                    continue
-                try:
-                    message = decode(data)
-                except Exception as exc:  # noqa: BLE001 - whatever a peer's frame provokes
-                    failure = self._unreadable(data, _why(exc), request_id)
-                    if failure is not None:
-                        raise failure from None
-                    continue
-                if self._deliver(message, request_id):
-                    return True
+            if self._deliver_events(events, request_id):
+                return True
             if too_large is not None:
                 on = "the standalone GET stream" if request_id is None else f"the stream of request {request_id!r}"
                 raise ParseError(f"{self.name}: {too_large} on {on}; the stream was dropped")
+        return False
+
+    def _deliver_events(self, events: list[tuple[str, bytes]], request_id: str | int | None) -> bool:
+        """Deliver the ``message`` events; True if one is the response to ``request_id``.
+        Raises ``ParseError`` when that response cannot be read."""
+        for event, data in events:
+            if event != "message" or not data.strip():
+                continue
+            try:
+                message = decode(data)
+            except Exception as exc:  # noqa: BLE001 - whatever a peer's frame provokes
+                failure = self._unreadable(data, _why(exc), request_id)
+                if failure is not None:
+                    raise failure from None
+                continue
+            if self._deliver(message, request_id):
+                return True
         return False
 
     def _unreadable(self, frame: bytes, why: str, request_id: str | int | None) -> ParseError | None:
@@ -538,6 +629,91 @@ class HttpClientTransport(ClientTransport):
             return False
         return True
 
+    # -- the HTTP+SSE transport of 2024-11-05 (_legacy_sse_client) ----------------------------
+    async def _detect(self) -> bool:
+        """Is ``url`` an HTTP+SSE stream? Asked once (concurrent first POSTs share the
+        answer); True leaves the session open in ``_legacy``."""
+        if self._detection is None:
+            self._detection = asyncio.get_running_loop().create_task(self._open_legacy())
+        return await asyncio.shield(self._detection)
+
+    async def _open_legacy(self) -> bool:
+        session = LegacySseSession(_Wire(self), self._legacy_ended)
+        opened = await session.open(self._connect_timeout)
+        if self._closed:  # closed while the GET was under way
+            await session.close()
+            raise ConnectionClosed(f"{self.name}: the transport was closed while the HTTP+SSE stream opened")
+        self._wire = "sse" if opened else (self._wire or "streamable")
+        if opened:
+            self._legacy = session
+            # Without the query: it names the server's session (a bearer of its state).
+            where = (session.endpoint or "").split("?", 1)[0]
+            log.debug("%s: an HTTP+SSE server; messages go to %s", self.name, hide_password(where))
+        elif self._wire == "sse":  # pinned, and the GET said otherwise
+            assert session.refusal is not None
+            raise session.refusal
+        return opened
+
+    def _legacy_ended(self, session: LegacySseSession, why: ConnectionClosed) -> None:
+        if self._legacy is not session:
+            return
+        self._legacy = None
+        if self._events is not None and not self._closed:
+            self._events.closed(why)
+
+    async def _send_legacy(self, outgoing: Outgoing) -> None:
+        """Send one message over the HTTP+SSE session (opened by an ``initialize`` when
+        there is none): a request that cannot be sent fails through ``request_failed``."""
+        message = outgoing.message
+        body = encode(message)  # here, so what JSON cannot carry fails the send itself
+        method = message.get("method")
+        request_id = outgoing.request_id if outgoing.request_id is not None else message.get("id")
+        is_request = method is not None and request_id is not None
+        what = f"{method} (request id {request_id!r})" if is_request else method or f"the response to {request_id!r}"
+        failure: MCPError | None = None
+        if not outgoing.handshake:
+            failure = LocalError(
+                f"{self.name} offers only the older HTTP+SSE transport, which carries "
+                f"handshake-era sessions, and {method} was a stateless-era request; connect with "
+                "mode='auto' or mode='handshake'"
+            )
+        else:
+            try:
+                failure = await self._post_legacy(body, what, method == "initialize", request_id)
+            except MCPError as exc:  # opening the session failed: the GET says why
+                failure = exc
+        if failure is None:
+            return
+        if is_request and self._events is not None:
+            assert request_id is not None
+            self._events.request_failed(request_id, failure)
+        else:
+            log.warning("%s: %s", self.name, failure)
+
+    async def _post_legacy(
+        self, body: bytes, what: str, initialize: bool, request_id: str | int | None
+    ) -> MCPError | None:
+        session = self._legacy
+        if session is None and initialize and await self._open_legacy():
+            session = self._legacy
+        if session is None:
+            return ConnectionClosed(f"{self.name}: the HTTP+SSE stream is closed, so {what} cannot be sent; connect again")
+        if initialize:
+            session.fresh = False
+            self._legacy_initialize = request_id
+        return await session.post(body, what)
+
+    async def _cancel_legacy(self, request_id: str | int, reason: str | None) -> None:
+        if self._closed or self._legacy is None or request_id == self._legacy_initialize:
+            return
+        params: dict[str, Any] = {"requestId": request_id}
+        if reason:
+            params["reason"] = reason
+        note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
+        failure = await self._legacy.post(encode(note), "notifications/cancelled")
+        if failure is not None:
+            log.warning("%s: %s", self.name, failure)
+
     # -- handshake-era sessions ---------------------------------------------------------------
     def _adopt_session(self, value: str | None) -> None:
         if value is None:
@@ -612,6 +788,30 @@ class HttpClientTransport(ClientTransport):
                     pass
         except Exception as exc:  # noqa: BLE001 - closing must not fail
             log.debug("%s: DELETE of session %s failed: %s", self.name, session_id, _cause(exc))
+
+
+class _Wire:
+    """What an HTTP+SSE session needs of its transport (``_legacy_sse_client.LegacyWire``)."""
+
+    __slots__ = ("_transport", "max_message", "name", "url")
+
+    def __init__(self, transport: HttpClientTransport) -> None:
+        self._transport = transport
+        self.name = transport.name
+        self.url = transport.url
+        self.max_message = transport._max_message
+
+    def authorized(
+        self, method: str, url: str, headers: dict[str, str], body: bytes, *, quick: bool
+    ) -> contextlib.AbstractAsyncContextManager[Response]:
+        return self._transport._authorized(method, url, headers, body, quick=quick)
+
+    async def pump(self, response: Response, stream: SSEParser) -> bool:
+        """The stream's messages to the session (none of them ends the stream)."""
+        return await self._transport._pump(response, stream, None)
+
+    def deliver(self, events: list[tuple[str, bytes]]) -> None:
+        self._transport._deliver_events(events, None)
 
 
 class _Opened:

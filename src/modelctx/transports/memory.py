@@ -12,7 +12,7 @@ import contextlib
 from typing import Any
 
 from ..errors import ConnectionClosed
-from ..protocol._jsonrpc import decode, encode, notification
+from ..protocol import decode, encode, notification
 from ._base import ClientTransport, Outgoing, TransportEvents
 from ._duplex import DuplexServer
 from ._seam import ServerApp

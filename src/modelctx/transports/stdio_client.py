@@ -33,8 +33,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from ..errors import ConnectionClosed, ParseError
+from ..protocol import decode, encode, notification
 from ..protocol._framing import LineBuffer, LineTooLong, response_id
-from ..protocol._jsonrpc import decode, encode, notification
 from ._base import ClientTransport, Outgoing, TransportEvents
 
 __all__ = ["ServerNotStarted", "StdioClientTransport"]
@@ -147,6 +147,22 @@ class StdioClientTransport(ClientTransport):
         if self._garbage:
             parts.append("stdout lines that were not JSON-RPC messages:\n" + _indent(self._garbage))
         return "\n".join(parts)
+
+    @property
+    def configuration(self) -> tuple[Any, ...]:
+        """The command, its environment and its folder: what starts this server."""
+        env = tuple(sorted(self.env.items())) if self.env is not None else None
+        return ("stdio", tuple(self.argv), env, os.fspath(self.cwd) if self.cwd is not None else None)
+
+    def relaunch(self) -> StdioClientTransport:
+        """A new transport that starts the same command (this one is left as it is)."""
+        return StdioClientTransport(
+            self.argv,
+            env=self.env,
+            cwd=self.cwd,
+            connect_timeout=self.connect_timeout,
+            stderr_lines=self._stderr.maxlen or 0,
+        )
 
     # -- connect -------------------------------------------------------------------------
     async def connect(self, events: TransportEvents) -> None:

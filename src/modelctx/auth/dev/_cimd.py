@@ -15,9 +15,8 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from ...client import UrlPolicy
-from ...client._fetch import fetch_json
 from ...errors import MCPError
+from ...transports.fetch import UrlPolicy, fetch_json
 from ._metadata import MAX_URI, MetadataError, check_metadata
 from ._models import DevClient, is_loopback_http
 

@@ -205,7 +205,15 @@ def _search_files(
 
 
 def register_read_tools(server: Server, roots: Roots) -> None:
-    """Add the reading tools to ``server``, confined to ``roots``."""
+    """Add the reading tools to ``server``, confined to ``roots`` (listed in this order)."""
+    _register_reads(server, roots)
+    _register_listings(server, roots)
+    _register_searches(server, roots)
+    _register_info(server, roots)
+
+
+def _register_reads(server: Server, roots: Roots) -> None:
+    """read_text_file, read_file, read_media_file, read_multiple_files."""
 
     @tool(server, annotations=READ_ONLY)
     def read_text_file(
@@ -234,21 +242,11 @@ def register_read_tools(server: Server, roots: Roots) -> None:
     def read_multiple_files(paths: list[str]) -> str:
         """Read several text files at once (at most 100, 4 MiB in all); a file that fails,
         or would pass the 4 MiB, is reported in its place."""
-        if len(paths) > 100:
-            raise ToolError("read at most 100 files at once")
-        parts = []
-        total = 0  # one file may be 4 MiB; so may all of them together, not 100 times that
-        for path in paths:
-            try:
-                text = read_text(roots.locate(path))
-                size = len(text.encode("utf-8", errors="surrogateescape"))
-                if total + size > MAX_READ:
-                    raise ToolError(f"not read: with it this call would return more than {MAX_READ} bytes; read it in another call")
-                total += size
-                parts.append(f"{path}:\n{text}\n")
-            except ToolError as exc:
-                parts.append(f"{path}: Error - {exc}")
-        return "\n---\n".join(parts)
+        return _read_many(roots, paths)
+
+
+def _register_listings(server: Server, roots: Roots) -> None:
+    """list_directory, list_directory_with_sizes, directory_tree."""
 
     @tool(server, annotations=READ_ONLY)
     def list_directory(path: str) -> str:
@@ -259,15 +257,7 @@ def register_read_tools(server: Server, roots: Roots) -> None:
     @tool(server, annotations=READ_ONLY)
     def list_directory_with_sizes(path: str, sortBy: Literal["name", "size"] = "name") -> str:  # noqa: N803
         """List a directory with file sizes, sorted by name or by size (largest first)."""
-        entries = _entries(roots.locate(path))
-        if sortBy == "size":
-            entries.sort(key=lambda e: e.size, reverse=True)
-        lines = [f"[DIR]  {e.name}" if e.is_dir else f"[FILE] {e.name:<30} {e.size:>10} bytes" for e in entries]
-        files = [e for e in entries if not e.is_dir]
-        lines.append(
-            f"\nTotal: {len(files)} files, {len(entries) - len(files)} directories, {sum(e.size for e in files)} bytes"
-        )
-        return "\n".join(lines)
+        return _sized_listing(roots.locate(path), sortBy)
 
     @tool(server, annotations=READ_ONLY)
     def directory_tree(
@@ -277,6 +267,10 @@ def register_read_tools(server: Server, roots: Roots) -> None:
         followed; maxDepth limits how deep it goes."""
         pairs = _walk(roots.locate(path), excludePatterns or [], maxDepth)
         return json.dumps(_tree(pairs), indent=2)
+
+
+def _register_searches(server: Server, roots: Roots) -> None:
+    """search_files, search_file_contents."""
 
     @tool(server, annotations=READ_ONLY)
     def search_files(path: str, pattern: str, excludePatterns: list[str] | None = None) -> str:  # noqa: N803
@@ -306,45 +300,90 @@ def register_read_tools(server: Server, roots: Roots) -> None:
         """Search the text of files under a path for a literal string (or a regular
         expression with regex=true, stopped after 10 s); binary files and files over 1 MiB
         are skipped."""
-        located = roots.locate(path)
-        pattern = _compile(query, regex, caseSensitive)
-        found: list[Match] = []
-        skipped: list[str] = []  # directories too deep to enter first, then files not read
-        files = [
-            Located(relative, located.root, located.real / relative)
-            for relative, is_dir in _walk(located, [], None, skipped)
-            if not is_dir and fnmatch.fnmatch(relative.rsplit("/", 1)[-1], include)
-        ]
-        if not regex:
-            _search_files(files, _in_process(pattern), maxResults, found, skipped)
-        else:
-            with RegexMatcher(pattern.pattern, pattern.flags) as matcher:
-                _search_files(files, matcher.matches, maxResults, found, skipped)
-        return {"matches": found, "truncated": len(found) >= maxResults, "skipped": skipped}
+        return _search_contents(roots.locate(path), query, regex, caseSensitive, include, maxResults)
+
+
+def _register_info(server: Server, roots: Roots) -> None:
+    """get_file_info, list_allowed_directories."""
 
     @tool(server, annotations=READ_ONLY)
     def get_file_info(path: str) -> FileInfo:
         """Size, times, type and permissions of a file or directory (a symlink is described, not followed)."""
-        located = roots.locate(path)
-        info = stat_located(located)
-        kind: Literal["file", "directory", "symlink", "other"] = (
-            "file" if stat.S_ISREG(info.st_mode)
-            else "directory" if stat.S_ISDIR(info.st_mode)
-            else "symlink" if stat.S_ISLNK(info.st_mode)
-            else "other"
-        )
-        return {
-            "path": str(located.real),
-            "type": kind,
-            "size": info.st_size,
-            "created": _time(info.st_ctime),
-            "modified": _time(info.st_mtime),
-            "accessed": _time(info.st_atime),
-            "permissions": oct(stat.S_IMODE(info.st_mode))[2:],
-        }
+        return _file_info(roots.locate(path))
 
     @tool(server, annotations=READ_ONLY)
     def list_allowed_directories() -> str:
         """The directories this server may read (and, unless read-only, write)."""
         return "Allowed directories:\n" + "\n".join(str(root.path) for root in roots.roots)
 
+
+def _read_many(roots: Roots, paths: list[str]) -> str:
+    """read_multiple_files: each file's text under its path, or why it was not read."""
+    if len(paths) > 100:
+        raise ToolError("read at most 100 files at once")
+    parts = []
+    total = 0  # one file may be 4 MiB; so may all of them together, not 100 times that
+    for path in paths:
+        try:
+            text = read_text(roots.locate(path))
+            size = len(text.encode("utf-8", errors="surrogateescape"))
+            if total + size > MAX_READ:
+                raise ToolError(f"not read: with it this call would return more than {MAX_READ} bytes; read it in another call")
+            total += size
+            parts.append(f"{path}:\n{text}\n")
+        except ToolError as exc:
+            parts.append(f"{path}: Error - {exc}")
+    return "\n---\n".join(parts)
+
+
+def _sized_listing(located: Located, sort_by: str) -> str:
+    """list_directory_with_sizes: one line per entry, then the totals."""
+    entries = _entries(located)
+    if sort_by == "size":
+        entries.sort(key=lambda e: e.size, reverse=True)
+    lines = [f"[DIR]  {e.name}" if e.is_dir else f"[FILE] {e.name:<30} {e.size:>10} bytes" for e in entries]
+    files = [e for e in entries if not e.is_dir]
+    lines.append(
+        f"\nTotal: {len(files)} files, {len(entries) - len(files)} directories, {sum(e.size for e in files)} bytes"
+    )
+    return "\n".join(lines)
+
+
+def _search_contents(
+    located: Located, query: str, regex: bool, case_sensitive: bool, include: str, max_results: int
+) -> ContentMatches:
+    """search_file_contents: the matching lines under ``located``, at most ``max_results``."""
+    pattern = _compile(query, regex, case_sensitive)
+    found: list[Match] = []
+    skipped: list[str] = []  # directories too deep to enter first, then files not read
+    files = [
+        Located(relative, located.root, located.real / relative)
+        for relative, is_dir in _walk(located, [], None, skipped)
+        if not is_dir and fnmatch.fnmatch(relative.rsplit("/", 1)[-1], include)
+    ]
+    if not regex:
+        _search_files(files, _in_process(pattern), max_results, found, skipped)
+    else:
+        with RegexMatcher(pattern.pattern, pattern.flags) as matcher:
+            _search_files(files, matcher.matches, max_results, found, skipped)
+    return {"matches": found, "truncated": len(found) >= max_results, "skipped": skipped}
+
+
+def _file_info(located: Located) -> FileInfo:
+    """get_file_info: what ``stat`` says of ``located`` (a symlink itself, not its target)."""
+    info = stat_located(located)
+    kind: Literal["file", "directory", "symlink", "other"] = (
+        "file" if stat.S_ISREG(info.st_mode)
+        else "directory" if stat.S_ISDIR(info.st_mode)
+        else "symlink" if stat.S_ISLNK(info.st_mode)
+        else "other"
+    )
+    return {
+        "path": str(located.real),
+        "type": kind,
+        "size": info.st_size,
+        "created": _time(info.st_ctime),
+        "modified": _time(info.st_mtime),
+        "accessed": _time(info.st_atime),
+        "permissions": oct(stat.S_IMODE(info.st_mode))[2:],
+    }

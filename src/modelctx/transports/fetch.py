@@ -7,6 +7,10 @@ Metadata a ``WWW-Authenticate`` header points to, the authorization servers that
 document lists, their metadata (security_best_practices.mdx, "Server-Side Request
 Forgery"). Every URL, the first and each redirect, passes the ``UrlPolicy`` before
 anything connects to it (``transports/_url_guard.py``).
+
+The one module of this package that the layers above (``client``, ``auth``) use to reach
+a URL a peer named: the calls, and the guard's names they need (``UrlPolicy``, ``Zone``,
+``trust_of``, ``check_scheme``), re-exported from ``_url_guard``.
 """
 
 from __future__ import annotations
@@ -20,11 +24,11 @@ from typing import Any, TypeVar
 import msgspec
 
 from ..errors import ConnectionClosed, HttpStatusError, MalformedResponse, RequestTimeout, UrlRefused
-from ..transports._http11 import ConnectTimeout, HttpError, ReadTimeout, WriteTimeout
-from ..transports._http_requests import Http11Client
-from ..transports._url_guard import UrlPolicy, check_scheme
+from ._http11 import ConnectTimeout, HttpError, ReadTimeout, WriteTimeout
+from ._http_requests import Http11Client
+from ._url_guard import UrlPolicy, Zone, check_scheme, trust_of
 
-__all__ = ["PostReply", "fetch_json", "post_form", "post_json"]
+__all__ = ["PostReply", "UrlPolicy", "Zone", "check_scheme", "fetch_json", "post_form", "post_json", "trust_of"]
 
 _T = TypeVar("_T")
 
