@@ -69,6 +69,20 @@ if [ ! -f "$EVERYTHING_SSE_DIR/node_modules/@modelcontextprotocol/server-everyth
 fi
 export MODELCTX_EVERYTHING_SSE_BIN="$EVERYTHING_SSE_DIR/node_modules/.bin/mcp-server-everything"
 
+# The peers of bench/run.py's issue-25 rows (bench/scenarios/issue25.py): the official TypeScript
+# SDK on Node 22, and FastMCP in a venv of its own (it pins an mcp of its own beside mcp==2.3.0).
+TS_SDK_DIR="$ROOT/.tools/ts-sdk"
+if [ ! -f "$TS_SDK_DIR/node_modules/@modelcontextprotocol/sdk/package.json" ]; then
+  npm install --silent --prefix "$TS_SDK_DIR" @modelcontextprotocol/sdk@1.32.2 zod@3.25.76 >/dev/null
+fi
+export MODELCTX_TS_SDK_DIR="$TS_SDK_DIR"
+FASTMCP_DIR="$ROOT/.tools/fastmcp"
+if ! "$FASTMCP_DIR/bin/python" -c "import importlib.metadata as m; assert m.version('fastmcp') == '4.2.3'" 2>/dev/null; then
+  "$PY" -m venv "$FASTMCP_DIR"
+  "$FASTMCP_DIR/bin/python" -m pip install -q "fastmcp==4.2.3" >/dev/null
+fi
+export MODELCTX_FASTMCP_PYTHON="$FASTMCP_DIR/bin/python"
+
 # Old official SDK clients, the installed base (issue 21): mcp 1.2.0 speaks 2024-11-05 and
 # mcp 1.9.4 speaks 2025-03-26. Each gets its own venv (they need pydantic<2.11 and conflict
 # with the current mcp); tests/test_interop_old_clients.py runs them as subprocesses.

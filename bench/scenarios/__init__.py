@@ -115,6 +115,7 @@ def _load() -> tuple[Scenario, ...]:
         client_http,
         client_stdio,
         http_load,
+        issue25,
         scale_workers,
         startup,
         stdio_pipelined,
@@ -122,7 +123,7 @@ def _load() -> tuple[Scenario, ...]:
     )
 
     found: list[Scenario] = []
-    for module in (stdio_serial, stdio_pipelined, http_load, startup, client_stdio, client_http, scale_workers):
+    for module in (stdio_serial, stdio_pipelined, http_load, startup, client_stdio, client_http, scale_workers, issue25):
         found.extend(getattr(module, "SCENARIOS", None) or [module.SCENARIO])
     return tuple(found)
 

@@ -27,7 +27,7 @@ extension for HTML views, as that client would otherwise hand it to its model.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +37,7 @@ from ..protocol._apps import ORIGIN, UI_EXTENSION, UI_MIME_TYPE, VISIBILITIES, c
 if TYPE_CHECKING:
     from ._server import Server
 
-__all__ = ["UiCsp", "UiResource", "bind_tool_ui", "tools_for_client"]
+__all__ = ["UiCsp", "UiResource", "bind_tool_ui", "tool_filter", "tools_for_client"]
 
 _PERMISSIONS = ("camera", "microphone", "geolocation", "clipboardWrite")
 
@@ -206,6 +206,17 @@ def bind_tool_ui(server: Server, fn: Any, options: dict[str, Any]) -> dict[str, 
 def tools_for_client(server: Server, tools: list[dict[str, Any]], capabilities: dict[str, Any]) -> list[dict[str, Any]]:
     """The tool list a client sees: without the app-only tools unless it shows views.
     Costs nothing on a server with no UI."""
+    keep = tool_filter(server, capabilities)
+    return tools if keep is None else [tool for tool in tools if keep(tool)]
+
+
+def tool_filter(server: Server, capabilities: dict[str, Any]) -> Callable[[dict[str, Any]], bool] | None:
+    """Which listed tools a client with ``capabilities`` sees (None: all of them): the
+    app-only ones only if it shows views."""
     if UI_EXTENSION not in server.extensions or client_shows_ui(capabilities):
-        return tools
-    return [tool for tool in tools if visible_to(tool.get("_meta"), "model")]
+        return None
+    return _model_visible
+
+
+def _model_visible(tool: dict[str, Any]) -> bool:
+    return visible_to(tool.get("_meta"), "model")

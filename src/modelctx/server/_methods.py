@@ -20,7 +20,7 @@ from ..protocol import _meta
 from ..protocol._versions import Feature
 from ..transports._identity import principal_key
 from ..transports._session import HandshakeSession
-from ._apps import tools_for_client
+from ._apps import tool_filter
 from ._bus import Event
 from ._content import (
     EmbeddedResource,
@@ -57,19 +57,21 @@ def _decode_cursor(kind: str, cursor: Any) -> int:
 
 def _page(call: Call, kind: str, key: str) -> dict[str, Any]:
     server = call.server
-    items = server.registry.wire_list(kind)
-    if kind == "tools":
-        items = tools_for_client(server, items, call.capabilities)
     cursor = call.params.get("cursor")
     start = 0 if cursor is None else _decode_cursor(kind, cursor)
-    size = server.config.page_size
-    result: dict[str, Any] = {}
-    if size is None:
-        result[key] = items if start == 0 else items[start:]
-    else:
-        result[key] = items[start : start + size]
-        if start + size < len(items):
-            result["nextCursor"] = _encode_cursor(kind, start + size)
+    # Without middleware nobody reads the items before they are sent: they go as the
+    # registry's cached bytes, already shaped for the caller's revision.
+    items, following = server.registry.page(
+        kind,
+        start,
+        server.config.page_size,
+        call.features,
+        keep=tool_filter(server, call.capabilities) if kind == "tools" else None,
+        encoded=not server.middleware,
+    )
+    result: dict[str, Any] = {key: items}
+    if following is not None:
+        result["nextCursor"] = _encode_cursor(kind, following)
     if Feature.CACHE_HINTS in call.features:
         hints = server.registry.cache_hints(kind)
         if hints:

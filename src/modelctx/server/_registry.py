@@ -3,6 +3,13 @@
 Each kind is kept in insertion order (so ``*/list`` is deterministic, as
 server/tools.mdx asks) and its wire definition is built once, when registered. A change
 at run time calls ``on_change(kind)``, which the server turns into ``list_changed``.
+
+Lists are served from caches that every change of their kind empties: the wire dicts
+(``wire_list``) and, beside them, each dict encoded as JSON, once per shape a revision
+gives it (``page``: the handshake-era revisions have their own, server/_shape.py; the
+others share the dicts' own). A page is those bytes joined into one ``msgspec.Raw``, which
+the transports' encoder copies as it is: encoding 10,000 cached tool dicts took 19-24 ms
+(their objects are spread over the heap) where joining their bytes takes about one.
 """
 
 from __future__ import annotations
@@ -15,7 +22,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args, get_origin
 
+import msgspec
+
 from ..errors import RegistrationError
+from ..protocol import Feature, encode
+from ._shape import needs_shape, shape_listed
 from ._signature import Signature, is_content_annotation, strip_annotated, type_schema
 from ._threads import run_in_worker
 from ._uri_template import UriTemplate
@@ -298,6 +309,32 @@ def prompt_definition(
     return _common(definition, None, icons, meta)
 
 
+# The method that lists each kind, which names the shape of its items (server/_shape.py).
+_LIST_METHODS = {
+    "tools": "tools/list",
+    "resources": "resources/list",
+    "templates": "resources/templates/list",
+    "prompts": "prompts/list",
+}
+
+
+class _Encoded:
+    """One list's items encoded as JSON, and the whole list as one array, joined the first
+    time it is asked for: a ``msgspec.Raw`` shares its bytes, so every answer that lists
+    everything sends them with no copy of its own."""
+
+    __slots__ = ("items", "_whole")
+
+    def __init__(self, items: list[bytes]) -> None:
+        self.items = items
+        self._whole: msgspec.Raw | None = None
+
+    def whole(self) -> msgspec.Raw:
+        if self._whole is None:
+            self._whole = msgspec.Raw(b"[" + b",".join(self.items) + b"]")
+        return self._whole
+
+
 class Registry:
     """The four ordered collections, with a change hook."""
 
@@ -311,8 +348,11 @@ class Registry:
         self.on_change: Callable[[str], None] | None = None
         # Also told of every change: the mounts that serve this registry in a parent.
         self.watchers: list[Callable[[str], None]] = []
-        # Wire lists are cached until the next change.
+        # Wire lists are cached until the next change, and so are their items' encodings:
+        # (kind, None) for the dicts as they are, (kind, features) for a revision that
+        # shapes them.
         self._lists: dict[str, list[dict[str, Any]]] = {}
+        self._encoded: dict[tuple[str, frozenset[Feature] | None], _Encoded] = {}
 
     def put(self, kind: str, key: str, definition: Any, *, replace: bool) -> None:
         """Register ``definition`` under ``key`` in ``kind`` ("tools", "resources",
@@ -334,9 +374,11 @@ class Registry:
         self.changed("resources" if kind == "templates" else kind)
 
     def changed(self, kind: str) -> None:
-        self._lists.pop(kind, None)
-        if kind == "resources":
-            self._lists.pop("templates", None)
+        stale = (kind, "templates") if kind == "resources" else (kind,)
+        for name in stale:
+            self._lists.pop(name, None)
+        for key in [key for key in self._encoded if key[0] in stale]:
+            del self._encoded[key]
         if self.on_change is not None:
             self.on_change(kind)
         for watch in self.watchers:
@@ -347,6 +389,49 @@ class Registry:
         if cached is None:
             source: dict[str, Any] = getattr(self, kind)  # "tools", "resources", ...
             cached = self._lists[kind] = [d.definition for d in source.values()]
+        return cached
+
+    def page(
+        self,
+        kind: str,
+        start: int,
+        size: int | None,
+        features: frozenset[Feature],
+        *,
+        keep: Callable[[dict[str, Any]], bool] | None = None,
+        encoded: bool = True,
+    ) -> tuple[list[dict[str, Any]] | msgspec.Raw, int | None]:
+        """The items ``start`` to ``start + size`` (all of them if ``size`` is None) of the
+        list of ``kind``, after dropping those ``keep`` refuses, and the offset of the next
+        page (None: this is the last).
+
+        ``encoded``: the page as one JSON array (``msgspec.Raw``), its items already shaped
+        for the revision with ``features``; otherwise a new list of the wire dicts as they
+        are (a middleware may read and change them; the dispatcher shapes them).
+        """
+        wire = self.wire_list(kind)
+        cached = self._encodings(kind, features) if encoded else None
+        items: list[Any] = wire if cached is None else cached.items
+        if keep is not None:
+            items = [item for item, definition in zip(items, wire, strict=True) if keep(definition)]
+        stop = len(items) if size is None else min(start + size, len(items))
+        following = stop if stop < len(items) else None
+        if cached is None:
+            return items[start:stop], following
+        if keep is None and start == 0 and stop == len(items):
+            return cached.whole(), following  # the common case: one page, nothing hidden
+        return msgspec.Raw(b"[" + b",".join(items[start:stop]) + b"]"), following
+
+    def _encodings(self, kind: str, features: frozenset[Feature]) -> _Encoded:
+        shaped = needs_shape(features)
+        key = (kind, features if shaped else None)
+        cached = self._encoded.get(key)
+        if cached is None:
+            items = self.wire_list(kind)
+            if shaped:
+                method = _LIST_METHODS[kind]
+                items = [shape_listed(method, item, features) for item in items]
+            cached = self._encoded[key] = _Encoded([encode(item) for item in items])
         return cached
 
     def cache_hints(self, kind: str) -> list[CacheHint]:

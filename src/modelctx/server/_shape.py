@@ -25,7 +25,7 @@ from typing import Any
 
 from ..protocol import Feature
 
-__all__ = ["shape", "shape_initialize", "needs_shape"]
+__all__ = ["shape", "shape_initialize", "shape_listed", "needs_shape"]
 
 _TOOL = frozenset({"name", "description", "inputSchema"})
 _RESOURCE = frozenset({"uri", "name", "description", "mimeType", "annotations", "size"})
@@ -89,7 +89,10 @@ def _prompt(prompt: Any, features: frozenset[Feature]) -> Any:
     return prompt
 
 
-def _item(method: str, item: Any, features: frozenset[Feature]) -> Any:
+def shape_listed(method: str, item: Any, features: frozenset[Feature]) -> Any:
+    """One item of a ``*/list`` result of ``method`` in a form the revision has: a new
+    object, the item itself untouched (the registry caches each item's shaped bytes,
+    server/_registry.py)."""
     if method == "tools/list":
         return _tool(item, features)
     if method == "prompts/list":
@@ -137,8 +140,9 @@ def shape(method: str, result: dict[str, Any], features: frozenset[Feature]) -> 
     listed = _LISTS.get(method)
     if listed is not None:
         items = result.get(listed)
+        # Items the registry already encoded come shaped (a msgspec.Raw, not a list).
         if isinstance(items, list):
-            result[listed] = [_item(method, item, features) for item in items]
+            result[listed] = [shape_listed(method, item, features) for item in items]
     elif method == "tools/call":
         _tool_result(result, features)
     elif method == "resources/read":

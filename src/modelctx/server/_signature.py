@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
 import msgspec
+import msgspec.json as _json
 
 from ..errors import InvalidParams, RegistrationError
 from ._constraints import refuse_hidden_constraints, to_msgspec
@@ -36,6 +37,12 @@ from ._schema_shape import DIALECT_2020_12, problem
 __all__ = ["Signature", "parse_docstring", "strip_annotated", "type_schema"]
 
 _MISSING = inspect.Parameter.empty
+
+
+_ARGS_HEADERS = frozenset({"args", "arguments", "parameters", "params"})
+_OTHER_HEADERS = frozenset({"returns", "return", "raises", "yields", "examples", "example", "notes", "note"})
+_GOOGLE_ARG = re.compile(r"^(\*{0,2}\w+)\s*(?:\(.*?\))?\s*(?::\s*[^:]*)?:\s*(.*)$")
+_NUMPY_ARG = re.compile(r"^(\w+)\s*:\s*.+$")
 
 
 def parse_docstring(doc: str | None) -> tuple[str | None, dict[str, str]]:
@@ -48,22 +55,20 @@ def parse_docstring(doc: str | None) -> tuple[str | None, dict[str, str]]:
     body: list[str] = []
     section: str | None = None
     current: str | None = None
-    for line in lines:
+    for index, line in enumerate(lines):
         stripped = line.strip()
         header = stripped.rstrip(":").lower()
-        if header in ("args", "arguments", "parameters", "params") and (
-            stripped.endswith(":") or _is_underline_next(lines, line)
-        ):
+        if header in _ARGS_HEADERS and (stripped.endswith(":") or _is_underline_next(lines, index)):
             section, current = "args", None
             continue
-        if header in ("returns", "return", "raises", "yields", "examples", "example", "notes", "note"):
+        if header in _OTHER_HEADERS:
             section, current = "other", None
             continue
-        if set(stripped) <= {"-"} and stripped:
+        if stripped and not stripped.strip("-"):  # a NumPy underline
             continue
         if section == "args":
-            match = re.match(r"^(\*{0,2}\w+)\s*(?:\(.*?\))?\s*(?::\s*[^:]*)?:\s*(.*)$", stripped)
-            numpy = re.match(r"^(\w+)\s*:\s*.+$", stripped)
+            match = _GOOGLE_ARG.match(stripped)
+            numpy = _NUMPY_ARG.match(stripped)
             indent = len(line) - len(line.lstrip())
             if match and indent <= 4:
                 current = match.group(1).lstrip("*")
@@ -82,8 +87,7 @@ def parse_docstring(doc: str | None) -> tuple[str | None, dict[str, str]]:
     return description, params
 
 
-def _is_underline_next(lines: list[str], line: str) -> bool:
-    index = lines.index(line)
+def _is_underline_next(lines: list[str], index: int) -> bool:
     return index + 1 < len(lines) and set(lines[index + 1].strip()) == {"-"}
 
 
@@ -103,8 +107,67 @@ def type_schema(tp: Any) -> dict[str, Any]:
     if _is_pydantic_model(tp):
         schema: dict[str, Any] = tp.model_json_schema()
         return schema
+    plain = _plain_schema(tp)
+    if plain is not None:
+        return plain
     schema = msgspec.json.schema(tp, ref_template="#/$defs/{name}")
     return _hoist_root(schema)
+
+
+# msgspec derives a schema through its inspect module: 60-100 us for a tool's arguments,
+# most of a registration. Parameters repeat a few types (str, int, str | None, a Literal),
+# so the schema of each type without components (no $defs: no dataclass, struct, enum...
+# inside) is kept, encoded, by the type: what msgspec would embed for it in any struct.
+_SCALARS = frozenset({str, int, float, bool})
+_Field = tuple[str, Any, str | None, Any]  # a parameter: name, msgspec type, description to add, default
+_PLAIN: dict[Any, bytes | None] = {}  # type -> its encoded schema; None: it has components
+_PLAIN_MAX = 4096  # types are few; a program minting types without end is not held by them
+
+
+def _plain_schema(tp: Any) -> dict[str, Any] | None:
+    """A new copy of ``tp``'s schema when it has no components, else None. Raises
+    ``TypeError`` (as ``msgspec.json.schema``) for a type with no schema."""
+    try:
+        cached = _PLAIN.get(tp, b"")
+    except TypeError:  # an unhashable annotation (Annotated with a list in it): not kept
+        cached = b""
+        hashable = False
+    else:
+        hashable = True
+    if cached == b"":
+        schema = msgspec.json.schema(tp)
+        cached = None if "$defs" in schema else _json.encode(schema)
+        if hashable:
+            if len(_PLAIN) >= _PLAIN_MAX:
+                _PLAIN.clear()
+            _PLAIN[tp] = cached
+    return None if cached is None else _json.decode(cached)
+
+
+def _struct_schema(fields: list[_Field], forbid_unknown: bool) -> dict[str, Any] | None:
+    """The ``inputSchema`` msgspec gives the arguments struct of ``fields`` (name, type,
+    the description added to it, default), title removed, built from the kept schemas of
+    their types; None if a type has components (then msgspec derives it, ``$defs`` and
+    all) or already says something of its description."""
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for name, tp, description, default in fields:
+        schema = _plain_schema(tp)
+        if schema is None:
+            return None
+        if description is not None:
+            if "description" in schema:  # msgspec's merge of the two decides
+                return None
+            schema = {"description": description, **schema}
+        if default is msgspec.NODEFAULT:
+            required.append(name)
+        else:
+            schema["default"] = msgspec.to_builtins(default, str_keys=True)
+        properties[name] = schema
+    built: dict[str, Any] = {"type": "object", "properties": properties, "required": required}
+    if forbid_unknown:
+        built["additionalProperties"] = False
+    return built
 
 
 def _hoist_root(schema: dict[str, Any]) -> dict[str, Any]:
@@ -147,7 +210,10 @@ class Signature:
         # A URI template's variables are text: ``users://{id}`` with ``id: int`` reads
         # "42" as 42. Tool arguments are JSON and are checked strictly.
         self._strict = kind != "resource template"
-        self.description, param_docs = parse_docstring(inspect.getdoc(fn))
+        # parse_docstring cleans the text as inspect.getdoc does; getdoc only for what has
+        # no docstring of its own (a method may inherit its base class's).
+        own = getattr(fn, "__doc__", None)
+        self.description, param_docs = parse_docstring(own if isinstance(own, str) else inspect.getdoc(fn))
         # A callable object's hints are those of its __call__.
         hinted: Any = fn if inspect.isroutine(fn) or isinstance(fn, type) else type(fn).__call__
         try:
@@ -168,34 +234,36 @@ class Signature:
 
     def _parameters(
         self, fn: Callable[..., Any], hints: dict[str, Any], context_type: type, param_docs: dict[str, str]
-    ) -> tuple[list[tuple[str, Any, Any]], dict[str, Any]]:
-        """Each parameter the client sends, as (name, msgspec type, default) and as a pydantic
-        field; notes the context parameter and ``**kwargs``; refuses ``*args`` and an untyped ``ctx``."""
-        fields: list[tuple[str, Any, Any]] = []
+    ) -> tuple[list[_Field], dict[str, Any]]:
+        """Each parameter the client sends, as (name, msgspec type, the docstring's
+        description to add to it, default) and as a pydantic field; notes the context
+        parameter and ``**kwargs``; refuses ``*args`` and an untyped ``ctx``."""
+        fields: list[_Field] = []
         pydantic_fields: dict[str, Any] = {}
-        for param in inspect.signature(fn).parameters.values():
+        self._uses_pydantic = False  # set by _field_type
+        for param in _read_parameters(fn):
             tp = hints.get(param.name, Any)
-            if _is_context(tp, context_type):
+            if not (type(tp) is type and tp in _SCALARS) and _is_context(tp, context_type):
                 self.context_param = param.name
                 continue
-            if param.kind is param.VAR_KEYWORD:
+            if param.kind is _VAR_KEYWORD:
                 self.var_kw = True
                 continue
-            if param.kind is param.VAR_POSITIONAL:
+            if param.kind is _VAR_POSITIONAL:
                 raise RegistrationError(
                     f"{self.where}: *{param.name} cannot receive arguments (they arrive by "
                     "name); use named parameters or **kwargs"
                 )
-            if param.name == "ctx" and param.annotation is _MISSING:
+            if param.name == "ctx" and not param.annotated:
                 raise RegistrationError(
                     f"{self.where}: parameter 'ctx' has no type, so the client would have to "
                     "send it; annotate it (ctx: Context) to receive the request's context"
                 )
             self.hints[param.name] = tp
             doc = param_docs.get(param.name)
-            tp = self._field_type(param.name, tp, doc)
+            plain, described = self._field_type(param.name, tp, doc)
             default = msgspec.NODEFAULT if param.default is _MISSING else param.default
-            fields.append((param.name, tp, default))
+            fields.append((param.name, plain, described, default))
             pydantic_fields[param.name] = (
                 hints.get(param.name, Any),
                 ... if param.default is _MISSING else param.default,
@@ -204,50 +272,67 @@ class Signature:
             self.param_names.append(param.name)
         return fields, pydantic_fields
 
-    def _build_schema(
-        self, name: str, fields: list[tuple[str, Any, Any]], pydantic_fields: dict[str, Any]
-    ) -> None:
+    def _build_schema(self, name: str, fields: list[_Field], pydantic_fields: dict[str, Any]) -> None:
         """The input schema and what validates arguments: a pydantic model when a type
         needs pydantic, else a msgspec struct."""
-        self._required = [n for n, _, d in fields if d is msgspec.NODEFAULT]
-        if any(_mentions_pydantic(tp) for _, tp, _ in fields):
+        self._required = [n for n, _, _, d in fields if d is msgspec.NODEFAULT]
+        if self._uses_pydantic:
             self._pydantic = _pydantic_model(self.where, name, pydantic_fields)
             self.input_schema = self._pydantic.model_json_schema()
             self.input_schema.pop("title", None)
         else:
-            self._struct = msgspec.defstruct(
-                f"{_camel(name)}Arguments",
-                [(n, tp) if d is msgspec.NODEFAULT else (n, tp, d) for n, tp, d in fields],
-                kw_only=True,
-                forbid_unknown_fields=not self.var_kw,
-            )
-            self.input_schema = type_schema(self._struct)
+            _check_fields(self.where, fields)
+            # The struct that checks the arguments is made at the first call (msgspec's
+            # defstruct is a third of a registration): its schema is built from the
+            # fields' kept schemas, unless a type has components, which msgspec lays out.
+            self._name = name
+            self._fields = fields
+            self._struct: Any = None
+            built = _struct_schema(fields, not self.var_kw)
+            self.input_schema = type_schema(self._arguments_struct()) if built is None else built
             self.input_schema.pop("title", None)
         self.input_schema.setdefault("type", "object")
         self.input_schema.setdefault("properties", {})
         if not self.var_kw and "additionalProperties" not in self.input_schema:
             self.input_schema["additionalProperties"] = False
 
-    def _field_type(self, param: str, tp: Any, doc: str | None) -> Any:
-        """The msgspec type of one parameter: constraints as Meta, the docstring's text."""
-        where = f"{self.where}: parameter {param!r}"
-        predicates: list[Callable[[Any], bool]] = []
-        tp = to_msgspec(tp, where, predicates)
-        if predicates:
-            self._predicates[param] = predicates
-        if doc and not _has_description(tp):
-            tp = Annotated[tp, msgspec.Meta(description=doc)]
-        if not _mentions_pydantic(tp):
-            refuse_hidden_constraints(tp, where)
-            try:
-                msgspec.json.schema(tp)
-            except TypeError:
-                raise RegistrationError(
-                    f"{where} has type {_type_name(tp)}, which has no JSON Schema and cannot "
-                    "be validated; use JSON types (str, int, float, bool, list, dict), "
-                    "dataclasses, TypedDicts, msgspec Structs, enums, Literal or pydantic models"
-                ) from None
-        return tp
+    def _arguments_struct(self) -> Any:
+        """The msgspec struct the arguments are converted to, made the first time."""
+        if self._struct is None:
+            fields: list[tuple[str, Any] | tuple[str, Any, Any]] = []
+            for name, tp, description, default in self._fields:
+                if description is not None:
+                    tp = Annotated[tp, msgspec.Meta(description=description)]
+                fields.append((name, tp) if default is msgspec.NODEFAULT else (name, tp, default))
+            self._struct = msgspec.defstruct(
+                f"{_camel(self._name)}Arguments", fields, kw_only=True, forbid_unknown_fields=not self.var_kw
+            )
+        return self._struct
+
+    def _field_type(self, param: str, tp: Any, doc: str | None) -> tuple[Any, str | None]:
+        """The msgspec type of one parameter (constraints as Meta) and the docstring's
+        text to describe it with, unless the type has a description of its own (None)."""
+        if type(tp) is type and tp in _SCALARS:  # nothing to rewrite, refuse or look into
+            plain = tp
+        else:
+            where = f"{self.where}: parameter {param!r}"
+            predicates: list[Callable[[Any], bool]] = []
+            plain = to_msgspec(tp, where, predicates)
+            if predicates:
+                self._predicates[param] = predicates
+            if _mentions_pydantic(plain):
+                self._uses_pydantic = True
+            else:
+                refuse_hidden_constraints(plain, where)
+                try:
+                    _plain_schema(plain)
+                except TypeError:
+                    raise RegistrationError(
+                        f"{where} has type {_type_name(plain)}, which has no JSON Schema and cannot "
+                        "be validated; use JSON types (str, int, float, bool, list, dict), "
+                        "dataclasses, TypedDicts, msgspec Structs, enums, Literal or pydantic models"
+                    ) from None
+        return plain, doc if doc and not _has_description(plain) else None
 
     @property
     def raw(self) -> bool:
@@ -312,7 +397,7 @@ class Signature:
         if self._pydantic is not None:
             return self._bind_pydantic(arguments)
         try:
-            value = msgspec.convert(arguments, self._struct, strict=self._strict)
+            value = msgspec.convert(arguments, self._struct or self._arguments_struct(), strict=self._strict)
         except msgspec.ValidationError as exc:
             raise InvalidParams(f"Invalid arguments: {exc}") from None
         kwargs = {name: getattr(value, name) for name in self.param_names}
@@ -372,6 +457,67 @@ class Signature:
             )
             raise InvalidParams(f"Invalid arguments: {errors}") from None
         return {name: getattr(model, name) for name in self.param_names}
+
+
+_VAR_POSITIONAL = inspect.Parameter.VAR_POSITIONAL
+_VAR_KEYWORD = inspect.Parameter.VAR_KEYWORD
+
+
+class _Param(typing.NamedTuple):
+    name: str
+    kind: object  # an inspect.Parameter kind
+    default: Any  # inspect.Parameter.empty: none
+    annotated: bool
+
+
+def _read_parameters(fn: Callable[..., Any]) -> list[_Param]:
+    """``fn``'s parameters in ``inspect.signature`` order. A plain function's are read
+    from its code object (``inspect.signature`` builds and checks an object per
+    parameter: a fifth of a registration); anything else (a wrapper, a partial, a
+    callable object, a set ``__signature__``) goes through ``inspect.signature``."""
+    if type(fn) is not types.FunctionType or hasattr(fn, "__wrapped__") or hasattr(fn, "__signature__"):
+        return [
+            _Param(p.name, p.kind, p.default, p.annotation is not _MISSING)
+            for p in inspect.signature(fn).parameters.values()
+        ]
+    code = fn.__code__
+    names, annotations = code.co_varnames, fn.__annotations__
+    positional, keyword_only = code.co_argcount, code.co_kwonlyargcount
+    defaults, keyword_defaults = fn.__defaults__ or (), fn.__kwdefaults__ or {}
+    first_default = positional - len(defaults)
+    found = []
+    for i in range(positional):
+        kind = inspect.Parameter.POSITIONAL_ONLY if i < code.co_posonlyargcount else inspect.Parameter.POSITIONAL_OR_KEYWORD
+        default = defaults[i - first_default] if i >= first_default else _MISSING
+        found.append(_Param(names[i], kind, default, names[i] in annotations))
+    after = positional + keyword_only  # *args and **kwargs come after the named ones in co_varnames
+    if code.co_flags & inspect.CO_VARARGS:
+        found.append(_Param(names[after], _VAR_POSITIONAL, _MISSING, names[after] in annotations))
+        after += 1
+    for name in names[positional : positional + keyword_only]:
+        found.append(_Param(name, inspect.Parameter.KEYWORD_ONLY, keyword_defaults.get(name, _MISSING), name in annotations))
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        found.append(_Param(names[after], _VAR_KEYWORD, _MISSING, names[after] in annotations))
+    return found
+
+
+def _check_fields(where: str, fields: list[_Field]) -> None:
+    """Refuse at registration what msgspec would refuse when the struct is made, at the
+    first call: a name with two leading underscores (a struct field cannot have one), and
+    a non-empty list, dict, set or bytearray default, one object shared by every call (an
+    empty one is made anew for each call)."""
+    for name, _, _, default in fields:
+        if name.startswith("__"):
+            raise RegistrationError(
+                f"{where}: parameter {name!r} starts with two underscores, which an argument "
+                "cannot; rename it"
+            )
+        if isinstance(default, (list, dict, set, bytearray)) and default:
+            raise RegistrationError(
+                f"{where}: parameter {name!r} defaults to a non-empty {type(default).__name__} "
+                f"({default!r}), which every call would share; default it to None and build the "
+                "value in the function"
+            )
 
 
 def _type_name(tp: Any) -> str:
@@ -440,13 +586,11 @@ def is_content_annotation(tp: Any) -> bool:
 
 def _content_kind(tp: Any) -> str | None:
     """None: data; "text": str-like; "blocks": names a content class."""
+    tp = strip_annotated(tp)
+    if tp is _MISSING or tp is None or tp is type(None) or tp is Any or tp is str:
+        return "text"
     from ._content import Audio, EmbeddedResource, Image, ResourceLink, Text, ToolResult
 
-    tp = strip_annotated(tp)
-    if tp is _MISSING or tp is None or tp is type(None) or tp is Any:
-        return "text"
-    if tp is str:
-        return "text"
     if tp in (list, tuple) or (get_origin(tp) in (list, tuple) and set(get_args(tp)) <= {Any, Ellipsis}):
         # A bare ``list`` says nothing of its items: like ``Any``, no outputSchema is
         # promised, so a list of content blocks is as valid a return as a list of data.
