@@ -351,6 +351,11 @@ class ServerConnection:
             except ProtocolError as exc:
                 events.append(Reject(exc, exc.request_id))
                 continue
+            if isinstance(message, Request) and message.method == "initialize":
+                # 2025-03-26 (basic/lifecycle.mdx): initialize MUST NOT be part of a batch.
+                refusal = InvalidRequest("Invalid Request: initialize must not be part of a batch; send it alone")
+                events.append(Reject(refusal, message.id))
+                continue
             events.append(self.receive(message))
         return Batch(events)
 

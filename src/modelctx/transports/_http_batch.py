@@ -1,0 +1,156 @@
+"""JSON-RPC batches over Streamable HTTP, for a 2025-03-26 session (``Feature.BATCH``).
+
+``HttpApp._post`` hands a body that is a JSON array here; ``serve_batch`` returns False
+when the POST names no session of this process whose revision has batches (no
+``Mcp-Session-Id``, before ``initialize``, another revision), and the caller refuses it
+as it refuses any array (-32600, as stdio does). Otherwise the batch is read by the
+session's ``ServerConnection.receive_batch`` (the one reader stdio uses too: an empty
+or oversized batch, past ``MAX_BATCH``, is refused whole; ``initialize`` inside one is
+refused alone) and answered here (transports/streamable-http.mdx of 2025-03-26):
+
+- notifications and responses only: ``202 Accepted``, no body;
+- requests among them: each is served at once, in a task of its own (cancellable by
+  ``notifications/cancelled`` like a single POST's), and the responses, with the items'
+  refusals, go back together as one ``application/json`` array, in the order the
+  requests finished. A request cancelled meanwhile is left out; when nothing is left,
+  ``202``.
+- The choice for early messages: a handler that sends before the batch is done
+  (progress, logging, a server-to-client request) turns the reply into SSE, as one
+  request's ``_Reply`` does: those messages go out as they come, then each response as
+  an event once all are done, then the stream closes.
+
+The requests count toward ``max_requests_per_session`` like single POSTs: a batch that
+would take the session past it is refused whole (429), nothing of it run. The client
+leaving cancels every request of the batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InternalError
+from ..protocol._connection import Batch, Inbound, Reject, Serve
+from ..protocol._jsonrpc import error_response
+from ..protocol._versions import Feature, features
+from ._asgi import ASGISend, Receive, send_empty, send_json, wait_disconnect
+from ._seam import Peer
+from ._session import HandshakeSession, act
+
+if TYPE_CHECKING:
+    from .http import HttpApp
+
+__all__ = ["serve_batch"]
+
+log = logging.getLogger("modelctx.server")
+
+
+async def serve_batch(
+    app: HttpApp, body: bytes, headers: dict[str, str], receive: Receive, send: ASGISend, principal: Any
+) -> bool:
+    """Serve ``body``, a JSON array, as a batch of the session the POST names; False
+    (nothing sent) when that session does not take batches."""
+    session_id = headers.get("mcp-session-id")
+    session = app._sessions.find(session_id, principal) if session_id is not None else None
+    if session is None or Feature.BATCH not in features(session.version):
+        return False
+    connection = session.connection
+    before = len(connection.inflight)
+    batch = connection.receive_batch(body)
+    if isinstance(batch, Reject):
+        await send_json(send, 400, batch.response)
+        return True
+    serves = [event.inbound for event in batch.events if isinstance(event, Serve)]
+    if serves and before + len(serves) > app.max_requests_per_session:
+        for inbound in serves:
+            connection.cancel(inbound)
+        error = InternalError(
+            f"Too many requests in flight: this batch of {len(serves)} requests would take the session "
+            f"past {app.max_requests_per_session} running at once; wait for some to finish, or send "
+            "a smaller batch"
+        )
+        await send_json(send, 429, error_response(None, error), [(b"retry-after", b"1")])
+        return True
+    await _BatchReply(app, session, principal, send).serve(batch, receive)
+    return True
+
+
+class _BatchReply:
+    """The reply to one batch: a JSON array, or SSE once a handler sends early."""
+
+    def __init__(self, app: HttpApp, session: HandshakeSession, principal: Any, send: ASGISend) -> None:
+        from .http import _Reply  # the one request's reply, reused (http.py imports this module)
+
+        self._app = app
+        self._session = session
+        self._peer = Peer(None, session, principal, on_open=app._opened)
+        self._stream = _Reply(send)
+        self._send = send
+        self._lock = asyncio.Lock()  # one writer at a time while the SSE starts
+
+    async def _event(self, message: dict[str, Any]) -> None:
+        async with self._lock:
+            await self._stream.event(message)
+
+    async def serve(self, batch: Batch, receive: Receive) -> None:
+        answers: list[dict[str, Any]] = []
+        tasks: list[asyncio.Task[dict[str, Any] | None]] = []
+        loop = asyncio.get_running_loop()
+        for event in batch.events:
+            if isinstance(event, Serve):
+                task = loop.create_task(self._serve_one(event.inbound))
+                event.inbound.handle = task  # notifications/cancelled cancels it
+                tasks.append(task)
+            elif isinstance(event, Reject):
+                answers.append(event.response)
+            else:  # notifications (a cancellation among them), answers to our requests
+                act(event, lambda note: self._app.server.notify(note, self._peer))
+        watcher = loop.create_task(wait_disconnect(receive))
+        gone = False
+        try:
+            if tasks:
+                running = asyncio.gather(*tasks, return_exceptions=True)
+                either: list[asyncio.Future[Any]] = [running, watcher]
+                await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+                if not running.done():  # the client left: nobody reads the answers
+                    gone = True
+                    for task in tasks:
+                        task.cancel()
+                outcomes = await running
+            else:
+                outcomes = []
+        except asyncio.CancelledError:  # the server stops: the requests stop with it
+            for task in tasks:
+                task.cancel()
+            raise
+        finally:
+            watcher.cancel()
+        if gone:
+            return
+        for outcome in outcomes:
+            if isinstance(outcome, dict):
+                answers.append(outcome)
+            elif isinstance(outcome, BaseException) and not isinstance(outcome, asyncio.CancelledError):
+                log.error("a batched request failed", exc_info=outcome)
+        if self._stream.started:
+            for answer in answers:
+                await self._event(answer)
+            async with self._lock:
+                await self._stream.finish(None)
+        elif answers:
+            # A batch response is a JSON array; send_json encodes any JSON value.
+            await send_json(self._send, 200, answers)  # type: ignore[arg-type]
+        else:
+            await send_empty(self._send, 202)
+
+    async def _serve_one(self, inbound: Inbound) -> dict[str, Any] | None:
+        """One request of the batch: its response, None when it was cancelled."""
+        connection = self._session.connection
+        try:
+            response = await self._app.server.handle(inbound.request, self._peer, self._event, None)
+        except asyncio.CancelledError:
+            connection.cancel(inbound)
+            raise
+        return connection.finish(inbound, response)
+
