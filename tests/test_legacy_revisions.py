@@ -206,6 +206,21 @@ def test_a_batch_before_initialize_is_refused(start_stdio_server):
     assert server.recv()["error"]["code"] == -32600
 
 
+def test_initialize_inside_a_batch_is_refused_alone(start_stdio_server):
+    server = opened(start_stdio_server, OLD)
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": OLD, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+    }
+    server.send_raw(json.dumps([initialize, call(2, "echo", {"text": "ok"})]).encode())
+    by_id = {answer["id"]: answer for answer in server.recv()}
+    assert by_id[1]["error"]["code"] == -32600
+    assert "initialize must not be part of a batch" in by_id[1]["error"]["message"]
+    assert by_id[2]["result"]["content"][0]["text"] == "ok"
+
+
 def test_a_cancelled_request_of_a_batch_is_left_out_of_its_answer(start_stdio_server, tmp_path):
     server = opened(start_stdio_server, OLD)
     marker = tmp_path / "m"
