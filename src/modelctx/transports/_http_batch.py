@@ -10,10 +10,10 @@ refused alone) and answered here (transports/streamable-http.mdx of 2025-03-26):
 
 - notifications and responses only: ``202 Accepted``, no body;
 - requests among them: each is served at once, in a task of its own (cancellable by
-  ``notifications/cancelled`` like a single POST's), and the responses, with the items'
-  refusals, go back together as one ``application/json`` array, in the order the
-  requests finished. A request cancelled meanwhile is left out; when nothing is left,
-  ``202``.
+  ``notifications/cancelled`` like a single POST's), and the responses go back together
+  as one ``application/json`` array: the items' refusals first, then the responses in
+  the batch's order (clients match them by id). A request cancelled meanwhile is left
+  out; when nothing is left, ``202``.
 - The choice for early messages: a handler that sends before the batch is done
   (progress, logging, a server-to-client request) turns the reply into SSE, as one
   request's ``_Reply`` does: those messages go out as they come, then each response as
