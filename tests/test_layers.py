@@ -87,7 +87,7 @@ REACHING_IN = {
         "inspector/_session.py", "inspector/_views.py", "server/_apps.py",
     },
     "protocol._connection": {
-        "client/_session.py", "transports/_duplex.py", "transports/_redis_sessions.py", "transports/_seam.py",
+        "client/_session.py", "transports/_duplex.py", "transports/_http_batch.py", "transports/_redis_sessions.py", "transports/_seam.py",
         "transports/_session.py", "transports/http.py",
     },
     "protocol._framing": {
@@ -98,7 +98,7 @@ REACHING_IN = {
     "protocol._headers": {"client/_client.py", "client/_session.py", "transports/http.py"},
     "protocol._jsonrpc": {
         "client/_client.py", "client/_session.py", "client/_tasks.py", "host/_gateway.py", "server/_dispatch.py",
-        "transports/_duplex.py", "transports/_legacy_sse.py", "transports/http.py", "transports/http_client.py",
+        "transports/_duplex.py", "transports/_http_batch.py", "transports/_legacy_sse.py", "transports/http.py", "transports/http_client.py",
         "transports/stdio.py",
     },
     "protocol._meta": {
@@ -107,7 +107,7 @@ REACHING_IN = {
     },
     "protocol._versions": {
         "client/_client.py", "server/_context.py", "server/_dispatch.py", "server/_methods.py",
-        "transports/_duplex.py", "transports/_legacy_sse.py", "transports/http.py",
+        "transports/_duplex.py", "transports/_http_batch.py", "transports/_legacy_sse.py", "transports/http.py",
     },
     # issue 22: the seams the transports define for the layers above (ARCHITECTURE.md: `_seam.ServerApp`,
     # `_base.ClientTransport`, `_auth_seam.HttpAuth`, `_session.HandshakeSession`, `_identity`), not yet
