@@ -631,25 +631,12 @@ class ClientSession:
         if not modern:
             params = with_progress_token(params, request_id)
             headers = self._handshake_headers()
-        elif "_meta" in params:
-            params = self.envelope(params, request_id, logs=logs)
-            headers = self._modern_headers(method, params)
-        else:  # the envelope built at once: nothing of the caller's to merge
-            meta = {
-                _meta.PROTOCOL_VERSION: self.version,
-                _meta.CLIENT_CAPABILITIES: self.capabilities,
-                _meta.CLIENT_INFO: self.client_info,
-                _meta.PROGRESS_TOKEN: request_id,
-            }
-            if logs and self.log_level is not None:
-                meta[_meta.LOG_LEVEL] = self.log_level
-            params = {**params, "_meta": meta}
+        else:
+            params = self._begin_envelope(params, request_id, logs)
             headers = self._modern_headers(method, params)
         loop = self._running_loop()
         now = loop.time()
-        outbound = self.connection.request(
-            method, params, now=now, timeout=timeout, request_id=request_id, progress=True
-        )
+        outbound = self.connection.request(method, params, now=now, timeout=timeout, request_id=request_id, progress=True)
         callback = outbound.handle = _Callback(self, on_done, request_id, method, now, progress)
         if outbound.deadline < self._timer_at:
             self._arm(outbound.deadline)
@@ -660,10 +647,30 @@ class ClientSession:
             self.request_failed(request_id, _unsendable(method, exc))
             return callback.abandon
         if not sent:
-            task = loop.create_task(self._send_later(outgoing))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._send_in_background(loop, outgoing)
         return callback.abandon
+
+    def _begin_envelope(self, params: dict[str, Any], request_id: int, logs: bool) -> dict[str, Any]:
+        """``begin``'s modern params: the caller's ``_meta`` merged by ``envelope``, else
+        the envelope built at once in one literal (nothing of the caller's to merge)."""
+        if "_meta" in params:
+            return self.envelope(params, request_id, logs=logs)
+        meta = {
+            _meta.PROTOCOL_VERSION: self.version,
+            _meta.CLIENT_CAPABILITIES: self.capabilities,
+            _meta.CLIENT_INFO: self.client_info,
+            _meta.PROGRESS_TOKEN: request_id,
+        }
+        if logs and self.log_level is not None:
+            meta[_meta.LOG_LEVEL] = self.log_level
+        return {**params, "_meta": meta}
+
+    def _send_in_background(self, loop: asyncio.AbstractEventLoop, outgoing: Outgoing) -> None:
+        """``begin``'s send when the transport cannot send at once: a task that
+        ``aclose`` stops, failing the request if the send fails."""
+        task = loop.create_task(self._send_later(outgoing))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def _modern_headers(self, method: str, params: dict[str, Any]) -> dict[str, str]:
         if not self.transport.sends_headers:
