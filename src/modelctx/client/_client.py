@@ -375,18 +375,23 @@ class Client:
                     await self._initialize()
                     return
                 raise
-            offered = result.get("supportedVersions")
-            versions = [v for v in offered if v in MODERN_VERSIONS] if isinstance(offered, list) else []
-            if not versions:
-                await self._initialize()
-                return
-            if session.version not in versions:
-                session.version = versions[0]
-            self._remember_discover(result)
-            if self.options.cache:
-                self.cache.put("server/discover", {}, self.transport.credential_key, result)
+            await self._discovered(result)
             return
         raise LocalError(f"{self.transport.name}: could not agree on a protocol version")
+
+    async def _discovered(self, result: dict[str, Any]) -> None:
+        """Settle the era on the server's ``server/discover`` answer: a modern version it
+        offers (ours if it is among them), else the handshake era by ``initialize``."""
+        offered = result.get("supportedVersions")
+        versions = [v for v in offered if v in MODERN_VERSIONS] if isinstance(offered, list) else []
+        if not versions:
+            await self._initialize()
+            return
+        if self.session.version not in versions:
+            self.session.version = versions[0]
+        self._remember_discover(result)
+        if self.options.cache:
+            self.cache.put("server/discover", {}, self.transport.credential_key, result)
 
     def _adopt_supported(self, exc: UnsupportedProtocolVersion) -> bool:
         """Switch to a modern version the server says it supports; False if none."""
