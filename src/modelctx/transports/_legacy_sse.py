@@ -338,27 +338,27 @@ class LegacySse:
             return
         duplex = stream.duplex if stream is not None else None
         try:
-            message = decode(body)
+            message = _decoded(body, duplex)
         except ProtocolError as exc:
-            # A 2025-03-26 session takes batches: its connection reads them (and answers
-            # their faults on the stream). Another replica's session may be one.
-            batch = body.lstrip().startswith(b"[") and (duplex is None or _batches(duplex))
-            if not batch:
-                await _refuse(send, 400, exc.request_id, exc)
-                return
-            message = None
+            await _refuse(send, 400, exc.request_id, exc)
+            return
         if duplex is None:
-            assert self._store is not None
-            try:
-                await self._store.forward_sse(session_id, body)
-            except SessionStoreUnavailable as down:
-                await _refuse(send, 503, _id_of(message), InternalError(str(down)), [(b"retry-after", b"1")])
-                return
+            await self._forward(send, session_id, body, message)
         elif type(message) is Request and duplex.busy(self.max_requests):
             await _refuse(send, 429, message.id, self._too_many(), [(b"retry-after", b"1")])
-            return
         else:
             duplex.receive_data(body)
+            await send_empty(send, 202)
+
+    async def _forward(self, send: ASGISend, session_id: str, body: bytes, message: Message | None) -> None:
+        """Hand a POST for another replica's session to it, through the store: 202, or
+        503 when the store is down."""
+        assert self._store is not None
+        try:
+            await self._store.forward_sse(session_id, body)
+        except SessionStoreUnavailable as down:
+            await _refuse(send, 503, _id_of(message), InternalError(str(down)), [(b"retry-after", b"1")])
+            return
         await send_empty(send, 202)
 
     def _too_many(self) -> InternalError:
@@ -410,6 +410,18 @@ def _id_of(message: Message | None) -> str | int | None:
 def _session_id(scope: Scope) -> str | None:
     values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("session_id")
     return values[0] if values else None
+
+
+def _decoded(body: bytes, duplex: DuplexServer | None) -> Message | None:
+    """The POSTed message; None for a batch, which a 2025-03-26 session takes: its
+    connection reads them (and answers their faults on the stream). Another replica's
+    session may be one. Raises the ``ProtocolError`` of a body that is neither."""
+    try:
+        return decode(body)
+    except ProtocolError:
+        if body.lstrip().startswith(b"[") and (duplex is None or _batches(duplex)):
+            return None
+        raise
 
 
 def _batches(duplex: DuplexServer) -> bool:
