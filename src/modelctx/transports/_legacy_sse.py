@@ -215,12 +215,7 @@ class LegacySse:
         except OSError:
             pass  # the client went first
         finally:
-            del self._streams[stream_id]
-            left = self._owned[key] - 1
-            if left:
-                self._owned[key] = left
-            else:
-                del self._owned[key]
+            self._uncount(stream_id, key)
             stream.end()
             if stream.duplex is not None:
                 await stream.duplex.shutdown(_SHUTDOWN_GRACE)
@@ -234,6 +229,15 @@ class LegacySse:
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
         # Else the response is left unfinished: the server closes the connection (a
         # reader too slow for its last event would not read the end either).
+
+    def _uncount(self, stream_id: str, key: str | None) -> None:
+        """A stream ended: it no longer counts against the caps ``_admit`` checks."""
+        del self._streams[stream_id]
+        left = self._owned[key] - 1
+        if left:
+            self._owned[key] = left
+        else:
+            del self._owned[key]
 
     def _admit(self, principal: Any) -> tuple[int, InternalError] | None:
         if self.per_principal is not None and self._owned.get(principal_key(principal), 0) >= self.per_principal:
