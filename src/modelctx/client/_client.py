@@ -375,18 +375,23 @@ class Client:
                     await self._initialize()
                     return
                 raise
-            offered = result.get("supportedVersions")
-            versions = [v for v in offered if v in MODERN_VERSIONS] if isinstance(offered, list) else []
-            if not versions:
-                await self._initialize()
-                return
-            if session.version not in versions:
-                session.version = versions[0]
-            self._remember_discover(result)
-            if self.options.cache:
-                self.cache.put("server/discover", {}, self.transport.credential_key, result)
+            await self._discovered(result)
             return
         raise LocalError(f"{self.transport.name}: could not agree on a protocol version")
+
+    async def _discovered(self, result: dict[str, Any]) -> None:
+        """Settle the era on the server's ``server/discover`` answer: a modern version it
+        offers (ours if it is among them), else the handshake era by ``initialize``."""
+        offered = result.get("supportedVersions")
+        versions = [v for v in offered if v in MODERN_VERSIONS] if isinstance(offered, list) else []
+        if not versions:
+            await self._initialize()
+            return
+        if self.session.version not in versions:
+            self.session.version = versions[0]
+        self._remember_discover(result)
+        if self.options.cache:
+            self.cache.put("server/discover", {}, self.transport.credential_key, result)
 
     def _adopt_supported(self, exc: UnsupportedProtocolVersion) -> bool:
         """Switch to a modern version the server says it supports; False if none."""
@@ -564,19 +569,10 @@ class Client:
             call = {**params, **extra}
             try:
                 result = await self._reissuing(method, call, **kwargs)
-            except UnsupportedProtocolVersion as exc:
-                # Retry with a version from data.supported (basic/versioning.mdx).
-                if not self.era.adopts_versions or retries == 0 or not self._adopt_supported(exc):
+            except (UnsupportedProtocolVersion, SessionExpired) as exc:
+                if retries == 0 or not await self._recovered(exc):
                     raise
                 retries -= 1
-                result = await self._reissuing(method, call, **kwargs)
-            except SessionExpired:
-                # The server forgot our handshake session (HTTP 404): the client MUST
-                # initialize again (2025-11-25 transports.mdx), then the call is re-sent.
-                if not self.era.renews_sessions or retries == 0:
-                    raise
-                retries -= 1
-                await self._initialize()
                 result = await self._reissuing(method, call, **kwargs)
             kind = result.get("resultType", "complete")  # absent: an older server; complete
             if kind == "complete" or (kind == "task" and method == "tools/call" and self.takes_tasks):
@@ -584,19 +580,13 @@ class Client:
             if kind != "input_required":
                 # basic/index.mdx: a resultType the client does not recognize MUST be
                 # considered invalid.
-                raise MalformedResponse(
-                    f"{self.transport.name} answered {method} with resultType {kind!r}, which this "
-                    "client does not recognize"
-                )
+                raise self._malformed(method, f"resultType {kind!r}, which this client does not recognize")
             requests = result.get("inputRequests") or {}
             extra = {}
             if isinstance(requests, dict) and requests:
                 extra["inputResponses"] = await answer_all(self.handlers, requests, self.transport.name)
             elif "requestState" not in result:
-                raise MalformedResponse(
-                    f"{self.transport.name} answered {method} with an input_required result that "
-                    "has neither inputRequests nor requestState"
-                )
+                raise self._malformed(method, "an input_required result that has neither inputRequests nor requestState")
             else:
                 await asyncio.sleep(delay)  # "retry later": back off a little each time
                 delay = min(delay * 2, 1.0)
@@ -606,6 +596,21 @@ class Client:
             f"{self.transport.name} still asked for input after {self.options.max_rounds} rounds "
             f"of {method}; giving up (raise ClientOptions.max_rounds if that is expected)"
         )
+
+    async def _recovered(self, exc: UnsupportedProtocolVersion | SessionExpired) -> bool:
+        """Can the request that failed with ``exc`` be sent again? The version the server
+        refused is replaced by one from its ``data.supported`` (basic/versioning.mdx); a
+        handshake session the server forgot (HTTP 404) is initialized again, as the client
+        MUST (2025-11-25 transports.mdx). False when this era does neither."""
+        if isinstance(exc, UnsupportedProtocolVersion):
+            return self.era.adopts_versions and self._adopt_supported(exc)
+        if not self.era.renews_sessions:
+            return False
+        await self._initialize()
+        return True
+
+    def _malformed(self, method: str, what: str) -> MalformedResponse:
+        return MalformedResponse(f"{self.transport.name} answered {method} with {what}")
 
     async def _reissuing(self, method: str, params: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         """``session.request``, re-issued when a 2026-07-28 reply stream broke before the

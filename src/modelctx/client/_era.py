@@ -184,27 +184,14 @@ class ModernEra(Era):
         self, wanted: Wanted, reconnect: bool, on_open: Callable[[], object] | None
     ) -> AsyncIterator[SubscriptionEvent]:
         """One ``subscriptions/listen`` stream, re-opened with backoff when it drops."""
-        filt: dict[str, Any] = {}
-        if wanted.tools:
-            filt["toolsListChanged"] = True
-        if wanted.prompts:
-            filt["promptsListChanged"] = True
-        if wanted.resources:
-            filt["resourcesListChanged"] = True
-        if wanted.uris:
-            filt["resourceSubscriptions"] = list(wanted.uris)
+        filt = _listen_filter(wanted)
         backoff = 0.1
         session = self.session
         while True:
             request_id = session.next_id()
             queue = session.subscribe_queue(request_id)
             stream = asyncio.ensure_future(
-                session.request(
-                    "subscriptions/listen",
-                    {"notifications": filt},
-                    request_id=request_id,
-                    timeout=24 * 3600.0,
-                )
+                session.request("subscriptions/listen", {"notifications": filt}, request_id=request_id, timeout=24 * 3600.0)
             )
             stream.add_done_callback(partial(_stream_ended, queue))
             ended_gracefully = False
@@ -212,12 +199,7 @@ class ModernEra(Era):
                 while True:
                     item = await queue.get()
                     if isinstance(item, asyncio.Future):
-                        if item.cancelled() or item.exception() is not None:
-                            failure = None if item.cancelled() else item.exception()
-                            if isinstance(failure, ProtocolError) and failure.remote:
-                                raise failure  # the server refused to listen: retrying cannot help
-                            break  # the stream dropped: reconnect below
-                        ended_gracefully = True
+                        ended_gracefully = _ended_gracefully(item)
                         break
                     if isinstance(item, BaseException):
                         raise item
@@ -237,11 +219,7 @@ class ModernEra(Era):
             finally:
                 session.unsubscribe_queue(request_id)
                 if not stream.done():
-                    stream.cancel()
-                    try:
-                        await stream
-                    except (asyncio.CancelledError, MCPError):
-                        pass
+                    await _cancel_stream(stream)
             if ended_gracefully or not reconnect or session.closed_error is not None:
                 return
             await asyncio.sleep(backoff)
@@ -317,6 +295,43 @@ class HandshakeEra(Era):
                     await asyncio.wait_for(self._request("resources/unsubscribe", {"uri": uri}), 5)
                 except (MCPError, TimeoutError):
                     pass
+
+
+def _listen_filter(wanted: Wanted) -> dict[str, Any]:
+    """The ``notifications`` filter of a ``subscriptions/listen`` request for ``wanted``."""
+    filt: dict[str, Any] = {}
+    if wanted.tools:
+        filt["toolsListChanged"] = True
+    if wanted.prompts:
+        filt["promptsListChanged"] = True
+    if wanted.resources:
+        filt["resourcesListChanged"] = True
+    if wanted.uris:
+        filt["resourceSubscriptions"] = list(wanted.uris)
+    return filt
+
+
+def _ended_gracefully(stream: asyncio.Future[Any]) -> bool:
+    """How a listen stream's request ended: True when the server answered it (the stream
+    is over), False when it dropped (cancelled or failed: reconnect). Raises the
+    server's refusal to listen, which retrying cannot help."""
+    if stream.cancelled():
+        return False
+    failure = stream.exception()
+    if failure is None:
+        return True
+    if isinstance(failure, ProtocolError) and failure.remote:
+        raise failure
+    return False
+
+
+async def _cancel_stream(stream: asyncio.Future[Any]) -> None:
+    """Cancel a listen stream's request still running and wait for it to end."""
+    stream.cancel()
+    try:
+        await stream
+    except (asyncio.CancelledError, MCPError):
+        pass
 
 
 def _stream_ended(queue: EventQueue, stream: asyncio.Future[Any]) -> None:

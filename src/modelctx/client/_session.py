@@ -53,6 +53,7 @@ from ..protocol._connection import (
     ClientConnection,
     Ignore,
     Notify,
+    Outbound,
     Progress,
     Serve,
     with_progress_token,
@@ -90,10 +91,12 @@ class _Waiter:
 
     __slots__ = ("future", "task", "sending", "progress", "reporting", "pending")
 
-    def __init__(self, future: asyncio.Future[Any], progress: ProgressCallback | None) -> None:
+    def __init__(
+        self, future: asyncio.Future[Any], progress: ProgressCallback | None, task: asyncio.Task[Any] | None
+    ) -> None:
         self.future = future
-        self.task: asyncio.Task[Any] | None = None
-        self.sending = False
+        self.task = task
+        self.sending = True  # until ``request``'s send returns
         self.progress = progress
         self.reporting: asyncio.Task[Any] | None = None  # an async progress callback running
         # Updates that arrived while it ran, in order; in a flood the oldest are dropped.
@@ -214,6 +217,13 @@ class EventQueue(asyncio.Queue[Any]):
             if self.dropped % 1000 == 1:  # the first, then now and then: not a log flood
                 log.warning("a listener fell %d events behind; %d dropped so far", self.maxsize, self.dropped)
         self.put_nowait(item)
+
+
+async def _progress_reported(reporting: asyncio.Task[Any]) -> None:
+    """Wait for the progress callbacks a result came after: the caller sees every update
+    before the result, bounded (a callback that hangs does not hold the result past
+    ``PROGRESS_DRAIN``)."""
+    await asyncio.wait({reporting}, timeout=PROGRESS_DRAIN)
 
 
 class ClientSession:
@@ -497,77 +507,97 @@ class ClientSession:
     ) -> dict[str, Any]:
         """Send a request and return its result; raise the server's error as ours.
 
-        ``raw`` sends ``params`` as given (no ``_meta`` envelope): used for
-        ``initialize`` and handshake-era requests.
+        ``raw`` sends ``params`` as given (no ``_meta`` envelope): used for ``initialize`` and handshake-era requests.
         """
         if self._closed is not None:
             raise self._closed
         request_id = request_id if request_id is not None else self.next_id()
-        params = dict(params or {})
-        if self.trace_context:
-            params = with_trace_context(params)
-        # Every request asks for progress: the server's reports are what keep a long
-        # call's deadline alive (see the module docstring), callback or not.
-        token = request_id if method != "initialize" else None
+        token = request_id if method != "initialize" else None  # progress keeps a deadline alive (module docstring)
         handshake = raw or not self.modern
-        if handshake:
-            if token is not None:
-                params = with_progress_token(params, token)
-            headers = self._handshake_headers() if method != "initialize" else {}
-        else:
-            params = self.envelope(params, token)
-            headers = (
-                request_headers(method, params, self.version or "", param_paths)
-                if self.transport.sends_headers
-                else {}
-            )
+        params = self._wire_params(params, token, handshake)
+        headers = self._wire_headers(method, params, handshake, param_paths)
         loop = asyncio.get_running_loop()
         started = loop.time()
         outbound = self.connection.request(
             method, params, now=started, timeout=timeout, request_id=request_id, progress=token is not None
         )
-        waiter = outbound.handle = _Waiter(loop.create_future(), progress)
+        waiter = outbound.handle = _Waiter(loop.create_future(), progress, asyncio.current_task())
         future = waiter.future
         self._arm(outbound.deadline)
         try:
-            waiter.task = asyncio.current_task()
-            waiter.sending = True
             try:
                 await self.transport.send(Outgoing(outbound.message, headers, request_id, handshake))
-            except _UNENCODABLE as exc:
-                raise _unsendable(method, exc) from exc
-            except asyncio.CancelledError:
-                if future.done() and not future.cancelled() and isinstance(future.exception(), _Expired):
-                    task = asyncio.current_task()
-                    if task is not None:
-                        task.uncancel()  # our deadline cancelled the send, not the caller
-                    raise _Expired from None
+            except BaseException as exc:
+                self._send_failed(method, future, exc)
                 raise
             finally:
                 waiter.sending = False
             result: dict[str, Any] = await future
             if waiter.reporting is not None:
-                # The caller sees every progress update before the result (bounded: a
-                # callback that hangs does not hold the result past PROGRESS_DRAIN).
-                await asyncio.wait({waiter.reporting}, timeout=PROGRESS_DRAIN)
+                await _progress_reported(waiter.reporting)
             return result
         except _Expired:
-            self._cancel_in_background(request_id)
-            raise self._timeout(
-                f"no answer to {method} within {loop.time() - started:.1f}s (request id {request_id})"
-            ) from None
+            raise self._expired(method, request_id, loop.time() - started) from None
         except asyncio.CancelledError:
-            if not future.done() or future.cancelled():
-                future.cancel()
-                self.connection.finish(outbound)
-                self._cancel_in_background(request_id)
+            self._abandon(outbound, future, request_id)
             raise
         finally:
+            self._forget(outbound, future)
+
+    def _wire_params(self, params: dict[str, Any] | None, token: int | None, handshake: bool) -> dict[str, Any]:
+        """``request``'s ``params`` as its era sends them: a copy, with the trace context,
+        and the progress token (handshake era) or the whole ``_meta`` envelope (modern)."""
+        params = dict(params or {})
+        if self.trace_context:
+            params = with_trace_context(params)
+        if not handshake:
+            return self.envelope(params, token)
+        return with_progress_token(params, token) if token is not None else params
+
+    def _wire_headers(
+        self, method: str, params: dict[str, Any], handshake: bool, param_paths: dict[str, tuple[str, ...]] | None
+    ) -> dict[str, str]:
+        """``request``'s headers: the protocol version alone in the handshake era (none on
+        ``initialize``), the mirrored ones of a modern request on a transport that sends them."""
+        if handshake:
+            return self._handshake_headers() if method != "initialize" else {}
+        return request_headers(method, params, self.version or "", param_paths) if self.transport.sends_headers else {}
+
+    def _send_failed(self, method: str, future: asyncio.Future[Any], exc: BaseException) -> None:
+        """Raise what ``request``'s failed send means, or return to let ``exc`` through:
+        JSON that cannot carry the params is ``UnsendableMessage``; a cancellation that
+        our deadline made (the future already holds ``_Expired``) is that deadline."""
+        if isinstance(exc, _UNENCODABLE):
+            raise _unsendable(method, exc) from exc
+        if isinstance(exc, asyncio.CancelledError):
+            if future.done() and not future.cancelled() and isinstance(future.exception(), _Expired):
+                task = asyncio.current_task()
+                if task is not None:
+                    task.uncancel()  # our deadline cancelled the send, not the caller
+                raise _Expired from None
+
+    def _expired(self, method: str, request_id: str | int, waited: float) -> RequestTimeout:
+        """The timeout ``request`` raises when its deadline passed; the request is
+        cancelled on the wire, in the background."""
+        self._cancel_in_background(request_id)
+        return self._timeout(f"no answer to {method} within {waited:.1f}s (request id {request_id})")
+
+    def _abandon(self, outbound: Outbound, future: asyncio.Future[Any], request_id: str | int) -> None:
+        """The caller of ``request`` was cancelled: unless its answer was already in,
+        forget the request and cancel it on the wire."""
+        if not future.done() or future.cancelled():
+            future.cancel()
             self.connection.finish(outbound)
-            if not future.done():
-                future.cancel()
-            elif not future.cancelled():
-                future.exception()  # mark retrieved
+            self._cancel_in_background(request_id)
+
+    def _forget(self, outbound: Outbound, future: asyncio.Future[Any]) -> None:
+        """``request``'s end, however it ended: the connection forgets the request and its
+        future is settled, its exception (if any) marked retrieved."""
+        self.connection.finish(outbound)
+        if not future.done():
+            future.cancel()
+        elif not future.cancelled():
+            future.exception()  # mark retrieved
 
     def begin(
         self,
@@ -601,25 +631,12 @@ class ClientSession:
         if not modern:
             params = with_progress_token(params, request_id)
             headers = self._handshake_headers()
-        elif "_meta" in params:
-            params = self.envelope(params, request_id, logs=logs)
-            headers = self._modern_headers(method, params)
-        else:  # the envelope built at once: nothing of the caller's to merge
-            meta = {
-                _meta.PROTOCOL_VERSION: self.version,
-                _meta.CLIENT_CAPABILITIES: self.capabilities,
-                _meta.CLIENT_INFO: self.client_info,
-                _meta.PROGRESS_TOKEN: request_id,
-            }
-            if logs and self.log_level is not None:
-                meta[_meta.LOG_LEVEL] = self.log_level
-            params = {**params, "_meta": meta}
+        else:
+            params = self._begin_envelope(params, request_id, logs)
             headers = self._modern_headers(method, params)
         loop = self._running_loop()
         now = loop.time()
-        outbound = self.connection.request(
-            method, params, now=now, timeout=timeout, request_id=request_id, progress=True
-        )
+        outbound = self.connection.request(method, params, now=now, timeout=timeout, request_id=request_id, progress=True)
         callback = outbound.handle = _Callback(self, on_done, request_id, method, now, progress)
         if outbound.deadline < self._timer_at:
             self._arm(outbound.deadline)
@@ -630,10 +647,30 @@ class ClientSession:
             self.request_failed(request_id, _unsendable(method, exc))
             return callback.abandon
         if not sent:
-            task = loop.create_task(self._send_later(outgoing))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._send_in_background(loop, outgoing)
         return callback.abandon
+
+    def _begin_envelope(self, params: dict[str, Any], request_id: int, logs: bool) -> dict[str, Any]:
+        """``begin``'s modern params: the caller's ``_meta`` merged by ``envelope``, else
+        the envelope built at once in one literal (nothing of the caller's to merge)."""
+        if "_meta" in params:
+            return self.envelope(params, request_id, logs=logs)
+        meta = {
+            _meta.PROTOCOL_VERSION: self.version,
+            _meta.CLIENT_CAPABILITIES: self.capabilities,
+            _meta.CLIENT_INFO: self.client_info,
+            _meta.PROGRESS_TOKEN: request_id,
+        }
+        if logs and self.log_level is not None:
+            meta[_meta.LOG_LEVEL] = self.log_level
+        return {**params, "_meta": meta}
+
+    def _send_in_background(self, loop: asyncio.AbstractEventLoop, outgoing: Outgoing) -> None:
+        """``begin``'s send when the transport cannot send at once: a task that
+        ``aclose`` stops, failing the request if the send fails."""
+        task = loop.create_task(self._send_later(outgoing))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def _modern_headers(self, method: str, params: dict[str, Any]) -> dict[str, str]:
         if not self.transport.sends_headers:

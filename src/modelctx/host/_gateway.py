@@ -174,17 +174,7 @@ class Gateway(Server):
         self.host = host
         self.bare_names = bare_names
         self.ui = GatewayUI()
-        host.ui = self.ui
-        if host.sample is None:
-            host.sample = self.ui.sample
-        if isinstance(host.approvals, AllowAll):
-            host.approvals = Approvals(ApprovalPolicy.from_config(host.config), self.ui)
-        elif isinstance(host.approvals, Approvals):
-            host.approvals.ui = self.ui
-        host.add_listener(self._upstream_changed)
-        # MCP Apps: the upstreams list their view-only tools to the gateway, which lists
-        # them on to the clients that show views (see _gateway_views.py).
-        host.client_extensions.setdefault(UI_EXTENSION, {"mimeTypes": [UI_MIME_TYPE]})
+        self._adopt(host)
         self.views = Views()
         self._hooked: weakref.WeakSet[Client] = weakref.WeakSet()
         # The same, by id (a weak reference each: cheaper to look up than the WeakSet).
@@ -209,6 +199,23 @@ class Gateway(Server):
             "subscriptions/listen": self._listen,
         }
         self.watches = ResourceWatches(host, self.resource_updated)
+
+    def _adopt(self, host: Host) -> None:
+        """Make ``host`` this gateway's: its sampling and approvals ask through the
+        gateway's UI (an ``AllowAll`` host gets ``Approvals`` over its configuration's
+        policy), its upstreams' changes reach the gateway's clients, and it declares the
+        MCP Apps extension to them."""
+        host.ui = self.ui
+        if host.sample is None:
+            host.sample = self.ui.sample
+        if isinstance(host.approvals, AllowAll):
+            host.approvals = Approvals(ApprovalPolicy.from_config(host.config), self.ui)
+        elif isinstance(host.approvals, Approvals):
+            host.approvals.ui = self.ui
+        host.add_listener(self._upstream_changed)
+        # MCP Apps: the upstreams list their view-only tools to the gateway, which lists
+        # them on to the clients that show views (see _gateway_views.py).
+        host.client_extensions.setdefault(UI_EXTENSION, {"mimeTypes": [UI_MIME_TYPE]})
 
     def run(self, transport: str = "stdio", **options: Any) -> None:
         """``Server.run``; on stdio, on uvloop when it is installed and stdin and stdout

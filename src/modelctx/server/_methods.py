@@ -502,29 +502,8 @@ async def subscriptions_listen(call: Call) -> dict[str, Any]:
     and ``max_listens``, 10,000, see ``_bus.ListenSlots``): past either, an
     ``InternalError`` naming the limit, before anything is subscribed or sent.
     """
-    wanted = call.params.get("notifications")
-    if not isinstance(wanted, dict):
-        raise InvalidParams("Invalid params: subscriptions/listen needs notifications (an object)")
+    agreed = _agreed_notifications(call)
     server = call.server
-    caps = server.capabilities()
-    agreed: dict[str, Any] = {}
-    for flag, kind in (
-        ("toolsListChanged", "tools"),
-        ("promptsListChanged", "prompts"),
-        ("resourcesListChanged", "resources"),
-    ):
-        if wanted.get(flag) is True and kind in caps:
-            agreed[flag] = True
-    uris = wanted.get("resourceSubscriptions")
-    if isinstance(uris, list) and "resources" in caps:
-        agreed["resourceSubscriptions"] = [u for u in uris if isinstance(u, str)]
-    task_ids = wanted.get("taskIds")
-    if task_ids is not None:
-        if not isinstance(task_ids, list):
-            raise InvalidParams("Invalid params: notifications.taskIds must be a list of task ids")
-        require_declared(call, "notifications.taskIds")
-        if server.tasks is not None:
-            agreed["taskIds"] = [t for t in task_ids if isinstance(t, str)][:MAX_LISTENED_TASKS]
     sub_meta = {_meta.SUBSCRIPTION_ID: call.id}
     owner = principal_key(call.principal)
     reached = server.listens.take(owner)
@@ -559,6 +538,38 @@ async def subscriptions_listen(call: Call) -> dict[str, Any]:
         server.listens.give_back(owner)
     # A graceful end: the listen request's own result (subscriptions.mdx, Ending).
     return {"_meta": dict(sub_meta)}
+
+
+def _agreed_notifications(call: Call) -> dict[str, Any]:
+    """The part of a listen request's ``notifications`` filter this server can honour: the
+    list changes of what it declares, resource subscriptions if it has resources, task ids
+    (at most ``MAX_LISTENED_TASKS``) if it runs tasks. Raises ``InvalidParams`` for a
+    filter that is not an object or ``taskIds`` that is not a list, and the missing
+    capability error when the client did not declare tasks but listens to some."""
+    wanted = call.params.get("notifications")
+    if not isinstance(wanted, dict):
+        raise InvalidParams("Invalid params: subscriptions/listen needs notifications (an object)")
+    server = call.server
+    caps = server.capabilities()
+    agreed: dict[str, Any] = {}
+    for flag, kind in (
+        ("toolsListChanged", "tools"),
+        ("promptsListChanged", "prompts"),
+        ("resourcesListChanged", "resources"),
+    ):
+        if wanted.get(flag) is True and kind in caps:
+            agreed[flag] = True
+    uris = wanted.get("resourceSubscriptions")
+    if isinstance(uris, list) and "resources" in caps:
+        agreed["resourceSubscriptions"] = [u for u in uris if isinstance(u, str)]
+    task_ids = wanted.get("taskIds")
+    if task_ids is not None:
+        if not isinstance(task_ids, list):
+            raise InvalidParams("Invalid params: notifications.taskIds must be a list of task ids")
+        require_declared(call, "notifications.taskIds")
+        if server.tasks is not None:
+            agreed["taskIds"] = [t for t in task_ids if isinstance(t, str)][:MAX_LISTENED_TASKS]
+    return agreed
 
 
 _LIST_FLAGS = {

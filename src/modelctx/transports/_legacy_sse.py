@@ -215,12 +215,7 @@ class LegacySse:
         except OSError:
             pass  # the client went first
         finally:
-            del self._streams[stream_id]
-            left = self._owned[key] - 1
-            if left:
-                self._owned[key] = left
-            else:
-                del self._owned[key]
+            self._uncount(stream_id, key)
             stream.end()
             if stream.duplex is not None:
                 await stream.duplex.shutdown(_SHUTDOWN_GRACE)
@@ -234,6 +229,15 @@ class LegacySse:
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
         # Else the response is left unfinished: the server closes the connection (a
         # reader too slow for its last event would not read the end either).
+
+    def _uncount(self, stream_id: str, key: str | None) -> None:
+        """A stream ended: it no longer counts against the caps ``_admit`` checks."""
+        del self._streams[stream_id]
+        left = self._owned[key] - 1
+        if left:
+            self._owned[key] = left
+        else:
+            del self._owned[key]
 
     def _admit(self, principal: Any) -> tuple[int, InternalError] | None:
         if self.per_principal is not None and self._owned.get(principal_key(principal), 0) >= self.per_principal:
@@ -338,27 +342,27 @@ class LegacySse:
             return
         duplex = stream.duplex if stream is not None else None
         try:
-            message = decode(body)
+            message = _decoded(body, duplex)
         except ProtocolError as exc:
-            # A 2025-03-26 session takes batches: its connection reads them (and answers
-            # their faults on the stream). Another replica's session may be one.
-            batch = body.lstrip().startswith(b"[") and (duplex is None or _batches(duplex))
-            if not batch:
-                await _refuse(send, 400, exc.request_id, exc)
-                return
-            message = None
+            await _refuse(send, 400, exc.request_id, exc)
+            return
         if duplex is None:
-            assert self._store is not None
-            try:
-                await self._store.forward_sse(session_id, body)
-            except SessionStoreUnavailable as down:
-                await _refuse(send, 503, _id_of(message), InternalError(str(down)), [(b"retry-after", b"1")])
-                return
+            await self._forward(send, session_id, body, message)
         elif type(message) is Request and duplex.busy(self.max_requests):
             await _refuse(send, 429, message.id, self._too_many(), [(b"retry-after", b"1")])
-            return
         else:
             duplex.receive_data(body)
+            await send_empty(send, 202)
+
+    async def _forward(self, send: ASGISend, session_id: str, body: bytes, message: Message | None) -> None:
+        """Hand a POST for another replica's session to it, through the store: 202, or
+        503 when the store is down."""
+        assert self._store is not None
+        try:
+            await self._store.forward_sse(session_id, body)
+        except SessionStoreUnavailable as down:
+            await _refuse(send, 503, _id_of(message), InternalError(str(down)), [(b"retry-after", b"1")])
+            return
         await send_empty(send, 202)
 
     def _too_many(self) -> InternalError:
@@ -410,6 +414,18 @@ def _id_of(message: Message | None) -> str | int | None:
 def _session_id(scope: Scope) -> str | None:
     values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("session_id")
     return values[0] if values else None
+
+
+def _decoded(body: bytes, duplex: DuplexServer | None) -> Message | None:
+    """The POSTed message; None for a batch, which a 2025-03-26 session takes: its
+    connection reads them (and answers their faults on the stream). Another replica's
+    session may be one. Raises the ``ProtocolError`` of a body that is neither."""
+    try:
+        return decode(body)
+    except ProtocolError:
+        if body.lstrip().startswith(b"[") and (duplex is None or _batches(duplex)):
+            return None
+        raise
 
 
 def _batches(duplex: DuplexServer) -> bool:
