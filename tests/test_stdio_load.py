@@ -237,3 +237,71 @@ def test_a_server_whose_peer_never_reads_its_10_mb_reply_still_stops_on_sigterm(
     text = log.read_text(errors="replace")
     assert "the peer did not read in time are dropped" in text
     assert "Traceback" not in text
+
+
+_SYNC_ECHO = '''
+from modelctx import Server
+
+server = Server("sync-echo", "1.0")
+
+@server.tool
+def echo(text: str) -> str:
+    return text
+'''
+
+
+def test_a_def_tool_with_4000_calls_in_flight_over_pipes_answers_every_call(tmp_path: Path) -> None:
+    """A plain ``def`` tool (run on worker threads) driven as bench/scenarios/issue25.py
+    drives it: a handshake session, then 16,000 tools/call kept 4,000 in flight (past
+    the in-flight cap, so stdin's reading pauses and resumes again and again while
+    answers come back from the workers in bursts). Every call is answered, once, with
+    its own text; a server that stops answering fails at the first read that waits
+    DEADLINE seconds."""
+    server = _server(tmp_path, _SYNC_ECHO)
+    try:
+        params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "load", "version": "0"}}
+        answer = server.call({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params})
+        assert answer["result"]["protocolVersion"] == "2025-11-25"
+        server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+        calls, window = 16_000, 4_000
+        lines = [
+            json.dumps(
+                {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                 "params": {"name": "echo", "arguments": {"text": f"t{i}"}}}  # fmt: skip
+            ).encode()
+            + b"\n"
+            for i in range(1, calls + 1)
+        ]
+        room = threading.Semaphore(window)
+        stalled: list[int] = []
+        assert server.process.stdin is not None
+        stdin = server.process.stdin
+
+        def write() -> None:
+            batch: list[bytes] = []
+            for i, line in enumerate(lines):
+                if not room.acquire(blocking=False):
+                    if batch:
+                        stdin.write(b"".join(batch))
+                        stdin.flush()
+                        batch = []
+                    if not room.acquire(timeout=DEADLINE):
+                        stalled.append(i)  # the reader fails the test; stop here
+                        return
+                batch.append(line)
+            stdin.write(b"".join(batch))
+            stdin.flush()
+
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        seen: dict[int, str] = {}
+        for _ in range(calls):
+            answer = server.recv()  # fails after DEADLINE seconds with nothing written
+            seen[answer["id"]] = answer["result"]["content"][0]["text"]
+            room.release()
+        writer.join(DEADLINE)
+        assert not writer.is_alive() and not stalled
+        assert seen == {i: f"t{i}" for i in range(1, calls + 1)}
+    finally:
+        server.stop()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from conftest import async_test, request, wait_until
 
 from modelctx import Context, Server, ServerConfig, ToolError
 from modelctx.client import Client
+from modelctx.server import _threads
 
 DEADLINE = 10.0  # seconds any single wait may take
 TEST_DEADLINE = 30.0  # seconds a whole test may take
@@ -241,3 +243,31 @@ def test_sync_answers_reach_each_of_several_event_loops_one_after_another_and_at
     for thread in threads:
         thread.join(TEST_DEADLINE)
     assert got == {t: [f"{t}:{i + 1}" for i in range(50)] for t in ("a", "b")}
+
+
+def test_sync_answers_keep_coming_when_the_loops_wake_up_is_closed_between_bursts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A loop's eventfd is closed once no sync call is in flight (here at once, not after
+    a second) and opened again at the next call. A worker can raise the wake-up flag
+    for an answer a running settle already took, just before the close: the flag must
+    not outlive the eventfd, or every later answer waits for a wake-up that never
+    comes. Bursts of calls with the close between each, GIL switches made frequent so
+    the workers and the loop interleave finely: every burst is answered."""
+    monkeypatch.setattr(_threads, "_IDLE_CLOSE", 0.0)
+
+    def same(i: int) -> int:
+        return i
+
+    async def bursts() -> None:
+        for n in range(3000):
+            size = 2 + n % 7
+            calls = [_threads.run_in_worker(same, {"i": i}) for i in range(size)]
+            assert await asyncio.wait_for(asyncio.gather(*calls), DEADLINE) == list(range(size))
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    try:
+        asyncio.run(bursts())
+    finally:
+        sys.setswitchinterval(switch)

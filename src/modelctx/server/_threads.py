@@ -156,6 +156,11 @@ class _Outbox:
         with self._lock:
             fd, finalizer = self._fd, self._finalizer
             self._fd = self._finalizer = None
+            # A worker may have raised the flag (and written the eventfd) for an answer
+            # that a _settle already running had taken: its wake-up dies with the fd,
+            # so the flag goes down with it. Left up, every later put() would see a
+            # wake-up pending that never comes, and its answers would wait forever.
+            self._scheduled = False
         loop.remove_reader(fd)
         if finalizer is not None:
             finalizer()  # closes fd, once
