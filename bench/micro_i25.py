@@ -2,10 +2,10 @@
 
     python bench/micro_i25.py auth        # HttpClientTransport._base_headers, per call
     python bench/micro_i25.py schema      # start: a server with one input_schema= tool
-    python bench/micro_i25.py list        # tools/list of 1,000 and 10,000 tools, per tool
     python bench/micro_i25.py bigreply    # peak memory of writing a 10 MB reply on stdio
 
-Each prints one line of figures; run it three times and report the range.
+Each prints one line of figures; run it three times and report the range. tools/list of
+1,000 and 10,000 tools is a row of ``bench/run.py --only issue25``.
 """
 
 from __future__ import annotations
