@@ -1,6 +1,6 @@
 """The ``initialize`` flood of issue 7, measured against a real server process.
 
-Starts ``tests/servers/auth_http_server.py`` (the sample server through ``serve_http``,
+Starts ``tests/fixtures/servers/auth_http_server.py`` (the sample server through ``serve_http``,
 so with the GC tuning of ``transports/_tuning.py``) with a session cap, opens one
 session and leaves a ``sleepy`` tool call running on it, then sends ``--total``
 anonymous ``initialize`` requests from ``--connections`` keep-alive loopback
@@ -36,7 +36,7 @@ from typing import Any
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
-SERVER = ROOT / "tests" / "servers" / "auth_http_server.py"
+SERVER = ROOT / "tests" / "fixtures" / "servers" / "auth_http_server.py"
 BLOCK = 5_000
 LEGACY = "2025-11-25"
 INITIALIZE = json.dumps(

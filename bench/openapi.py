@@ -13,7 +13,7 @@ taking turns round by round so a shared machine's load falls on all of them alik
   that same httpx call (what an author writes without OpenAPI), declaring the same
   outputSchema (the client checks the answer against it either way): the MCP round trip;
 - **openapi**: the same ``Client`` calling ``getPetById`` of ``Server.from_openapi`` on
-  ``tests/data/openapi/swagger-petstore-3.yaml`` (its inputSchema checked, its output
+  ``tests/fixtures/openapi/swagger-petstore-3.yaml`` (its inputSchema checked, its output
   structured as the spec says);
 - **openapi-tool-only**: the openapi tool's request building and answer mapping without MCP
   (``Caller.call``), to split what the tool costs from what the protocol costs.
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-SPEC = ROOT / "tests" / "data" / "openapi" / "swagger-petstore-3.yaml"
+SPEC = ROOT / "tests" / "fixtures" / "openapi" / "swagger-petstore-3.yaml"
 PET = {"id": 1, "name": "Rex", "photoUrls": [], "tags": [{"id": 1, "name": "good"}], "status": "available"}
 
 

@@ -48,11 +48,12 @@ from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))  # the tests' helpers: tests.support
 sys.path.insert(0, str(BENCH))
 
-from scale_processes import Processes, ScaleError, post_json, tools_call  # noqa: E402
 from scenarios.http_load import parse_wrk  # noqa: E402  (one reading of wrk's output for every bench)
+
+from tests.support.scale_processes import Processes, ScaleError, post_json, tools_call  # noqa: E402
 
 ECHO_SERVER = BENCH / "servers" / "modelctx_echo.py"
 LUA = BENCH / "wrk_scale.lua"

@@ -46,7 +46,7 @@ DONE = re.compile(r"^Done (\d+) runs in (\d+) second", re.MULTILINE)
 def seeds(corpus: Path) -> None:
     """The spec's example messages, and a few request lines, as the starting corpus."""
     corpus.mkdir(parents=True, exist_ok=True)
-    examples = sorted((REPO / "tests" / "spec" / "examples-2026-07-28").rglob("*.json"))
+    examples = sorted((REPO / "tests" / "fixtures" / "spec" / "examples-2026-07-28").rglob("*.json"))
     for n, path in enumerate(examples):
         (corpus / f"example-{n}").write_bytes(path.read_bytes())
     request = {

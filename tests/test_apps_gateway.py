@@ -1,6 +1,6 @@
 """MCP Apps through the gateway: a tool's view reachable by the gateway's clients.
 
-``modelctx gateway`` runs as a real stdio process in front of tests/servers/apps_server.py
+``modelctx gateway`` runs as a real stdio process in front of tests/fixtures/servers/apps_server.py
 (one instance, then two, which name the same ``ui://`` URIs); the official MCP client
 (mcp 2.3.0) talks to it in both eras, declaring the extension for HTML views or not.
 The gateway declares the extension because its upstream does, lists a tool's
@@ -15,20 +15,20 @@ import json
 import os
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from anyio.from_thread import start_blocking_portal
-from conftest import async_test
 from mcp import Client, StdioServerParameters
 from mcp.client import advertise
 from mcp.shared.exceptions import MCPError as McpError
 
 from modelctx import Host
 from modelctx.host import HostConfig, ServerSpec
+from tests.support.paths import SERVERS
+from tests.support.wire import async_test
 
-APPS = Path(__file__).parent / "servers" / "apps_server.py"
+APPS = SERVERS / "apps_server.py"
 UI = "io.modelcontextprotocol/ui"
 MIME = "text/html;profile=mcp-app"
 BOARD_META = {"ui": {"csp": {"connectDomains": ["https://api.weather.example"]}, "prefersBorder": True}}

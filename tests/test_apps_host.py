@@ -1,8 +1,8 @@
 """MCP Apps on the host side: a tool only a view may call never reaches the model, and
 ``modelctx chat`` (a terminal, no views) says once that a tool has a UI it cannot show.
 
-Real servers on stdio: tests/servers/apps_server.py (modelctx) and
-tests/servers/official_apps_server.py (the official SDK, which lists its app-only tool to
+Real servers on stdio: tests/fixtures/servers/apps_server.py (modelctx) and
+tests/fixtures/servers/official_apps_server.py (the official SDK, which lists its app-only tool to
 every client); the chat in a real terminal with the model API scripted (as
 tests/test_host_chat.py does).
 """
@@ -10,19 +10,17 @@ tests/test_host_chat.py does).
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
-
-from conftest import async_test
-from model_server import Turn
-from test_host_chat import chat, stdio  # noqa: F401 - the fixture, used by name
 
 from modelctx import Host
 from modelctx.host import HostConfig, ServerSpec
+from tests.support.model_server import Turn
+from tests.support.paths import SERVERS
+from tests.support.wire import async_test
+from tests.test_host_chat import chat, stdio  # noqa: F401 - the fixture, used by name
 
-HERE = Path(__file__).parent
-APPS = HERE / "servers" / "apps_server.py"
-OFFICIAL_APPS = HERE / "servers" / "official_apps_server.py"
+APPS = SERVERS / "apps_server.py"
+OFFICIAL_APPS = SERVERS / "official_apps_server.py"
 
 
 @async_test(60)

@@ -2,7 +2,7 @@
 decorator, served as a ``ui://`` resource of type ``text/html;profile=mcp-app``, the
 tool's ``_meta.ui`` pointing at it, and the extension declared in the capabilities.
 
-Checked with the official MCP client (mcp 2.3.0) against tests/servers/apps_server.py run
+Checked with the official MCP client (mcp 2.3.0) against tests/fixtures/servers/apps_server.py run
 as a real stdio process, in both eras (legacy: initialize; auto: server/discover), with and without the client declaring the
 extension.
 """
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,8 +20,9 @@ from mcp.client import advertise
 
 from modelctx import RegistrationError, Server
 from modelctx.server import UiCsp, UiResource
+from tests.support.paths import SERVERS
 
-SERVER = Path(__file__).parent / "servers" / "apps_server.py"
+SERVER = SERVERS / "apps_server.py"
 UI = "io.modelcontextprotocol/ui"
 MIME = "text/html;profile=mcp-app"
 

@@ -14,13 +14,13 @@ import json
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 from typing import Any
 
 from modelctx import Client
+from tests.support.paths import SERVERS
 
 DEADLINE = 60.0
-BAD_PROGRESS = Path(__file__).parent / "servers" / "bad_progress_server.py"
+BAD_PROGRESS = SERVERS / "bad_progress_server.py"
 
 # A client and a hostile server in one fresh process. The server answers the tool
 # ``attack`` as ATTACK says and every other call with an ordinary result; the script

@@ -15,7 +15,8 @@ import threading
 import time
 
 import pytest
-from conftest import DEADLINE, MODERN, modern_meta, request, serve_command
+
+from tests.support.wire import DEADLINE, MODERN, modern_meta, request, serve_command
 
 INVALID_PARAMS = -32602
 UNSUPPORTED_PROTOCOL_VERSION = -32022

@@ -12,9 +12,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 import uvicorn
-from test_auth_client import DEADLINE, Browser, Peers, free_port, provider, run, serving
 
 from modelctx.client import Client
+from tests.test_auth_client import DEADLINE, Browser, Peers, free_port, provider, run, serving
 
 mcp_auth = pytest.importorskip("mcp.server.auth.settings")
 from mcp.server.auth.provider import AccessToken  # noqa: E402

@@ -30,9 +30,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
-from conftest import DEADLINE, free_port
 from joserfc import jwt
 from joserfc.jwk import ECKey, KeySet
+
+from tests.support.wire import DEADLINE, free_port
 
 RESOURCE = "http://127.0.0.1:8000/mcp"
 REDIRECT = "http://127.0.0.1:5999/callback"

@@ -16,9 +16,10 @@ import threading
 
 import httpx
 import pytest
-from conformance.test_server_conformance import _env, _suite_command
-from conftest import DEADLINE, free_port
-from test_auth_dev_server import auth_server
+
+from tests.conformance.test_server_conformance import _env, _suite_command
+from tests.support.wire import DEADLINE, free_port
+from tests.test_auth_dev_server import auth_server
 
 
 @pytest.mark.timeout(180)

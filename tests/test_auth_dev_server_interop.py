@@ -20,14 +20,15 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import httpx2
-from conftest import DEADLINE, free_port
 from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 from mcp.client.auth import OAuthClientProvider
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 from pydantic import AnyUrl
-from test_auth_dev_server import auth_server
+
+from tests.support.wire import DEADLINE, free_port
+from tests.test_auth_dev_server import auth_server
 
 
 class _Memory:

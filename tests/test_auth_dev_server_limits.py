@@ -23,10 +23,13 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
-from conftest import DEADLINE, free_port
 from joserfc import jwt
 from joserfc.jwk import ECKey
-from test_auth_dev_server import (
+
+from modelctx.auth import DevAuthorizationServer
+from modelctx.auth.dev import _cimd, _models
+from tests.support.wire import DEADLINE, free_port
+from tests.test_auth_dev_server import (
     REDIRECT,
     RESOURCE,
     auth_server,
@@ -38,9 +41,6 @@ from test_auth_dev_server import (
     serving,
     token,
 )
-
-from modelctx.auth import DevAuthorizationServer
-from modelctx.auth.dev import _cimd, _models
 
 # The limits of modelctx.auth.dev._metadata, as a client reads them in the errors.
 MAX_NAME, MAX_URI, MAX_REDIRECT_URIS = 200, 2000, 20

@@ -22,11 +22,8 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import DEADLINE, McpHttp, async_test, free_port, request
 from joserfc import jws, jwt
 from joserfc.jwk import ECKey
-from test_auth_dev_server import auth_server
-from test_auth_resource import make_server, served
 
 from modelctx import Client
 from modelctx.auth import (
@@ -38,6 +35,9 @@ from modelctx.auth import (
     OAuthClientProvider,
     ProtectedResource,
 )
+from tests.support.wire import DEADLINE, McpHttp, async_test, free_port, request
+from tests.test_auth_dev_server import auth_server
+from tests.test_auth_resource import make_server, served
 
 run = async_test(60.0)
 SECRET = "backend-secret"
@@ -254,7 +254,7 @@ async def test_a_required_server_refuses_bearer_tokens(issuer: str):
 
 
 def test_a_public_clients_refresh_token_is_bound_to_its_dpop_key(issuer: str):
-    from test_auth_dev_server import REDIRECT, RESOURCE, authorize, pkce, redirected
+    from tests.test_auth_dev_server import REDIRECT, RESOURCE, authorize, pkce, redirected
 
     key = ECKey.generate_key("P-256", private=True)
     other = ECKey.generate_key("P-256", private=True)
@@ -283,9 +283,8 @@ def test_a_public_clients_refresh_token_is_bound_to_its_dpop_key(issuer: str):
 def test_a_dpop_client_refuses_a_bearer_token_from_a_server_that_ignored_its_proof():
     import asyncio
 
-    from test_auth_client import Browser, Peers, call_echo, provider, serving
-
     from modelctx.errors import AuthorizationError
+    from tests.test_auth_client import Browser, Peers, call_echo, provider, serving
 
     peers = Peers()  # its token endpoint answers token_type Bearer whatever the request
 
@@ -332,7 +331,7 @@ def dpop_post(url: str, token: str, dpop_proof: str, hold: float = 0.0) -> httpx
 def test_with_two_workers_and_redis_each_proof_is_accepted_exactly_once(issuer: str, redis_url: str, tmp_path):
     from concurrent.futures import ThreadPoolExecutor
 
-    from scale_processes import Processes
+    from tests.support.scale_processes import Processes
 
     app = tmp_path / "pid_server.py"
     app.write_text(PID_SERVER)
@@ -447,7 +446,7 @@ def test_with_two_workers_and_redis_a_server_nonce_from_one_worker_is_accepted_b
 ):
     from concurrent.futures import ThreadPoolExecutor
 
-    from scale_processes import Processes
+    from tests.support.scale_processes import Processes
 
     app = tmp_path / "nonce_server.py"
     app.write_text(NONCE_SERVER)

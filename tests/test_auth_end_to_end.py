@@ -23,13 +23,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-from auth_processes import client_credentials_token, dev_auth_server, mcp_post, protected_notes
-from conftest import DEADLINE, async_test, free_port, request
 from joserfc import jwt
 from joserfc.jwk import ECKey
 
 from modelctx import Client
 from modelctx.auth import ClientMetadata, OAuthClientProvider
+from tests.support.auth_processes import client_credentials_token, dev_auth_server, mcp_post, protected_notes
+from tests.support.wire import DEADLINE, async_test, free_port, request
 
 BACKEND = ("backend", "backend-secret")
 SCOPES = "notes:read,notes:write"

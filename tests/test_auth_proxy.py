@@ -3,7 +3,7 @@
 The upstream identity provider is ``modelctx auth-server --no-registration`` (like
 GitHub's: no dynamic registration, one pre-registered confidential client for the
 proxy, ``proxy:proxy-secret``), auto-approving. The MCP server is
-``tests/servers/proxied_server.py``: an ``OAuthProxy`` in front of it. MCP clients
+``tests/fixtures/servers/proxied_server.py``: an ``OAuthProxy`` in front of it. MCP clients
 register at the proxy, approve the client at the proxy's consent page (the browser
 here is httpx with a cookie jar), sign in upstream and get the proxy's own token,
 whose ``sub`` is the upstream user, whose ``iss`` is the proxy and whose ``aud`` is the
@@ -30,13 +30,14 @@ from typing import Any
 import httpx
 import httpx2
 import pytest
-from auth_processes import client_credentials_token, dev_auth_server, mcp_post, running
-from conftest import DEADLINE, async_test, free_port, modern_meta
 
 from modelctx import Client
 from modelctx.auth import ClientMetadata, MemoryTokenStore, OAuthClientProvider
+from tests.support.auth_processes import client_credentials_token, dev_auth_server, mcp_post, running
+from tests.support.paths import SERVERS
+from tests.support.wire import DEADLINE, async_test, free_port, modern_meta
 
-PROXIED_SERVER = Path(__file__).parent / "servers" / "proxied_server.py"
+PROXIED_SERVER = SERVERS / "proxied_server.py"
 PROXY_CLIENT = ("proxy", "proxy-secret")
 REDIRECT = "http://127.0.0.1:5998/callback"
 run = async_test(60.0)
@@ -237,7 +238,8 @@ async def test_the_official_client_registers_at_the_proxy_and_calls_a_tool(setup
     from mcp.client.auth import OAuthClientProvider as OfficialProvider
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
-    from test_auth_resource_interop import MemoryStorage
+
+    from tests.test_auth_resource_interop import MemoryStorage
 
     callback = "http://127.0.0.1:1/callback"  # never served: the browser stops at it
     browser = Browser()

@@ -3,9 +3,9 @@ another process, and what is single use stays single use across them.
 
 Real processes on loopback: the upstream is ``modelctx auth-server --no-registration``
 (auto-approving, the proxy's client ``proxy:proxy-secret``), the MCP server is
-``tests/servers/proxied_shared_server.py`` (an ``OAuthProxy`` in front of it, the
+``tests/fixtures/servers/proxied_shared_server.py`` (an ``OAuthProxy`` in front of it, the
 server's Redis from ``MODELCTX_REDIS_URL``, as ``--redis``), Redis is a real
-``redis-server`` (tests/redis_server.py). Two shapes: one server with ``--workers 2``,
+``redis-server`` (tests/support/redis_server.py). Two shapes: one server with ``--workers 2``,
 each request on a new connection (so the kernel spreads them over the workers); and
 two replicas on two ports naming the same public URL, each step sent to the other
 replica than the step before, so every hop crosses processes for certain.
@@ -25,11 +25,13 @@ from typing import Any
 
 import httpx
 import pytest
-from auth_processes import dev_auth_server, running
-from conftest import DEADLINE, free_port, modern_meta
-from test_auth_proxy import PROXY_CLIENT, REDIRECT, claims, pkce
 
-SERVER = Path(__file__).parent / "servers" / "proxied_shared_server.py"
+from tests.support.auth_processes import dev_auth_server, running
+from tests.support.paths import SERVERS
+from tests.support.wire import DEADLINE, free_port, modern_meta
+from tests.test_auth_proxy import PROXY_CLIENT, REDIRECT, claims, pkce
+
+SERVER = SERVERS / "proxied_shared_server.py"
 
 
 class Site:
@@ -209,7 +211,7 @@ def test_redis_silent_is_a_503_at_the_proxy_and_at_the_endpoint_never_an_accepta
     import shutil
     import signal
 
-    from redis_server import RedisServer
+    from tests.support.redis_server import RedisServer
 
     if shutil.which("redis-server") is None and not Path("/usr/bin/redis-server").exists():
         pytest.skip("redis-server is not installed (scripts/test.sh installs it)")

@@ -26,7 +26,6 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
-from conftest import DEADLINE, McpHttp, async_test, free_port, request
 from joserfc import jwt
 from joserfc.jwk import RSAKey
 
@@ -34,6 +33,7 @@ from modelctx import Client, Context, Server, ServerConfig
 from modelctx.auth import AccessToken, IntrospectionVerifier, JwtVerifier, ProtectedResource, RequiredScopes
 from modelctx.client import UrlPolicy
 from modelctx.errors import InsufficientScope, InvalidToken
+from tests.support.wire import DEADLINE, McpHttp, async_test, free_port, request
 
 run = async_test(40.0)
 LOOPBACK = UrlPolicy(allow_loopback=True)

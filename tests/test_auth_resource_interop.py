@@ -21,7 +21,6 @@ from typing import Any
 
 import httpx
 import httpx2
-from conftest import DEADLINE, async_test, free_port
 from joserfc import jwt
 from joserfc.jwk import RSAKey
 from mcp import Client
@@ -35,10 +34,11 @@ from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 from starlette.routing import Route
-from test_auth_resource import LOOPBACK, served
 
 from modelctx import Context, Server
 from modelctx.auth import JwtVerifier, ProtectedResource
+from tests.support.wire import DEADLINE, async_test, free_port
+from tests.test_auth_resource import LOOPBACK, served
 
 run = async_test(60.0)
 KEY = RSAKey.generate_key(2048, parameters={"kid": "interop"}, private=True)

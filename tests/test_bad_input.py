@@ -14,8 +14,9 @@ import socket
 import uuid
 
 import pytest
-from conftest import McpHttp, StdioServer, request, wait_until
-from servers.sample_server import SECRET
+
+from tests.fixtures.servers.sample_server import SECRET
+from tests.support.wire import McpHttp, StdioServer, request, wait_until
 
 ELICITING = {"elicitation": {"form": {}}}
 

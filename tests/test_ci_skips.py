@@ -1,7 +1,8 @@
 """Under CI a skipped test fails the run; elsewhere it stays a skip.
 
-The hook lives in tests/conftest.py. These tests copy it next to a small suite that
-skips in every way pytest offers and run that suite in a real pytest subprocess.
+The hook lives in tests/support/ci_skips.py (tests/conftest.py hooks it in). These tests copy
+it next to a small suite that skips in every way pytest offers and run that suite in a real
+pytest subprocess.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+from tests.support.paths import TESTS
 
 SKIPPING_SUITE = {
     "test_skips.py": '''
@@ -43,7 +44,7 @@ def test_never_collected():
 
 
 def run_suite(tmp_path: Path, name: str, ci: bool) -> subprocess.CompletedProcess[str]:
-    shutil.copy(HERE / "conftest.py", tmp_path / "conftest.py")
+    shutil.copy(TESTS / "support" / "ci_skips.py", tmp_path / "conftest.py")
     (tmp_path / name).write_text(SKIPPING_SUITE[name])
     env = {k: v for k, v in os.environ.items() if k != "CI"}
     if ci:

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from conftest import DEADLINE, SAMPLE_SERVER, free_port, request, wait_until
 
 import modelctx
+from tests.support.wire import DEADLINE, SAMPLE_SERVER, free_port, request, wait_until
 
 SERVER_MODULE = '''
 from modelctx import Server

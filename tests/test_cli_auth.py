@@ -18,9 +18,10 @@ from typing import Any
 
 import httpx
 import pytest
-from auth_processes import client_credentials_token, dev_auth_server, mcp_post, protected_notes
-from conftest import DEADLINE, SAMPLE_SERVER, request
-from test_cli import assert_one_line_error, run
+
+from tests.support.auth_processes import client_credentials_token, dev_auth_server, mcp_post, protected_notes
+from tests.support.wire import DEADLINE, SAMPLE_SERVER, request
+from tests.test_cli import assert_one_line_error, run
 
 BACKEND = ("backend", "backend-secret")
 

@@ -16,9 +16,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from auth_processes import client_credentials_token, dev_auth_server, protected_notes
-from cli_run import one_line_error
-from conftest import DEADLINE
+from tests.support.auth_processes import client_credentials_token, dev_auth_server, protected_notes
+from tests.support.cli_run import one_line_error
+from tests.support.wire import DEADLINE
 
 BACKEND = ("backend", "backend-secret")
 BROWSER_PROGRAM = """\

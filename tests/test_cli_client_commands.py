@@ -1,5 +1,5 @@
 """Each client command of ``modelctx``, run as a real subprocess against the sample server
-(``tests/servers/sample_server.py``) on stdio and on Streamable HTTP.
+(``tests/fixtures/servers/sample_server.py``) on stdio and on Streamable HTTP.
 
 ``--json`` output is parsed as JSON: it is the result object and nothing else.
 """
@@ -11,8 +11,8 @@ import json
 import shlex
 import sys
 
-from cli_run import modelctx, sample
-from conftest import SAMPLE_SERVER
+from tests.support.cli_run import modelctx, sample
+from tests.support.wire import SAMPLE_SERVER
 
 LOGO_PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"

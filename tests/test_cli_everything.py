@@ -12,7 +12,8 @@ import os
 import shlex
 
 import pytest
-from cli_run import modelctx
+
+from tests.support.cli_run import modelctx
 
 EVERYTHING = os.environ.get("MODELCTX_EVERYTHING_BIN")
 pytestmark = pytest.mark.skipif(

@@ -15,8 +15,10 @@ import subprocess
 import sys
 
 import pytest
-from cli_run import SAMPLE_STDIO, modelctx, one_line_error, sample
-from conftest import DEADLINE, free_port, wait_until
+
+from tests.support.cli_run import SAMPLE_STDIO, modelctx, one_line_error, sample
+from tests.support.paths import DOCS
+from tests.support.wire import DEADLINE, free_port, wait_until
 
 
 def test_help_lists_every_command_and_the_exit_statuses():
@@ -187,10 +189,9 @@ def test_a_reader_that_stops_reading_ends_the_command_quietly_with_status_141(tm
 
 
 def test_the_docs_list_every_exit_status_the_code_has():
-    from pathlib import Path
 
     from modelctx.cli._exit import EXIT_TABLE
 
-    page = (Path(__file__).resolve().parent.parent / "docs" / "reference" / "cli.md").read_text()
+    page = (DOCS / "reference" / "cli.md").read_text()
     documented = {int(row.split("|")[1]) for row in page.splitlines() if row.startswith("| ") and row.split("|")[1].strip().isdigit()}
     assert documented == {int(code) for code, _ in EXIT_TABLE}

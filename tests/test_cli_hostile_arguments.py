@@ -9,9 +9,9 @@ import os
 from pathlib import Path
 
 import pytest
-from cli_run import one_line_error, sample
 
 from modelctx.cli._arguments import MAX_ARGUMENTS_BYTES
+from tests.support.cli_run import one_line_error, sample
 
 
 def test_args_from_a_fifo_is_refused_instead_of_waiting_for_a_writer(tmp_path: Path) -> None:

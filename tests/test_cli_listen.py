@@ -14,8 +14,10 @@ import sys
 import threading
 
 import pytest
-from cli_run import SERVERS, modelctx
-from conftest import DEADLINE, HttpServer
+
+from tests.support.cli_run import modelctx
+from tests.support.paths import SERVERS
+from tests.support.wire import DEADLINE, HttpServer
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_run import SERVERS, modelctx, one_line_error
+
+from tests.support.cli_run import modelctx, one_line_error
+from tests.support.paths import SERVERS
 
 INSTRUCTED = shlex.join([sys.executable, "-m", "modelctx", "serve", str(SERVERS / "instructed_server.py")])
 TASKS = shlex.join([sys.executable, "-m", "modelctx", "serve", str(SERVERS / "tasks_server.py")])

@@ -13,10 +13,11 @@ import sys
 import threading
 from pathlib import Path
 
-from cli_run import SAMPLE_STDIO
-from conftest import DEADLINE
+from tests.support.cli_run import SAMPLE_STDIO
+from tests.support.paths import EXAMPLES
+from tests.support.wire import DEADLINE
 
-WEATHER = Path(__file__).parent.parent / "examples" / "weather_server.py"
+WEATHER = EXAMPLES / "weather_server.py"
 
 
 def on_a_terminal(*args: str, typed: str = "", stdout_too: bool = False) -> tuple[int, str, str]:

@@ -22,8 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SAMPLE_SERVER, HttpServer, async_test, serve_command, until
-from servers.sample_server import LOGO_PNG
 
 from modelctx import (
     CacheHint,
@@ -58,6 +56,8 @@ from modelctx.errors import (
     UnsupportedProtocolVersion,
 )
 from modelctx.transports.memory import MemoryTransport
+from tests.fixtures.servers.sample_server import LOGO_PNG
+from tests.support.wire import SAMPLE_SERVER, HttpServer, async_test, serve_command, until
 
 DEADLINE = 10.0  # seconds any single wait may take
 TEST_DEADLINE = 30.0  # seconds a whole test may take
@@ -65,7 +65,7 @@ MODERN, LEGACY = "2026-07-28", "2025-11-25"
 
 
 # -- running async tests ------------------------------------------------------------------------
-run = async_test(TEST_DEADLINE)  # conftest: a fresh loop and a deadline for each test
+run = async_test(TEST_DEADLINE)  # a fresh loop and a deadline for each test
 
 
 async def within(awaitable: Awaitable[Any], what: str, seconds: float = DEADLINE) -> Any:

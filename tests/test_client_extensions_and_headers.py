@@ -25,11 +25,11 @@ from typing import Any
 
 import pytest
 import uvicorn
-from conftest import async_test, free_port
 
 from modelctx import Client, ClientOptions, Server, ServerConfig
 from modelctx.errors import HeaderMismatch
 from modelctx.protocol.types import v2026_07_28 as wire
+from tests.support.wire import async_test, free_port
 
 DEADLINE = 10.0
 TEST_DEADLINE = 40.0
@@ -38,7 +38,7 @@ UI = "io.modelcontextprotocol/ui"
 UI_SETTINGS = {"mimeTypes": ["text/html;profile=mcp-app"]}
 
 
-run = async_test(TEST_DEADLINE)  # conftest: a fresh loop and a deadline for each test
+run = async_test(TEST_DEADLINE)  # a fresh loop and a deadline for each test
 
 
 @contextlib.asynccontextmanager

@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SAMPLE_SERVER, HttpServer, async_test, free_port, serve_command, until
 
 from modelctx.client import Client, ClientOptions, ClientTransport, ListChanged, RequestTimeout
 from modelctx.errors import ConnectionClosed
 from modelctx.transports.http_client import HttpClientTransport
 from modelctx.transports.stdio_client import ServerNotStarted, StdioClientTransport
+from tests.support.wire import SAMPLE_SERVER, HttpServer, async_test, free_port, serve_command, until
 
 DEADLINE = 10.0  # seconds any single wait may take
 TEST_DEADLINE = 30.0
@@ -37,7 +37,7 @@ PATIENT = 60.0  # the clients' own timeout where a failure must come sooner
 MODERN = "2026-07-28"
 
 
-run = async_test(TEST_DEADLINE)  # conftest: a fresh loop and a deadline for each test
+run = async_test(TEST_DEADLINE)  # a fresh loop and a deadline for each test
 
 
 async def within(awaitable: Awaitable[Any], what: str, seconds: float = DEADLINE) -> Any:

@@ -13,7 +13,6 @@ import json
 import sys
 import tracemalloc
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,8 +21,9 @@ from modelctx.client import Client, ClientHandlers
 from modelctx.client._session import MAX_SERVER_REQUESTS
 from modelctx.errors import MalformedResponse, ParseError
 from modelctx.transports.http_client import HttpClientTransport
+from tests.support.paths import SERVERS
 
-HOSTILE = Path(__file__).parent / "servers" / "hostile_server.py"
+HOSTILE = SERVERS / "hostile_server.py"
 DEADLINE = 30.0
 DEPTH = 100_000
 

@@ -1,6 +1,6 @@
 """``modelctx.Client`` against servers we did not write.
 
-* ``tests/servers/official_server.py``, written with the official SDK (mcp==2.3.0), over
+* ``tests/fixtures/servers/official_server.py``, written with the official SDK (mcp==2.3.0), over
   stdio and Streamable HTTP, with the client in ``auto`` mode (2026-07-28 after
   ``server/discover``) and in ``handshake`` mode (the initialize handshake, 2025-11-25).
 * ``@modelcontextprotocol/server-everything`` from npm over stdio: a handshake-era
@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import free_port
 
 from modelctx.client import (
     Client,
@@ -44,10 +43,10 @@ from modelctx.client import (
 )
 from modelctx.errors import MethodNotFound
 from modelctx.transports.stdio_client import StdioClientTransport
+from tests.support.paths import ROOT, SERVERS
+from tests.support.wire import free_port
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-OFFICIAL_SERVER = HERE / "servers" / "official_server.py"
+OFFICIAL_SERVER = SERVERS / "official_server.py"
 DEADLINE = 15.0  # seconds any single wait may take (an official-SDK server takes ~1 s to start)
 MODERN, LEGACY = "2026-07-28", "2025-11-25"
 

@@ -2,7 +2,7 @@
 token, each report restarts its deadline, and a maximum total time still ends it
 (basic/patterns/cancellation.mdx, Timeouts; basic/patterns/progress.mdx).
 
-The tools run in a real server process (``tests/servers/progress_server.py``) over stdio
+The tools run in a real server process (``tests/fixtures/servers/progress_server.py``) over stdio
 and Streamable HTTP, in both eras: ``reporting`` works 3 s and reports every 0.3 s,
 ``silent`` works 3 s and reports nothing, ``endless`` reports forever. The deadline is
 1 s throughout, so only progress can carry a call past it; no caller passes a progress
@@ -21,13 +21,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HttpServer, async_test, serve_command
 
 from modelctx import Client
 from modelctx.client import ClientOptions, RequestTimeout
 from modelctx.host import Host
+from tests.support.paths import SERVERS
+from tests.support.wire import HttpServer, async_test, serve_command
 
-PROGRESS_SERVER = Path(__file__).parent / "servers" / "progress_server.py"
+PROGRESS_SERVER = SERVERS / "progress_server.py"
 TRANSPORTS = ["stdio", "http"]
 MODES = ["auto", "handshake"]  # 2026-07-28 (stateless), and the initialize handshake
 DEADLINE = 1.0  # the request deadline every test sets: shorter than the 3 s tools

@@ -4,7 +4,7 @@
 ``TaskHandle`` as soon as the server created the task, and ``handle.result()`` polls
 ``tasks/get`` (at the server's ``pollIntervalMs``, backing off) until the task ends,
 answering its input requests with the client's handlers. All against
-tests/servers/tasks_server.py, a real process over stdio and over HTTP.
+tests/fixtures/servers/tasks_server.py, a real process over stdio and over HTTP.
 """
 
 from __future__ import annotations
@@ -15,15 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HttpServer, async_test, serve_command, wait_until
 
 from modelctx import Client, ClientOptions
 from modelctx.client import ClientHandlers, Elicitation, TaskCancelled, TaskHandle
 from modelctx.errors import ProtocolError, RequestTimeout
 from modelctx.protocol.types.v2026_07_28 import CallToolResult, TextContent
 from modelctx.transports.stdio_client import StdioClientTransport
+from tests.support.paths import SERVERS
+from tests.support.wire import HttpServer, async_test, serve_command, wait_until
 
-TASKS_SERVER = Path(__file__).parent / "servers" / "tasks_server.py"
+TASKS_SERVER = SERVERS / "tasks_server.py"
 WITH_TASKS = ClientOptions(tasks=True)
 POLL_SECONDS = 0.1  # the fixture server's task_poll_interval_ms
 

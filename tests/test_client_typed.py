@@ -14,20 +14,20 @@ import typing
 from typing import Any
 
 import pytest
-from conftest import SAMPLE_SERVER, async_test, serve_command
 
 import modelctx
 from modelctx import Client, ClientHandlers, ClientOptions, Server, ServerConfig
 from modelctx.client import Elicitation, _client
 from modelctx.errors import LocalError, MalformedResponse, ProtocolError
 from modelctx.protocol.types import v2026_07_28 as wire
+from tests.support.wire import SAMPLE_SERVER, async_test, serve_command
 
 DEADLINE = 10.0
 TEST_DEADLINE = 30.0
 MODERN, LEGACY = "2026-07-28", "2025-11-25"
 
 
-run = async_test(TEST_DEADLINE)  # conftest: a fresh loop and a deadline for each test
+run = async_test(TEST_DEADLINE)  # a fresh loop and a deadline for each test
 
 
 def catalogue(middleware: list[Any] | None = None) -> Server:

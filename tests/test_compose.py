@@ -9,10 +9,10 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
-from conftest import async_test
 
 from modelctx import ArgTransform, Client, ClientHandlers, Context, InvalidParams, RegistrationError, Server
 from modelctx.client import ListChanged, ResourceUpdated
+from tests.support.wire import async_test
 
 MODES = ["auto", "handshake"]
 

@@ -12,16 +12,17 @@ import os
 import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import mcp_types as types
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
-from conftest import HttpServer
 from mcp import Client, StdioServerParameters
 
-COMPOSED = Path(__file__).parent / "servers" / "composed_server.py"
+from tests.support.paths import SERVERS
+from tests.support.wire import HttpServer
+
+COMPOSED = SERVERS / "composed_server.py"
 CASES = [("stdio", "auto"), ("stdio", "legacy"), ("http", "auto"), ("http", "legacy")]
 
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from pathlib import Path
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+from tests.support.paths import EXAMPLES
 
 
 def _run(script: str) -> str:

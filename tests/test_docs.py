@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-DOCS = ROOT / "docs"
+from tests.support.paths import DOCS, ROOT, SRC
+
 BLOCK_TIMEOUT = 60.0
 BUILD_TIMEOUT = 300.0
 MAX_NO_RUN = 3
@@ -76,7 +76,7 @@ def sample_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k.lower() not in {"http_proxy", "https_proxy", "all_proxy"}}
     bin_dir = str(Path(sys.executable).parent)
     env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), env.get("PYTHONPATH")]))
     env["NO_PROXY"] = "127.0.0.1,localhost"
     for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
         env.pop(key, None)  # a sample never spends a reader's model credits

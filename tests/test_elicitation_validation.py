@@ -9,7 +9,7 @@
 * ``requestedSchema`` is a flat object of primitive properties; anything else is refused
   in the handler, naming the field, before it reaches the client.
 
-The servers are ``tests/servers/mrtr_server.py``: in process, on stdio and on HTTP.
+The servers are ``tests/fixtures/servers/mrtr_server.py``: in process, on stdio and on HTTP.
 """
 
 from __future__ import annotations
@@ -17,18 +17,18 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HttpServer, serve_command
-from servers import mrtr_server
 
 from modelctx import Elicit
 from modelctx.client import Client, ClientHandlers, Elicitation
 from modelctx.errors import InvalidParams
+from tests.fixtures.servers import mrtr_server
+from tests.support.paths import SERVERS
+from tests.support.wire import HttpServer, serve_command
 
-MRTR_SERVER = Path(__file__).parent / "servers" / "mrtr_server.py"
+MRTR_SERVER = SERVERS / "mrtr_server.py"
 DEADLINE = 15.0
 
 

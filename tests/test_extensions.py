@@ -10,22 +10,21 @@ appear in ``capabilities.extensions`` of ``server/discover`` (2026-07-28) and of
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
-from conftest import HttpServer, McpHttp, request
 
 from modelctx import Server
+from tests.support.paths import SERVERS, SPEC
+from tests.support.wire import HttpServer, McpHttp, request
 
-EXTENSIONS_SERVER = Path(__file__).parent / "servers" / "extensions_server.py"
+EXTENSIONS_SERVER = SERVERS / "extensions_server.py"
 DECLARED = {
     "io.modelcontextprotocol/tasks": {},
     "com.example/weather-alerts": {"regions": ["EU", "US"]},
 }
 CLIENT_EXTENSIONS = {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}
-SPEC = Path(__file__).parent / "spec"
 
 
 def server_capabilities_schema(revision: str) -> dict[str, Any]:

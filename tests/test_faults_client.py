@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SAMPLE_SERVER, HttpServer, async_test, serve_command
-from leaks import alive, fd_count, leak_free
 
 from modelctx.client import Client, RequestTimeout
 from modelctx.errors import ConnectionClosed
 from modelctx.transports.stdio_client import StdioClientTransport
+from tests.support.leaks import alive, fd_count, leak_free
+from tests.support.wire import SAMPLE_SERVER, HttpServer, async_test, serve_command
 
 MODERN = "2026-07-28"
 DEADLINE = 10.0  # seconds any single wait may take

@@ -20,8 +20,9 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import SAMPLE_SERVER, HttpServer, McpHttp, request
-from leaks import fd_count, settle, unhandled
+
+from tests.support.leaks import fd_count, settle, unhandled
+from tests.support.wire import SAMPLE_SERVER, HttpServer, McpHttp, request
 
 DEADLINE = 15.0
 MODERN = "2026-07-28"

@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SAMPLE_SERVER, StdioServer, request, serve_command
-from leaks import alive, fd_count, settle, unhandled
+
+from tests.support.leaks import alive, fd_count, settle, unhandled
+from tests.support.wire import SAMPLE_SERVER, StdioServer, request, serve_command
 
 DEADLINE = 15.0
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-FUZZ = Path(__file__).parent.parent / "fuzz"
+from tests.support.paths import FUZZ
+
 REGRESSIONS = sorted((FUZZ / "regressions").iterdir())
 
 

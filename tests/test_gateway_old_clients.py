@@ -18,10 +18,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import free_port, wait_until
 
-HERE = Path(__file__).parent
-LEGACY_SERVER = HERE / "servers" / "legacy_server.py"
+from tests.support.paths import SERVERS
+from tests.support.wire import free_port, wait_until
+
+LEGACY_SERVER = SERVERS / "legacy_server.py"
 PYTHONS = {"1.2.0": "MODELCTX_MCP_1_2_0_PYTHON", "1.9.4": "MODELCTX_MCP_1_9_4_PYTHON"}
 REVISIONS = {"1.2.0": "2024-11-05", "1.9.4": "2025-03-26"}
 

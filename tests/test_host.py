@@ -1,7 +1,7 @@
 """``modelctx.Host`` against real servers (issue 8: "modelctx.Host", "One tool list for
 the model", "Freshness", "Input requests from servers").
 
-Every server here is a real process: our example server and tests/servers/*.py over
+Every server here is a real process: our example server and tests/fixtures/servers/*.py over
 stdio, the sample server over Streamable HTTP, a server written with the official
 ``mcp`` package, and ``@modelcontextprotocol/server-everything`` from npm.
 """
@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HttpServer, async_test, serve_command
 
 from modelctx import Host
 from modelctx.client import Elicitation
@@ -34,11 +33,12 @@ from modelctx.host import (
     ToolFilter,
     namespaced,
 )
+from tests.support.paths import EXAMPLES, SERVERS
+from tests.support.wire import HttpServer, async_test, serve_command
 
-HERE = Path(__file__).parent
-COUNTING = HERE / "servers" / "counting_server.py"
-OFFICIAL = HERE / "servers" / "official_server.py"
-WEATHER = HERE.parent / "examples" / "weather_server.py"
+COUNTING = SERVERS / "counting_server.py"
+OFFICIAL = SERVERS / "official_server.py"
+WEATHER = EXAMPLES / "weather_server.py"
 WAIT = 20.0
 
 

@@ -1,6 +1,6 @@
 """Human in the loop (issue 8): the approval policy, pinning, the store, and input requests.
 
-The calls go to a real server process (``tests/servers/approval_server.py`` over stdio),
+The calls go to a real server process (``tests/fixtures/servers/approval_server.py`` over stdio),
 in both eras. ``guarded_call`` does what ``Host.call_tool`` does around the seam: look
 the tool up, ask ``Approvals.check``, call only when allowed. ``Configured`` stands for
 the host's server object: a configured name and a spec whose identity is the command line
@@ -19,11 +19,9 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DEADLINE, async_test, serve_command
 
 from modelctx.client import Client, ClientHandlers, ClientOptions, ListChanged
 from modelctx.host import (
@@ -42,8 +40,10 @@ from modelctx.host import (
     tool_digest,
 )
 from modelctx.protocol.types.v2026_07_28 import CallToolResult, Tool, ToolAnnotations
+from tests.support.paths import SERVERS
+from tests.support.wire import DEADLINE, async_test, serve_command
 
-SERVER = Path(__file__).parent / "servers" / "approval_server.py"
+SERVER = SERVERS / "approval_server.py"
 COMMAND = serve_command(SERVER)
 ERAS = ["auto", "handshake"]
 

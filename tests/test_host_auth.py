@@ -20,10 +20,10 @@ from typing import Any
 
 import httpx
 import pytest
-from auth_processes import dev_auth_server, protected_notes
-from conftest import DEADLINE, async_test, free_port
 
 from modelctx.host import AllowAll, Host, HostConfig, HostConfigError
+from tests.support.auth_processes import dev_auth_server, protected_notes
+from tests.support.wire import DEADLINE, async_test, free_port
 
 BACKEND = ("backend", "backend-secret")
 

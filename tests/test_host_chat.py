@@ -1,8 +1,8 @@
 """``modelctx chat`` as a person uses it: a real terminal (tmux), real keys typed, the screen read.
 
 Each test starts ``modelctx chat --config <file>`` in its own tmux server, with real MCP
-servers on stdio (tests/servers/approval_server.py, examples/weather_server.py) and the
-model API scripted on 127.0.0.1 (tests/model_server.py, reached through the real
+servers on stdio (tests/fixtures/servers/approval_server.py, examples/weather_server.py) and the
+model API scripted on 127.0.0.1 (tests/support/model_server.py, reached through the real
 ``anthropic`` SDK by ``ANTHROPIC_BASE_URL``). What the model was sent is read from the
 requests the scripted API recorded; what the person saw from ``tmux capture-pane``.
 """
@@ -22,15 +22,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from model_server import ScriptedModelServer, Turn
+
+from tests.support.model_server import ScriptedModelServer, Turn
+from tests.support.paths import EXAMPLES, ROOT, SERVERS, SRC
 
 pytest.importorskip("rich")
 pytest.importorskip("anthropic")
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-APPROVAL_SERVER = HERE / "servers" / "approval_server.py"
-WEATHER_SERVER = ROOT / "examples" / "weather_server.py"
+APPROVAL_SERVER = SERVERS / "approval_server.py"
+WEATHER_SERVER = EXAMPLES / "weather_server.py"
 TMUX = shutil.which("tmux")
 # How long the screen may take to show what a step makes it show (a deadline, not a measure).
 DEADLINE = 30.0
@@ -95,7 +95,7 @@ def base_env(tmp_path: Path) -> dict[str, str]:
         "HOME": str(tmp_path),
         "TERM": "xterm-256color",
         "LANG": "C.UTF-8",
-        "PYTHONPATH": os.environ.get("PYTHONPATH", str(ROOT / "src")),
+        "PYTHONPATH": os.environ.get("PYTHONPATH", str(SRC)),
     }
     return env
 
@@ -357,7 +357,7 @@ def test_the_readme_config_works_as_printed(tmp_path: Path) -> None:
     readme = (ROOT / "README.md").read_text("utf-8")
     section = readme[readme.index("\n## A terminal chat and a gateway\n") :]
     printed = section.split("```json\n", 1)[1].split("```", 1)[0]
-    assert json.loads(printed) == json.loads((ROOT / "examples" / "host.json").read_text("utf-8"))
+    assert json.loads(printed) == json.loads((EXAMPLES / "host.json").read_text("utf-8"))
     assert "modelctx chat --config examples/host.json" in section
 
     script = [Turn(calls=[("weather_list_cities", {}), ("weather_forecast", {"city": "Oslo"})]), Turn("Snow in Oslo.")]

@@ -16,15 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from model_server import ScriptedModelServer, Turn
-from test_host_chat import APPROVAL_SERVER, CHAT, Terminal, base_env, tool_results, write_config
+
+from tests.support.model_server import ScriptedModelServer, Turn
+from tests.support.paths import SERVERS
+from tests.test_host_chat import APPROVAL_SERVER, CHAT, Terminal, base_env, tool_results, write_config
 
 pytest.importorskip("rich")
 pytest.importorskip("anthropic")
 pytest.importorskip("prompt_toolkit")
 
-HERE = Path(__file__).resolve().parent
-CHAT_SERVER = HERE / "servers" / "chat_server.py"
+CHAT_SERVER = SERVERS / "chat_server.py"
 
 
 def served(server: Path, **extra: Any) -> dict[str, Any]:

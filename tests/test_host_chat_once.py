@@ -17,14 +17,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from model_server import ScriptedModelServer, Turn
+
+from tests.support.model_server import ScriptedModelServer, Turn
+from tests.support.paths import SERVERS, SRC
 
 pytest.importorskip("rich")
 pytest.importorskip("anthropic")
 
-HERE = Path(__file__).resolve().parent
-APPROVAL_SERVER = HERE / "servers" / "approval_server.py"
-CHAT_SERVER = HERE / "servers" / "chat_server.py"
+APPROVAL_SERVER = SERVERS / "approval_server.py"
+CHAT_SERVER = SERVERS / "chat_server.py"
 
 
 def served(server: Path) -> dict[str, Any]:
@@ -39,7 +40,7 @@ def run(
         env = {
             "PATH": "/usr/bin:/bin",
             "HOME": str(tmp_path),
-            "PYTHONPATH": os.environ.get("PYTHONPATH", str(HERE.parent / "src")),
+            "PYTHONPATH": os.environ.get("PYTHONPATH", str(SRC)),
             "ANTHROPIC_API_KEY": "test-key",
             "ANTHROPIC_BASE_URL": api.url,
         }

@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SAMPLE_SERVER, async_test
 
 from modelctx import Client
 from modelctx.client import ClientHandlers, Elicitation, ListChanged
+from tests.support.paths import SERVERS
+from tests.support.wire import SAMPLE_SERVER, async_test
 
-HERE = Path(__file__).parent
-COUNTING = HERE / "servers" / "counting_server.py"
+COUNTING = SERVERS / "counting_server.py"
 MODES = ["auto", "handshake"]
 
 

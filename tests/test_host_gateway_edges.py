@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conftest import async_test, until
-from test_host_gateway_fast import _config
+from tests.support.wire import async_test, until
+from tests.test_host_gateway_fast import _config
 
 MODERN_META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",

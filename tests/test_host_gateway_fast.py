@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import StdioServer, async_test
 
 from modelctx import Client
 from modelctx.client import ClientHandlers, Elicitation
 from modelctx.errors import ProtocolError
 from modelctx.host import Gateway, Host
 from modelctx.host._config import load_config
+from tests.support.wire import StdioServer, async_test
 
 MODES = ["auto", "handshake"]
 

@@ -19,13 +19,13 @@ from typing import Any
 import mcp_types as types
 import pytest
 from anyio.from_thread import start_blocking_portal
-from conftest import SAMPLE_SERVER, free_port
 from mcp import Client, StdioServerParameters
 from mcp.client.session import ClientRequestContext
 
-HERE = Path(__file__).parent
-ROOT = HERE.parent
-FIXTURE = HERE / "conformance" / "everything_server.py"
+from tests.support.paths import CONFORMANCE, ROOT, SRC
+from tests.support.wire import SAMPLE_SERVER, free_port
+
+FIXTURE = CONFORMANCE / "everything_server.py"
 MODES = ["auto", "legacy", "2026-07-28"]
 TRANSPORTS = ["stdio", "http"]
 
@@ -243,7 +243,7 @@ def test_the_readme_gateway_runs_as_printed_with_the_official_client(tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "modelctx").write_text(
-        f'#!/bin/sh\nPYTHONPATH="{ROOT / "src"}" exec "{sys.executable}" -m modelctx "$@"\n'
+        f'#!/bin/sh\nPYTHONPATH="{SRC}" exec "{sys.executable}" -m modelctx "$@"\n'
     )
     (bin_dir / "modelctx").chmod(0o755)
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}

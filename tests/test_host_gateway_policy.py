@@ -28,9 +28,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from conftest import SAMPLE_SERVER, async_test
-from test_host_gateway import COUNTING, Person, _calls_reached, _text
-from test_host_gateway_interop import HttpGateway
 
 from modelctx import Client
 from modelctx.auth import AccessToken
@@ -52,6 +49,9 @@ from modelctx.host import (
 )
 from modelctx.protocol._connection import ServerConnection
 from modelctx.protocol.types.v2026_07_28 import Tool, ToolAnnotations
+from tests.support.wire import SAMPLE_SERVER, async_test
+from tests.test_host_gateway import COUNTING, Person, _calls_reached, _text
+from tests.test_host_gateway_interop import HttpGateway
 
 TRANSPORTS = ["stdio", "http"]
 

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import async_test
 
 from modelctx import Client
 from modelctx.client import ResourceUpdated
 from modelctx.errors import ProtocolError
+from tests.support.wire import async_test
 
 MODES = ["auto", "handshake"]
 DEADLINE = 20.0

@@ -1,6 +1,6 @@
 """The model loop, end to end: the real ``anthropic`` and ``openai`` SDKs talk to a scripted
-model API on 127.0.0.1 (tests/model_server.py), and the tools are a real MCP server on
-stdio (tests/servers/model_tools_server.py) behind a real ``Client``. What the model was
+model API on 127.0.0.1 (tests/support/model_server.py), and the tools are a real MCP server on
+stdio (tests/fixtures/servers/model_tools_server.py) behind a real ``Client``. What the model was
 sent is read from the requests the model API recorded."""
 
 from __future__ import annotations
@@ -9,13 +9,14 @@ import asyncio
 import base64
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
-from conftest import async_test, serve_command
-from model_server import ScriptedModelServer, Turn
+
+from tests.support.model_server import ScriptedModelServer, Turn
+from tests.support.paths import SERVERS
+from tests.support.wire import async_test, serve_command
 
 pytest.importorskip("anthropic")
 pytest.importorskip("openai")
@@ -40,7 +41,7 @@ from modelctx.host._model import (  # noqa: E402
 from modelctx.host._openai import ERROR_PREFIX, OpenAIModel  # noqa: E402
 from modelctx.protocol.types.v2026_07_28 import CallToolResult, TextContent, Tool  # noqa: E402
 
-TOOLS_SERVER = Path(__file__).parent / "servers" / "model_tools_server.py"
+TOOLS_SERVER = SERVERS / "model_tools_server.py"
 sys.path.insert(0, str(TOOLS_SERVER.parent))
 from model_tools_server import PIXEL_PNG  # noqa: E402
 
@@ -377,7 +378,7 @@ async def test_a_tool_list_changed_by_a_server_reaches_the_models_next_turn_with
     is in the tools of the next request to the model, with no restart of anything."""
     from modelctx.host import Host, HostConfig, ServerSpec
 
-    counting = Path(__file__).parent / "servers" / "counting_server.py"
+    counting = SERVERS / "counting_server.py"
     command = serve_command(counting)
     spec = ServerSpec(name="c", command=command[0], args=tuple(command[1:]), approval="allow")
     script = [Turn(calls=[("c_grow", {"name": "fresh"})]), Turn("grown"), Turn("now I see it")]

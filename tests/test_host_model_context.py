@@ -1,7 +1,7 @@
 """What reaches the model, and who may call a tool: servers' instructions in the system
 prompt, servers' sampling parameters, the provider the flags and environment choose, and
 the routing handle that cannot skip approval. The real ``anthropic`` and ``openai`` SDKs
-talk to a scripted model API on 127.0.0.1 (tests/model_server.py); the servers are real
+talk to a scripted model API on 127.0.0.1 (tests/support/model_server.py); the servers are real
 MCP servers on stdio behind a real ``Host``."""
 
 from __future__ import annotations
@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import async_test
-from model_server import ScriptedModelServer, Turn
+
+from tests.support.model_server import ScriptedModelServer, Turn
+from tests.support.paths import SERVERS
+from tests.support.wire import async_test
 
 pytest.importorskip("anthropic")
 pytest.importorskip("openai")
@@ -36,7 +38,6 @@ from modelctx.host._openai import OpenAIModel  # noqa: E402
 from modelctx.host._providers import NO_KEY_MESSAGE, choose_model, describe_model  # noqa: E402
 from modelctx.protocol.types.v2026_07_28 import CallToolResult  # noqa: E402
 
-SERVERS = Path(__file__).parent / "servers"
 INSTRUCTED = SERVERS / "instructed_server.py"
 TOOLS_SERVER = SERVERS / "model_tools_server.py"
 PROVIDERS = ["anthropic", "openai"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import subprocess
 
-from test_readme import README, block_after, python_on_path  # noqa: F401 - python_on_path is a fixture
+from tests.test_readme import README, block_after, python_on_path  # noqa: F401 - python_on_path is a fixture
 
 DEADLINE = 60.0
 

@@ -11,18 +11,19 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
-from conftest import async_test, serve_command, until
-from model_server import ScriptedModelServer, Turn
+
+from tests.support.model_server import ScriptedModelServer, Turn
+from tests.support.paths import BENCH, SERVERS
+from tests.support.wire import async_test, serve_command, until
 
 pytest.importorskip("anthropic")
 pytest.importorskip("openai")
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+sys.path.insert(0, str(BENCH))
 
 import many_tools  # noqa: E402  (bench/many_tools.py)
 
@@ -47,7 +48,7 @@ from modelctx.host._openai import to_tool as openai_tool  # noqa: E402
 from modelctx.host._tool_search import SEARCH_OWNER, SEARCH_TOOL, ToolBudget, ToolSearch  # noqa: E402
 from modelctx.protocol.types.v2026_07_28 import Tool  # noqa: E402
 
-COUNTING = Path(__file__).parent / "servers" / "counting_server.py"
+COUNTING = SERVERS / "counting_server.py"
 
 
 def model_for(provider: str, api: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch) -> Model:

@@ -12,9 +12,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conftest import request, wait_until
+from tests.support.paths import SERVERS
+from tests.support.wire import request, wait_until
 
-DEAF_SERVER = Path(__file__).parent / "servers" / "deaf_server.py"
+DEAF_SERVER = SERVERS / "deaf_server.py"
 NESTED = b"[" * 1000 + b"]" * 1000  # about 2 KB: msgspec's nesting limit
 
 
@@ -199,7 +200,8 @@ def test_a_client_that_never_answers_the_servers_question_fails_that_call_only(s
 
 def test_sigterm_ends_an_http_listen_stream_with_its_final_response(tmp_path):
     import httpx
-    from conftest import HttpServer, modern_meta
+
+    from tests.support.wire import HttpServer, modern_meta
 
     server = HttpServer(DEAF_SERVER, tmp_path / "server.log")
     try:
@@ -236,7 +238,8 @@ def _call_in_background(url: str, tool: str, marker: Path) -> tuple[Any, dict[st
     import threading
 
     import httpx
-    from conftest import modern_meta
+
+    from tests.support.wire import modern_meta
 
     outcome: dict[str, Any] = {}
     body = {
@@ -264,7 +267,7 @@ def _call_in_background(url: str, tool: str, marker: Path) -> tuple[Any, dict[st
 
 
 def test_a_request_cut_short_by_shutdown_gets_a_json_rpc_error_not_a_bare_500(tmp_path):
-    from conftest import HttpServer
+    from tests.support.wire import HttpServer
 
     server = HttpServer(DEAF_SERVER, tmp_path / "server.log")
     try:
@@ -285,7 +288,7 @@ def test_a_request_cut_short_by_shutdown_gets_a_json_rpc_error_not_a_bare_500(tm
 
 
 def test_sigterm_ends_an_http_server_whose_handler_swallows_cancellation(tmp_path):
-    from conftest import HttpServer
+    from tests.support.wire import HttpServer
 
     server = HttpServer(DEAF_SERVER, tmp_path / "server.log")
     try:

@@ -18,11 +18,11 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import DEADLINE, wait_until
-from test_limits import LimitsServer
 
 from modelctx.protocol._connection import MAX_BATCH
 from modelctx.protocol._versions import HANDSHAKE_VERSIONS, LEGACY_HANDSHAKE_VERSIONS
+from tests.support.wire import DEADLINE, wait_until
+from tests.test_limits import LimitsServer
 
 OLD, OLDEST = LEGACY_HANDSHAKE_VERSIONS  # 2025-03-26, 2024-11-05
 NEWEST_HANDSHAKE = HANDSHAKE_VERSIONS[0]

@@ -4,13 +4,14 @@ Request Metadata, Server Validation), through a real ``modelctx serve --http`` p
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HttpServer, McpHttp, request
 
-HEADER_SERVER = Path(__file__).parent / "servers" / "header_server.py"
+from tests.support.paths import SERVERS
+from tests.support.wire import HttpServer, McpHttp, request
+
+HEADER_SERVER = SERVERS / "header_server.py"
 
 
 @pytest.fixture

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DEADLINE, HttpServer, free_port, request, wait_until
+
+from tests.support.wire import DEADLINE, HttpServer, free_port, request, wait_until
 
 ECHO = request(1, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})
 BODY = json.dumps(ECHO).encode()

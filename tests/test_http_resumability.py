@@ -15,13 +15,10 @@ import asyncio
 import json
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from conftest import DEADLINE, HttpServer, McpHttp, request, wait_until
-from cutting_proxy import CuttingProxy
 
 from modelctx import Context, Server
 from modelctx.client import Client
@@ -30,9 +27,12 @@ from modelctx.transports._sse_resume import KEPT_BYTES as _KEPT_BYTES
 from modelctx.transports._sse_resume import KEPT_EVENTS as _KEPT_EVENTS
 from modelctx.transports._sse_resume import KEPT_STREAMS as _KEPT_STREAMS
 from modelctx.transports._sse_resume import RESUME_GRACE as _RESUME_GRACE
+from tests.support.cutting_proxy import CuttingProxy
+from tests.support.paths import CONFORMANCE
+from tests.support.wire import DEADLINE, HttpServer, McpHttp, request, wait_until
 
 LEGACY = "2025-11-25"
-FIXTURE = Path(__file__).parent / "conformance" / "everything_server.py"
+FIXTURE = CONFORMANCE / "everything_server.py"
 
 SERVER_FILE = '''
 import asyncio

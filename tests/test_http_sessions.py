@@ -10,7 +10,7 @@
   new one is refused with 503 and a JSON-RPC error. A request whose session ends under
   it still gets a JSON-RPC answer.
 
-The server is a real subprocess (``tests/servers/auth_http_server.py``: the sample
+The server is a real subprocess (``tests/fixtures/servers/auth_http_server.py``: the sample
 server with a bearer-token ``authenticate`` hook and a cap of ``CAP`` sessions).
 """
 
@@ -25,9 +25,11 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import DEADLINE, McpHttp, _stop, free_port, request, wait_until
 
-AUTH_SERVER = Path(__file__).parent / "servers" / "auth_http_server.py"
+from tests.support.paths import BENCH, SERVERS
+from tests.support.wire import DEADLINE, McpHttp, free_port, request, stop_process, wait_until
+
+AUTH_SERVER = SERVERS / "auth_http_server.py"
 CAP = 4
 LEGACY = "2025-11-25"
 ACCEPT = "application/json, text/event-stream"
@@ -48,7 +50,7 @@ class AuthServer:
         wait_until(lambda: b"ready" in log_path.read_bytes(), "the HTTP server with authenticate")
 
     def stop(self) -> None:
-        _stop(self.process)
+        stop_process(self.process)
         self._log.close()
 
 
@@ -215,7 +217,7 @@ def test_with_every_session_in_use_initialize_is_refused_with_503(server, client
 def test_the_flood_bench_keeps_its_rules():
     """``bench/initialize_flood.py``, bounded: no 5xx over a flood past the cap, the
     session in use survives it, its running call is answered when the session ends."""
-    bench = Path(__file__).parent.parent / "bench" / "initialize_flood.py"
+    bench = BENCH / "initialize_flood.py"
     result = subprocess.run(
         [sys.executable, str(bench), "--cap", "50", "--total", "1000", "--connections", "4"],
         capture_output=True,

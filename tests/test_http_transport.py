@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from conftest import request, sse_messages
+
+from tests.support.wire import request, sse_messages
 
 ECHO = request(1, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})
 LEGACY = "2025-11-25"

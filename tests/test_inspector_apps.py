@@ -1,5 +1,5 @@
 """MCP Apps views in `modelctx inspect`, in a real headless Chromium: a real inspector
-process connected to tests/servers/apps_server.py, whose ``forecast`` tool has a view.
+process connected to tests/fixtures/servers/apps_server.py, whose ``forecast`` tool has a view.
 
 The view is loaded in a sandboxed iframe (``allow-scripts``, no same origin) from a path
 without the page's token, and the host's half of the ext-apps bridge answers it: the
@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from inspector_processes import Screenshots, chromium_page, running_inspector
 
-SERVER = Path(__file__).parent / "servers" / "apps_server.py"
+from tests.support.inspector_processes import Screenshots, chromium_page, running_inspector
+from tests.support.paths import SERVERS
+
+SERVER = SERVERS / "apps_server.py"
 
 
 @pytest.fixture

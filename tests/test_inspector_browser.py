@@ -1,5 +1,5 @@
 """`modelctx inspect` in a real browser: headless Chromium driving the page of a real
-inspector process connected to a real server process (tests/servers/inspector_server.py).
+inspector process connected to a real server process (tests/fixtures/servers/inspector_server.py).
 
 One walk through the page, a screenshot after each step: connect and see the server,
 fill a form generated from a nested schema, call tools (text, image, progress, isError),
@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from inspector_processes import Screenshots, chromium_page, running_inspector
 
-SERVER = Path(__file__).parent / "servers" / "inspector_server.py"
+from tests.support.inspector_processes import Screenshots, chromium_page, running_inspector
+from tests.support.paths import SERVERS
+
+SERVER = SERVERS / "inspector_server.py"
 
 
 @pytest.fixture

@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from inspector_processes import Screenshots, chromium_page, running_inspector
+
+from tests.support.inspector_processes import Screenshots, chromium_page, running_inspector
 
 FIRST = '''
 from modelctx import Server

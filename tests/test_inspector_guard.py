@@ -18,11 +18,13 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from conftest import serve_command
-from inspector_processes import running_inspector
 
-SERVER = Path(__file__).parent / "servers" / "inspector_server.py"
-WEATHER = Path(__file__).parent.parent / "examples" / "weather_server.py"
+from tests.support.inspector_processes import running_inspector
+from tests.support.paths import EXAMPLES, SERVERS
+from tests.support.wire import serve_command
+
+SERVER = SERVERS / "inspector_server.py"
+WEATHER = EXAMPLES / "weather_server.py"
 
 
 def _root(url: str) -> str:

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DEADLINE, async_test
 
 from modelctx import Client
 from modelctx.install import HOSTS
 from modelctx.transports.stdio_client import StdioClientTransport
+from tests.support.wire import DEADLINE, async_test
 
 SERVER = '''
 import os

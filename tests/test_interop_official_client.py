@@ -18,11 +18,12 @@ from typing import Any
 import mcp_types as types
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
-from conftest import SAMPLE_SERVER
 from mcp import Client, StdioServerParameters
 from mcp.client.session import ClientRequestContext
 from mcp.shared.exceptions import MCPError
-from servers.sample_server import ITEM_IDS, LOGO_PNG, SECRET
+
+from tests.fixtures.servers.sample_server import ITEM_IDS, LOGO_PNG, SECRET
+from tests.support.wire import SAMPLE_SERVER
 
 MODES = ["auto", "legacy", "2026-07-28"]
 TRANSPORTS = ["stdio", "http"]

@@ -3,7 +3,7 @@
 mcp 1.2.0 speaks 2024-11-05 and mcp 1.9.4 speaks 2025-03-26; each lives in its own venv
 (they need ``pydantic<2.11`` and conflict with the current SDK), made by scripts/test.sh,
 which exports MODELCTX_MCP_1_2_0_PYTHON and MODELCTX_MCP_1_9_4_PYTHON. Each runs
-tests/peers/old_client.py as a subprocess against tests/servers/legacy_server.py over
+tests/fixtures/peers/old_client.py as a subprocess against tests/fixtures/servers/legacy_server.py over
 stdio, (1.9.4) Streamable HTTP and the deprecated HTTP+SSE transport (``GET /sse``, both
 versions), once per pair; the tests read what it saw. Without a venv the tests skip,
 and under CI a skip is a failure (conftest.py).
@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HttpServer, serve_command
 
-HERE = Path(__file__).parent
-PEER = HERE / "peers" / "old_client.py"
-LEGACY_SERVER = HERE / "servers" / "legacy_server.py"
+from tests.support.paths import PEERS, SERVERS
+from tests.support.wire import HttpServer, serve_command
+
+PEER = PEERS / "old_client.py"
+LEGACY_SERVER = SERVERS / "legacy_server.py"
 CLIENTS = {
     "1.2.0": ("MODELCTX_MCP_1_2_0_PYTHON", "2024-11-05"),
     "1.9.4": ("MODELCTX_MCP_1_9_4_PYTHON", "2025-03-26"),

@@ -2,7 +2,7 @@
 
 mcp 1.2.0 answers initialize with 2024-11-05 and mcp 1.9.4 with 2025-03-26; each lives in
 its own venv (scripts/test.sh makes them and exports MODELCTX_MCP_1_2_0_PYTHON and
-MODELCTX_MCP_1_9_4_PYTHON) and runs tests/peers/old_stdio_server.py, which appends every
+MODELCTX_MCP_1_9_4_PYTHON) and runs tests/fixtures/peers/old_stdio_server.py, which appends every
 line it reads to a log: the tests read there what our client sent (each message checked
 against the old revision's schema, field by field) and whether the server was probed.
 
@@ -22,16 +22,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import async_test
 
 from modelctx import Client, ClientHandlers, ClientOptions
 from modelctx.errors import MethodNotFound, RequestTimeout
 from modelctx.host import Host, HostConfig, ServerSpec
 from modelctx.protocol import Request
 from modelctx.transports.stdio_client import StdioClientTransport
+from tests.support.paths import PEERS
+from tests.support.wire import async_test
 
-HERE = Path(__file__).parent
-PEER = HERE / "peers" / "old_stdio_server.py"
+PEER = PEERS / "old_stdio_server.py"
 SERVERS = {
     "1.2.0": ("MODELCTX_MCP_1_2_0_PYTHON", "2024-11-05"),
     "1.9.4": ("MODELCTX_MCP_1_9_4_PYTHON", "2025-03-26"),

@@ -8,11 +8,8 @@ which no official Python client sends) and through the sans-IO table and shaper.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-from conftest import StdioServer, wait_until
-from servers.sample_server import ITEM_IDS
 
 from modelctx.protocol._connection import MAX_BATCH
 from modelctx.protocol._versions import (
@@ -25,6 +22,9 @@ from modelctx.protocol._versions import (
     negotiate_handshake,
 )
 from modelctx.server._shape import needs_shape, shape, shape_initialize
+from tests.fixtures.servers.sample_server import ITEM_IDS
+from tests.support.paths import SERVERS
+from tests.support.wire import StdioServer, wait_until
 
 OLD, OLDEST = LEGACY_HANDSHAKE_VERSIONS  # 2025-03-26, 2024-11-05
 NEWEST_HANDSHAKE = HANDSHAKE_VERSIONS[0]
@@ -59,7 +59,7 @@ def test_an_unknown_revision_is_still_offered_the_newest_handshake():
     assert negotiate_handshake("2024-01-01") == NEWEST_HANDSHAKE
 
 
-VERSIONS_SERVER = Path(__file__).parent / "servers" / "versions_server.py"
+VERSIONS_SERVER = SERVERS / "versions_server.py"
 
 
 def initialize(version: str) -> dict:

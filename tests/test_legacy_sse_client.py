@@ -7,7 +7,7 @@ on; responses and server requests come back as ``event: message``. Three kinds o
 all real servers on 127.0.0.1: a scripted raw ASGI app under uvicorn in the test's own
 loop (for what no real server does on purpose: a cross-origin endpoint, a stream cut in
 the middle, an event past the bound, a 401 on GET), the official SDK's FastMCP of mcp
-1.9.4 in its own venv (``tests/peers/old_server.py``, ``FastMCP.run("sse")`` as people
+1.9.4 in its own venv (``tests/fixtures/peers/old_server.py``, ``FastMCP.run("sse")`` as people
 run it), and the npm everything server of an older release (2025.5.12, on
 @modelcontextprotocol/sdk 1.11.0) in its ``sse`` mode.
 """
@@ -27,7 +27,6 @@ from typing import Any
 
 import pytest
 import uvicorn
-from conftest import DEADLINE, async_test, free_port, until, wait_until
 
 from modelctx.client import Client
 from modelctx.errors import (
@@ -40,9 +39,10 @@ from modelctx.errors import (
 )
 from modelctx.host import Host, HostConfig, HostConfigError, ServerSpec, load_config
 from modelctx.transports.http_client import HttpClientTransport
+from tests.support.paths import PEERS
+from tests.support.wire import DEADLINE, async_test, free_port, until, wait_until
 
-HERE = Path(__file__).parent
-OLD_SERVER = HERE / "peers" / "old_server.py"
+OLD_SERVER = PEERS / "old_server.py"
 
 
 def text(result: Any) -> str:
@@ -684,7 +684,7 @@ async def test_the_gateway_fronts_an_sse_server_for_a_modern_client(mcp_1_9_4, t
 
 
 def test_the_cli_lists_and_calls_tools_of_an_sse_url_as_given(mcp_1_9_4):
-    from cli_run import modelctx
+    from tests.support.cli_run import modelctx
 
     listed = modelctx("tools", "--url", mcp_1_9_4.url, "--json")
     called = modelctx("call", "add", "a=4", "b=5", "--url", mcp_1_9_4.url)
@@ -697,7 +697,8 @@ def test_the_cli_lists_and_calls_tools_of_an_sse_url_as_given(mcp_1_9_4):
 
 def test_the_inspector_inspects_an_sse_url_as_given(mcp_1_9_4):
     import httpx
-    from inspector_processes import running_inspector
+
+    from tests.support.inspector_processes import running_inspector
 
     with running_inspector("inspect", mcp_1_9_4.url) as url:
         state = inspected(url)

@@ -6,7 +6,7 @@ URI to POST to; each POST is accepted with 202 and answered on the stream as an 
 ``message``. Served beside ``/mcp`` by default, behind the same guards (Host and Origin,
 authentication on every request, the body limit), and off with ``legacy_sse=False``.
 
-Real server subprocesses (tests/servers/legacy_sse_server.py) on loopback, read with
+Real server subprocesses (tests/fixtures/servers/legacy_sse_server.py) on loopback, read with
 httpx; the slow-reader bound is driven through the ASGI app in-process, where a reader
 that never reads is a ``send`` that never returns. The old official clients over this
 transport are in tests/test_interop_old_clients.py.
@@ -29,16 +29,17 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import DEADLINE, _stop, async_test, free_port, until, wait_until
-from scale_processes import Processes
 
 from modelctx import Context, Server, ServerConfig
 from modelctx.errors import RATE_LIMITED
 from modelctx.server.middleware import RateLimit
 from modelctx.transports._legacy_sse import QUEUE_EVENTS
 from modelctx.transports.http import HttpApp
+from tests.support.paths import SERVERS
+from tests.support.scale_processes import Processes
+from tests.support.wire import DEADLINE, async_test, free_port, stop_process, until, wait_until
 
-SERVER = Path(__file__).parent / "servers" / "legacy_sse_server.py"
+SERVER = SERVERS / "legacy_sse_server.py"
 OLD = "2024-11-05"
 INIT = {
     "jsonrpc": "2.0",
@@ -69,7 +70,7 @@ class Served:
         return b"ready" in self.log_path.read_bytes()
 
     def stop(self) -> None:
-        _stop(self.process)
+        stop_process(self.process)
         self._log.close()
 
 
@@ -306,7 +307,7 @@ def test_the_cli_flag_no_sse_turns_it_off(tmp_path):
     log = tmp_path / "serve.log"
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "modelctx", "serve", str(Path(__file__).parent / "servers" / "legacy_server.py"),
+            [sys.executable, "-m", "modelctx", "serve", str(SERVERS / "legacy_server.py"),
              "--http", "--port", str(port), "--no-sse"],
             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
         )  # fmt: skip
@@ -314,7 +315,7 @@ def test_the_cli_flag_no_sse_turns_it_off(tmp_path):
             wait_until(lambda: b"serving" in log.read_bytes(), "modelctx serve --no-sse")
             assert httpx.get(f"http://127.0.0.1:{port}/sse", timeout=DEADLINE).status_code == 404
         finally:
-            _stop(process)
+            stop_process(process)
 
 
 # -- authentication ----------------------------------------------------------------------------
@@ -453,7 +454,7 @@ def test_with_two_workers_a_post_reaching_the_other_worker_is_relayed_to_its_str
 
 
 # -- replicas sharing a Redis -----------------------------------------------------------------
-REPLICA = Path(__file__).parent / "servers" / "session_replica.py"
+REPLICA = SERVERS / "session_replica.py"
 
 
 @pytest.fixture
@@ -620,7 +621,7 @@ async def test_the_servers_rate_limit_counts_the_principals_calls_over_sse():
 # -- OAuth (a ProtectedResource): the bearer checked on the GET and on every POST --------------
 @async_test(40.0)
 async def test_an_oauth_protected_server_checks_the_token_on_the_stream_and_on_each_post():
-    from test_auth_resource import protected
+    from tests.test_auth_resource import protected
 
     async with protected() as setup, httpx.AsyncClient(timeout=DEADLINE) as client:
         base = setup.url.removesuffix("/mcp")

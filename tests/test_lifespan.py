@@ -15,17 +15,17 @@ import signal
 import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DEADLINE, HttpServer, McpHttp, free_port, request, serve_command
 
 from modelctx import Context, Server
 from modelctx.client import Client
 from modelctx.server import StartupError
+from tests.support.paths import SERVERS
+from tests.support.wire import DEADLINE, HttpServer, McpHttp, free_port, request, serve_command
 
-LIFESPAN_SERVER = Path(__file__).parent / "servers" / "lifespan_server.py"
+LIFESPAN_SERVER = SERVERS / "lifespan_server.py"
 
 
 def tool_text(response: dict[str, Any]) -> str:

@@ -14,7 +14,7 @@
 * The request head has a deadline (``serve_http(header_timeout=)``): a head sent a byte
   at a time, or a connection that sends nothing, gets 408 and is closed.
 
-Every server is a real subprocess (``tests/servers/limits_http_server.py``) with small
+Every server is a real subprocess (``tests/fixtures/servers/limits_http_server.py``) with small
 limits, so each is reached with a handful of requests.
 """
 
@@ -33,9 +33,11 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import DEADLINE, McpHttp, _stop, free_port, request, wait_until
 
-LIMITS_SERVER = Path(__file__).parent / "servers" / "limits_http_server.py"
+from tests.support.paths import SERVERS
+from tests.support.wire import DEADLINE, McpHttp, free_port, request, stop_process, wait_until
+
+LIMITS_SERVER = SERVERS / "limits_http_server.py"
 LEGACY = "2025-11-25"
 ACCEPT = "application/json, text/event-stream"
 
@@ -60,7 +62,7 @@ class LimitsServer:
         return b"ready" in self.log_path.read_bytes()
 
     def stop(self) -> None:
-        _stop(self.process)
+        stop_process(self.process)
         self._log.close()
 
 

@@ -14,9 +14,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from conftest import DEADLINE, StdioServer, async_test
-
 from modelctx import Client, Server, ServerConfig
+from tests.support.wire import DEADLINE, StdioServer, async_test
 
 run = async_test(DEADLINE)
 

@@ -8,17 +8,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import async_test
 
 from modelctx import Server, ToolError
 from modelctx.errors import InvalidParams, ProtocolError
 from modelctx.server import ServerConfig
 from modelctx.server.middleware import RATE_LIMITED, Outcome, RateLimit, RequestLog, Timing
 from modelctx.testing import connected, served_http
+from tests.support.paths import SERVERS
+from tests.support.wire import async_test
 
 SECRET = "sk-live-0123456789abcdef"
 
@@ -215,7 +215,7 @@ def pid(bucket: str, hold: float = 0.0) -> str:
 def test_rate_limit_with_redis_allows_the_rate_across_all_workers_not_per_worker(tmp_path, redis_url):
     from concurrent.futures import ThreadPoolExecutor
 
-    from scale_processes import Processes, post_json, tools_call
+    from tests.support.scale_processes import Processes, post_json, tools_call
 
     app = tmp_path / "limited_server.py"
     app.write_text(LIMITED_SERVER)
@@ -270,7 +270,7 @@ async def test_rate_limit_with_redis_unreachable_counts_in_each_process_and_wait
 async def test_a_gateways_routing_runs_inside_the_middleware_it_was_given():
     from modelctx.host import Gateway, Host, HostConfig
 
-    counting = Path(__file__).parent / "servers" / "counting_server.py"
+    counting = SERVERS / "counting_server.py"
     config = HostConfig.from_dict(
         {"mcpServers": {"counting": {"command": sys.executable, "args": ["-m", "modelctx", "serve", str(counting)]}}}
     )

@@ -17,16 +17,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HttpServer, McpHttp, request, serve_command, sse_messages
-from servers import mrtr_server
 
 from modelctx.client import Client, ClientHandlers, ClientOptions, Elicitation
+from tests.fixtures.servers import mrtr_server
+from tests.support.paths import SERVERS
+from tests.support.wire import HttpServer, McpHttp, request, serve_command, sse_messages
 
-MRTR_SERVER = Path(__file__).parent / "servers" / "mrtr_server.py"
+MRTR_SERVER = SERVERS / "mrtr_server.py"
 DEADLINE = 15.0
 ELICITING = {"elicitation": {"form": {}}}
 

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import DEADLINE
+from tests.support.wire import DEADLINE
 
 SERVER = '''
 from modelctx import Server

@@ -1,26 +1,26 @@
 """Server.from_openapi against the two Petstore documents, served by a real API on loopback.
 
-tests/data/openapi holds the documents as published (see its NOTICE.md); the API is
-tests/servers/petstore_api.py on uvicorn. Our Client and the official ``mcp`` client call
+tests/fixtures/openapi holds the documents as published (see its NOTICE.md); the API is
+tests/fixtures/servers/petstore_api.py on uvicorn. Our Client and the official ``mcp`` client call
 the built server; every call goes through to the API over HTTP.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DEADLINE, async_test
 from mcp import Client as OfficialClient
-from servers.petstore_api import STORE, Served
 
 from modelctx import InvalidParams, RegistrationError, Server
 from modelctx.server import RouteMap
 from modelctx.testing import connected, served_http
+from tests.fixtures.servers.petstore_api import STORE, Served
+from tests.support.paths import OPENAPI
+from tests.support.wire import DEADLINE, async_test
 
-DATA = Path(__file__).parent / "data" / "openapi"
+DATA = OPENAPI
 PETSTORE = DATA / "petstore.yaml"
 SWAGGER = DATA / "swagger-petstore-3.yaml"
 

@@ -12,7 +12,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from conftest import DEADLINE, async_test
 from fastapi import FastAPI, Header, HTTPException, Request
 from mcp import Client as OfficialClient
 from pydantic import BaseModel
@@ -20,6 +19,7 @@ from pydantic import BaseModel
 from modelctx import RegistrationError, Server
 from modelctx.server import RouteMap, StartupError
 from modelctx.testing import connected, served_http
+from tests.support.wire import DEADLINE, async_test
 
 
 class Item(BaseModel):

@@ -12,11 +12,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import async_test
-from servers.petstore_api import STORE, Served
 
 from modelctx import RegistrationError, Server
 from modelctx.testing import connected
+from tests.fixtures.servers.petstore_api import STORE, Served
+from tests.support.wire import async_test
 
 
 @pytest.fixture(scope="module")
@@ -196,7 +196,7 @@ async def test_a_given_clients_own_timeout_is_kept_unless_timeout_is_passed(api)
 
 @async_test()
 async def test_an_api_that_is_down_is_a_tool_error_naming_no_internals():
-    from conftest import free_port
+    from tests.support.wire import free_port
 
     server = Server.from_openapi(spec({"/x": get("x")}), base_url=f"http://127.0.0.1:{free_port()}/api")
     async with connected(server) as client:

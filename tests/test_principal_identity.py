@@ -21,14 +21,14 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
-from conftest import DEADLINE, async_test, free_port, request
 from joserfc import jwt
-from test_auth_resource import KEY, Issuer, served
 
 from modelctx import Context, Server, ServerConfig
 from modelctx.auth import JwtVerifier, ProtectedResource
 from modelctx.server.middleware import RateLimit
 from modelctx.transports._identity import principal_key
+from tests.support.wire import DEADLINE, async_test, free_port, request
+from tests.test_auth_resource import KEY, Issuer, served
 
 LEGACY = "2025-11-25"
 ACCEPT = "application/json, text/event-stream"

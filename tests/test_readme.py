@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+from tests.support.paths import ROOT
+
+README = ROOT / "README.md"
 DEADLINE = 60.0
 
 

@@ -17,9 +17,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from auth_processes import running
-from conftest import free_port
-from test_readme import README
+
+from tests.support.auth_processes import running
+from tests.support.wire import free_port
+from tests.test_readme import README
 
 ROOT = README.parent
 DEADLINE = 60.0

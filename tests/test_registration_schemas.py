@@ -16,10 +16,10 @@ from typing import Annotated, Any, Literal, Optional, TypedDict
 import annotated_types as at
 import msgspec
 import pytest
-from conftest import DEADLINE, async_test
 
 from modelctx import Client, Context, RegistrationError, Server
 from modelctx.server._constraints import to_msgspec  # what registration did before the schema
+from tests.support.wire import DEADLINE, async_test
 
 run = async_test(DEADLINE)
 NO = object()  # no default

@@ -2,8 +2,8 @@
 elicitation, sampling and roots go through the parent's ``Context`` and the answers back
 to the remote; its log messages and progress reach the caller too.
 
-Real processes: tests/servers/remote_parent_server.py served over stdio, mounting
-tests/servers/asking_server.py run as a child process twice (``now``: 2026-07-28, where the
+Real processes: tests/fixtures/servers/remote_parent_server.py served over stdio, mounting
+tests/fixtures/servers/asking_server.py run as a child process twice (``now``: 2026-07-28, where the
 child asks with input_required; ``old``: the handshake era, where it asks on its
 connection). The caller is the official MCP client (mcp 2.3.0), answering with its own
 callbacks, in both of its eras.
@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import mcp_types as types
@@ -22,7 +21,9 @@ import pytest
 from anyio.from_thread import start_blocking_portal
 from mcp import Client, StdioServerParameters
 
-PARENT = Path(__file__).parent / "servers" / "remote_parent_server.py"
+from tests.support.paths import SERVERS
+
+PARENT = SERVERS / "remote_parent_server.py"
 #: Which children each caller era can be asked through: a handshake-era child asks on its
 #: connection, outside the call's task, where a 2026-07-28 caller's input_required cannot
 #: be raised (declined; see _remote.py).

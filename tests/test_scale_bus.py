@@ -7,8 +7,8 @@ minted by one replica is accepted by another with no secret configured. Redis aw
 startup is a clear error; Redis away while serving holds nobody up, and events flow again
 when it is back.
 
-Two kinds of tests: real replicas (``modelctx serve tests/servers/replica_server.py --http
---redis URL``, twice, started by tests/scale_processes.py) spoken to over raw HTTP, and ``RedisBus`` objects in this process
+Two kinds of tests: real replicas (``modelctx serve tests/fixtures/servers/replica_server.py --http
+--redis URL``, twice, started by tests/support/scale_processes.py) spoken to over raw HTTP, and ``RedisBus`` objects in this process
 (two buses on one Redis stand for two processes). Every Redis is real (``redis_url``).
 """
 
@@ -26,17 +26,18 @@ from typing import Any
 
 import httpx
 import pytest
-from cli_run import modelctx, one_line_error
-from conftest import DEADLINE, async_test, free_port, request, serve_command, sse_messages
-from redis_server import RedisServer
-from scale_processes import EventStream, ListenStream, Proc, Processes, ScaleError
 
 from modelctx import Server, ServerConfig
 from modelctx.server import LocalBus, StartupError
 from modelctx.server._bus import Event
 from modelctx.server._redis_bus import RedisBus
+from tests.support.cli_run import modelctx, one_line_error
+from tests.support.paths import SERVERS
+from tests.support.redis_server import RedisServer
+from tests.support.scale_processes import EventStream, ListenStream, Proc, Processes, ScaleError
+from tests.support.wire import DEADLINE, async_test, free_port, request, serve_command, sse_messages
 
-REPLICA = Path(__file__).parent / "servers" / "replica_server.py"
+REPLICA = SERVERS / "replica_server.py"
 MODERN = "2026-07-28"
 HANDSHAKE = "2025-11-25"
 #: The issue's bound: a change on replica A reaches listeners on replica B within this.

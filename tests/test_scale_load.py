@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
+from tests.support.paths import BENCH
+
 sys.path.insert(0, str(BENCH))
 
 import scale  # noqa: E402  (bench/scale.py)

@@ -20,8 +20,9 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import DEADLINE
-from scale_processes import PROTOCOL, Processes, free_port, post_json, tools_call
+
+from tests.support.scale_processes import PROTOCOL, Processes, free_port, post_json, tools_call
+from tests.support.wire import DEADLINE
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads RSS from /proc (Linux)")
 

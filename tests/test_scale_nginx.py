@@ -3,7 +3,7 @@ asks: a change made on replica A reaches a listener attached to replica B within
 and a handshake-era client (the official ``mcp`` package) keeps its one session while
 nginx sends its requests to both replicas in turn, with no sticky routing.
 
-The processes are real (tests/scale_processes.py): redis-server, two ``modelctx serve
+The processes are real (tests/support/scale_processes.py): redis-server, two ``modelctx serve
 --http --redis`` replicas, nginx in the foreground.
 """
 
@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import async_test
-from scale_processes import ListenStream, Processes, post_json, tools_call
+
+from tests.support.scale_processes import ListenStream, Processes, post_json, tools_call
+from tests.support.wire import async_test
 
 SERVER = '''
 import os

@@ -2,7 +2,7 @@
 is served by another (issue 13; transports/_redis_sessions.py).
 
 Two real server processes (``modelctx serve FILE --http`` with ``MODELCTX_REDIS_URL``,
-started by tests/scale_processes.py) on two ports and a real ``redis-server`` (the ``redis_url`` fixture). Requests are steered
+started by tests/support/scale_processes.py) on two ports and a real ``redis-server`` (the ``redis_url`` fixture). Requests are steered
 to a chosen replica with raw HTTP, as a load balancer without sticky sessions may
 send them.
 """
@@ -24,13 +24,14 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import DEADLINE, async_test, free_port, sse_messages, wait_until
-from cutting_proxy import CuttingProxy
-from scale_processes import Proc, Processes
 
 from modelctx.transports._sse_resume import RESUME_GRACE
+from tests.support.cutting_proxy import CuttingProxy
+from tests.support.paths import SERVERS
+from tests.support.scale_processes import Proc, Processes
+from tests.support.wire import DEADLINE, async_test, free_port, sse_messages, wait_until
 
-SERVER = Path(__file__).parent / "servers" / "session_replica.py"
+SERVER = SERVERS / "session_replica.py"
 LEGACY = "2025-11-25"
 JSON_AND_SSE = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 

@@ -27,13 +27,13 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
-from conftest import free_port
 
 from modelctx.client import Client, ClientHandlers, Elicitation
 from modelctx.errors import HttpStatusError
 from modelctx.server import Context, ResourceLink, Server, ToolResult
 from modelctx.transports.http import HttpApp
 from modelctx.transports.http_client import HttpClientTransport
+from tests.support.wire import free_port
 
 DEADLINE = 60.0
 TOKEN = "tok-3f9a1c77-SECRET"

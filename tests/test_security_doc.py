@@ -11,9 +11,9 @@ from __future__ import annotations
 import ast
 import re
 from functools import cache
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.paths import ROOT
+
 SECURITY = ROOT / "SECURITY.md"
 CITATION = re.compile(r"`((?:test_[\w]+\.py)?(?:::[\w…]+)*)`")
 

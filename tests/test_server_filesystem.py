@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
-from conftest import free_port, wait_until
 
 from modelctx import Client
 from modelctx.client import ListChanged, ResourceUpdated
 from modelctx.servers.filesystem import build_server
+from tests.support.wire import free_port, wait_until
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="

@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import async_test
 
 from modelctx import Client
 from modelctx.servers.filesystem import _regex_search, build_server
 from modelctx.testing import connected
+from tests.support.wire import async_test
 
 BACKTRACKS = r"(a+)+$"  # on "aaa...ab": 2**n ways to split the a's, none matches
 

@@ -13,9 +13,10 @@ from typing import Any
 import mcp_types as types
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
-from conftest import free_port, wait_until
 from mcp import Client, StdioServerParameters
-from test_server_filesystem import _listening
+
+from tests.support.wire import free_port, wait_until
+from tests.test_server_filesystem import _listening
 
 CASES = [("stdio", "legacy"), ("stdio", "2026-07-28"), ("http", "auto"), ("http", "legacy")]
 

@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import async_test
 
 from modelctx import Client
 from modelctx.errors import MCPError
+from tests.support.wire import async_test
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux") or not hasattr(ctypes.CDLL(None), "renameat2"),

@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DEADLINE, async_test
 from mcp import Client as OfficialClient
 from mcp import StdioServerParameters
-from test_server_sqlite import module_command, next_event, served_over_http
 
 from modelctx import Client
 from modelctx.client import ResourceUpdated
 from modelctx.servers.memory import KnowledgeGraph, default_store
+from tests.support.wire import DEADLINE, async_test
+from tests.test_server_sqlite import module_command, next_event, served_over_http
 
 MODULE = "modelctx.servers.memory"
 

@@ -10,7 +10,6 @@ import logging
 from typing import Any, Literal
 
 import pytest
-from conftest import async_test
 
 import modelctx
 from modelctx import (
@@ -22,11 +21,12 @@ from modelctx import (
     ToolError,
 )
 from modelctx.client import Client
+from tests.support.wire import async_test
 
 DEADLINE = 15.0
 
 
-run = async_test(2 * DEADLINE)  # conftest: a fresh loop and a deadline for each test
+run = async_test(2 * DEADLINE)  # a fresh loop and a deadline for each test
 
 
 def greet() -> str:

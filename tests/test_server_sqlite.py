@@ -24,12 +24,12 @@ from typing import Any
 import jsonschema
 import mcp_types
 import pytest
-from conftest import DEADLINE, async_test, free_port, wait_until
 from mcp import Client as OfficialClient
 from mcp import StdioServerParameters
 
 from modelctx import Client, ClientHandlers
 from modelctx.client import ListChanged
+from tests.support.wire import DEADLINE, async_test, free_port, wait_until
 
 MODULE = "modelctx.servers.sqlite"
 ROWS = 25

@@ -13,10 +13,10 @@ import sys
 from typing import Any
 
 import pytest
-from conftest import DEADLINE, async_test
 
 from modelctx import Client
 from modelctx.transports.stdio_client import StdioClientTransport
+from tests.support.wire import DEADLINE, async_test
 
 NPM_MEMORY = os.environ.get("MODELCTX_NPM_MEMORY_BIN")
 pytestmark = pytest.mark.skipif(not NPM_MEMORY, reason="MODELCTX_NPM_MEMORY_BIN is not set (scripts/test.sh installs it)")

@@ -14,7 +14,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.support.paths import ROOT
+
+REPO = ROOT
 FAULTS = (
     "http_drop_mid_call", "http_malformed", "stdio_raw", "http_sessions",
     "stdio_server_killed", "listen_cut", "stdio_client_killed",

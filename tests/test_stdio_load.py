@@ -14,9 +14,8 @@ import subprocess
 import threading
 from pathlib import Path
 
-from conftest import DEADLINE, StdioServer, request, serve_command, wait_until
-
 from modelctx.transports.stdio import MAX_INFLIGHT
+from tests.support.wire import DEADLINE, StdioServer, request, serve_command, wait_until
 
 _HOLDING = '''
 import asyncio, pathlib

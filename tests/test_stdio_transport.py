@@ -10,7 +10,7 @@ import signal
 import subprocess
 import time
 
-from conftest import DEADLINE, request, serve_command, wait_until
+from tests.support.wire import DEADLINE, request, serve_command, wait_until
 
 
 def test_each_message_is_one_line_of_json(stdio_server):

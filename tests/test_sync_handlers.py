@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import async_test, request, wait_until
 
 from modelctx import Context, Server, ServerConfig, ToolError
 from modelctx.client import Client
 from modelctx.server import _threads
+from tests.support.wire import async_test, request, wait_until
 
 DEADLINE = 10.0  # seconds any single wait may take
 TEST_DEADLINE = 30.0  # seconds a whole test may take
@@ -34,7 +34,7 @@ TEST_DEADLINE = 30.0  # seconds a whole test may take
 user: contextvars.ContextVar[str] = contextvars.ContextVar("user", default="nobody")
 
 
-run = async_test(TEST_DEADLINE)  # conftest: a fresh loop and a deadline for each test
+run = async_test(TEST_DEADLINE)  # a fresh loop and a deadline for each test
 
 
 async def as_user(call: Any, call_next: Any) -> Any:

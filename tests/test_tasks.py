@@ -18,16 +18,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import StdioServer, async_test, request, serve_command
 
 from modelctx import Client, ClientOptions, Server, ServerConfig
 from modelctx.errors import InvalidParams, MissingRequiredClientCapability, RateLimited, RegistrationError
 from modelctx.server import TaskStore
+from tests.support.paths import SERVERS
+from tests.support.wire import StdioServer, async_test, request, serve_command
 
 TASKS = "io.modelcontextprotocol/tasks"
 WITH_TASKS = {"extensions": {TASKS: {}}}
 CAPABILITIES = {"elicitation": {}, **WITH_TASKS}
-TASKS_SERVER = Path(__file__).parent / "servers" / "tasks_server.py"
+TASKS_SERVER = SERVERS / "tasks_server.py"
 TERMINAL = ("completed", "failed", "cancelled")
 
 

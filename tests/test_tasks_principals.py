@@ -26,15 +26,15 @@ from typing import Any
 
 import httpx
 import redis
-from conftest import DEADLINE, MODERN, async_test, free_port, request
 from joserfc import jwt
-from test_auth_resource import KEY, Issuer, served
-from test_tasks import held_tasks_server
 
 from modelctx import Server
 from modelctx.auth import JwtVerifier, ProtectedResource
 from modelctx.server import SqliteTaskStore, TaskRecord
 from modelctx.server._redis_tasks import RedisTaskStore
+from tests.support.wire import DEADLINE, MODERN, async_test, free_port, request
+from tests.test_auth_resource import KEY, Issuer, served
+from tests.test_tasks import held_tasks_server
 
 TASKS = "io.modelcontextprotocol/tasks"
 WITH_TASKS = {"extensions": {TASKS: {}}}

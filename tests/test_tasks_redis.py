@@ -1,8 +1,8 @@
 """Tasks in Redis, shared by several replicas (``RedisTaskStore``), on a real Redis.
 
 The store contract runs against both stores (SQLite and Redis). Then two real server
-processes (``modelctx serve tests/servers/tasks_server.py --http``, started by
-tests/scale_processes.py) share one Redis
+processes (``modelctx serve tests/fixtures/servers/tasks_server.py --http``, started by
+tests/support/scale_processes.py) share one Redis
 through ``MODELCTX_REDIS_URL``: a task started on one is read, answered and cancelled
 on the other, a replica killed mid-task has its task failed with the reason, expiry
 removes results, and thousands of tasks leave neither Redis nor the process bigger.
@@ -26,17 +26,18 @@ from typing import Any
 import httpx
 import pytest
 import redis
-from conftest import async_test
-from redis_server import RedisServer
-from scale_processes import Proc, Processes
 
 from modelctx import Client, ClientHandlers, ClientOptions, Server
 from modelctx.errors import InvalidParams, ProtocolError
 from modelctx.server import Event, LocalBus, SqliteTaskStore, TaskRecord
 from modelctx.server._redis_tasks import RedisTaskStore
+from tests.support.paths import SERVERS
+from tests.support.redis_server import RedisServer
+from tests.support.scale_processes import Proc, Processes
+from tests.support.wire import async_test
 
 TASKS = "io.modelcontextprotocol/tasks"
-TASKS_SERVER = Path(__file__).parent / "servers" / "tasks_server.py"
+TASKS_SERVER = SERVERS / "tasks_server.py"
 TERMINAL = ("completed", "failed", "cancelled")
 PREFIX = "modelctx:tasks-test:tasks:"  # the default prefix of the server named "tasks-test"
 
@@ -314,7 +315,7 @@ async def test_redis_out_of_reach_is_an_error_that_says_so_and_keeps_the_passwor
 # -- two server processes sharing one Redis ---------------------------------------------------
 @pytest.fixture
 def replicas(redis_url: str, tmp_path: Path) -> Iterator[Any]:
-    """``replicas(count, **env)``: that many ``modelctx serve tests/servers/tasks_server.py
+    """``replicas(count, **env)``: that many ``modelctx serve tests/fixtures/servers/tasks_server.py
     --http`` processes on the test's Redis, started at once; stopped with SIGTERM after
     the test."""
     with Processes(tmp_path / "procs") as procs:

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DEADLINE, async_test
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -28,6 +27,7 @@ from modelctx.errors import InvalidParams
 from modelctx.server import ServerConfig
 from modelctx.server.middleware import Tracing
 from modelctx.testing import connected, served_http, spawned
+from tests.support.wire import DEADLINE, async_test
 
 
 @pytest.fixture

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import DEADLINE, async_test
-from leaks import alive, leak_free, settle
 
 from modelctx import Server
 from modelctx.errors import ConnectionClosed
 from modelctx.testing import connected, served_http, spawned
+from tests.support.leaks import alive, leak_free, settle
+from tests.support.wire import DEADLINE, async_test
 
 SERVER_FILE = '''
 import os

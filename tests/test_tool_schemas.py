@@ -19,15 +19,15 @@ import annotated_types as at
 import msgspec
 import pydantic
 import pytest
-from conftest import async_test
 
 from modelctx import ProtocolError, RegistrationError, Server
 from modelctx.client import Client
+from tests.support.wire import async_test
 
 DEADLINE = 15.0
 
 
-run = async_test(2 * DEADLINE)  # conftest: a fresh loop and a deadline for each test
+run = async_test(2 * DEADLINE)  # a fresh loop and a deadline for each test
 
 
 def server_with(annotation: Any) -> tuple[Server, list[Any]]:

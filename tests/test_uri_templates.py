@@ -14,7 +14,6 @@ import re
 from typing import Any
 
 import pytest
-from conftest import async_test
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +21,7 @@ from modelctx import RegistrationError, Server
 from modelctx.client import Client
 from modelctx.server._uri_reach import POSITIONS_PER_STEP, Cost, count_steps, match_steps
 from modelctx.server._uri_template import _OPERATORS, UriTemplate, _compile, _Expression, _parse
+from tests.support.wire import async_test
 
 VARIABLES = {
     "count": ["one", "two", "three"],
@@ -46,7 +46,7 @@ EXPAND_ONLY = None
 DEADLINE = 15.0
 
 
-run = async_test(2 * DEADLINE)  # conftest: a fresh loop and a deadline for each test
+run = async_test(2 * DEADLINE)  # a fresh loop and a deadline for each test
 
 
 RFC_EXAMPLES = [

@@ -18,15 +18,15 @@ from pathlib import Path
 import msgspec
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-GENERATOR = REPO_ROOT / "scripts" / "gen_types.py"
-TYPES_DIR = REPO_ROOT / "src" / "modelctx" / "protocol" / "types"
+from tests.support.paths import ROOT, SPEC
+
+GENERATOR = ROOT / "scripts" / "gen_types.py"
+TYPES_DIR = ROOT / "src" / "modelctx" / "protocol" / "types"
 REVISIONS = ("2026-07-28", "2025-11-25", "2025-06-18")
 
-# The schemas and examples live in the repository (tests/spec/README.md says where they
+# The schemas and examples live in the repository (tests/fixtures/spec/README.md says where they
 # come from and under which license), so these tests run, and never skip, in any clone.
-SPEC_DIR = Path(__file__).resolve().parent / "spec"
-EXAMPLES_DIR = SPEC_DIR / "examples-2026-07-28"
+EXAMPLES_DIR = SPEC / "examples-2026-07-28"
 
 # Examples whose round trip cannot hold as written, keyed by "<TypeName>/<file stem>",
 # with the members the type drops. They must still decode, and re-encoding must give the
@@ -73,15 +73,15 @@ def test_examples_present() -> None:
 
 
 def test_the_spec_copy_carries_its_license() -> None:
-    notice = (SPEC_DIR / "README.md").read_text("utf-8")
+    notice = (SPEC / "README.md").read_text("utf-8")
     assert "b0f60ba5409db7a6582440a7b473cc0398890f15" in notice  # the commit the copy is from
-    license_text = (SPEC_DIR / "LICENSE").read_text("utf-8")
+    license_text = (SPEC / "LICENSE").read_text("utf-8")
     assert "Apache License" in license_text and "MIT License" in license_text
 
 
 @pytest.mark.parametrize("revision", REVISIONS)
 def test_every_definition_has_a_type(revision: str) -> None:
-    schema = json.loads((SPEC_DIR / f"schema-{revision}.json").read_text("utf-8"))
+    schema = json.loads((SPEC / f"schema-{revision}.json").read_text("utf-8"))
     defs = schema.get("$defs") or schema.get("definitions")
     assert defs
     mod = _module(revision)
@@ -115,7 +115,7 @@ def test_generator_is_deterministic(tmp_path: Path) -> None:
         out = tmp_path / run
         subprocess.run(
             [sys.executable, str(GENERATOR), "--quiet",
-             "--spec-dir", str(SPEC_DIR), "--out-dir", str(out)],
+             "--spec-dir", str(SPEC), "--out-dir", str(out)],
             check=True,
         )
         outs.append(out)

@@ -23,12 +23,12 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import DEADLINE, async_test, serve_command, wait_until
-from scale_processes import PROTOCOL, Processes, ScaleError, free_port, post_json, tools_call
 
 from modelctx import Client, Server
 from modelctx.client import ClientHandlers
 from modelctx.transports._workers import max_workers, serve_workers
+from tests.support.scale_processes import PROTOCOL, Processes, ScaleError, free_port, post_json, tools_call
+from tests.support.wire import DEADLINE, async_test, serve_command, wait_until
 
 WORKERS_SERVER = textwrap.dedent('''
     import os

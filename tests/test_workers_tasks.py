@@ -23,8 +23,9 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import DEADLINE, wait_until
-from scale_processes import PROTOCOL, Processes
+
+from tests.support.scale_processes import PROTOCOL, Processes
+from tests.support.wire import DEADLINE, wait_until
 
 TASKS = "io.modelcontextprotocol/tasks"
 

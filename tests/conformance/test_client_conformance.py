@@ -1,7 +1,7 @@
-"""The official MCP conformance suite against our Client (tests/conformance/client.py).
+"""The official MCP conformance suite against our Client (tests/fixtures/conformance/client.py).
 
 The suite starts its own mock servers on localhost and runs
-``python tests/conformance/client.py URL`` once per scenario. A run passes when the
+``python tests/fixtures/conformance/client.py URL`` once per scenario. A run passes when the
 suite's baseline comparison passes (baseline.yml lists the allowed failures with
 their reasons: none for the client) and no scenario fails. The extension scenarios of
 OAuth client credentials (``auth/client-credentials-*``), workload identity federation
@@ -14,13 +14,13 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from .test_server_conformance import BASELINE, _env, _suite_command
+from tests.conformance.test_server_conformance import BASELINE, _env, _suite_command
+from tests.support.paths import CONFORMANCE
 
-CLIENT = Path(__file__).resolve().parent / "client.py"
+CLIENT = CONFORMANCE / "client.py"
 
 
 @pytest.mark.timeout(600)

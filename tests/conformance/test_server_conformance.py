@@ -1,7 +1,7 @@
 """The official MCP conformance suite against our fixture server, over real HTTP.
 
 Runs ``@modelcontextprotocol/conformance`` (installed by scripts/test.sh) against
-``modelctx serve tests/conformance/everything_server.py --http`` on 127.0.0.1, for the
+``modelctx serve tests/fixtures/conformance/everything_server.py --http`` on 127.0.0.1, for the
 2026-07-28 requirements and for every scenario of 2026-07-28 and 2025-11-25. A run
 passes when the suite's own baseline comparison passes (baseline.yml lists the allowed
 failures with their reasons) and no scenario fails (the tasks extension included).
@@ -19,11 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from ._serve import serve_http
+from tests.support.paths import CONFORMANCE, ROOT
+from tests.support.serve import serve_http
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-BASELINE = HERE / "baseline.yml"
+BASELINE = CONFORMANCE / "baseline.yml"
 
 
 def _suite_command() -> list[str]:
@@ -47,7 +46,7 @@ def _env() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def server_url():
-    with serve_http(ROOT / "tests" / "conformance" / "everything_server.py") as url:
+    with serve_http(CONFORMANCE / "everything_server.py") as url:
         yield url
 
 
@@ -93,7 +92,7 @@ def test_tasks_scenarios_with_the_redis_task_store(redis_url: str) -> None:
     assert len(scenarios) >= 9, f"the suite lists too few tasks-* scenarios:\n{listed.stdout}"
     env = {**_env(), "MODELCTX_REDIS_URL": redis_url}
     failed: list[str] = []
-    with serve_http(ROOT / "tests" / "conformance" / "everything_server.py", env=env) as url:
+    with serve_http(CONFORMANCE / "everything_server.py", env=env) as url:
         for scenario in scenarios:
             command = [*_suite_command(), "server", "--url", url, "--scenario", scenario]
             out = subprocess.run(command, capture_output=True, text=True, env=_env(), timeout=300)
