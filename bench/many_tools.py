@@ -6,7 +6,7 @@ four kinds of thing, each with list/get/create/update/delete tools, and five too
 own, with descriptions and parameters in the style real servers use. ``TASKS`` pairs a
 request as a person types it with the tool it needs (the scripted model searches with the
 person's words, not with keywords chosen to match). Used by ``bench/tool_search.py`` and
-``tests/test_host_tool_search.py``.
+``tests/host/test_tool_search.py``.
 """
 
 from __future__ import annotations

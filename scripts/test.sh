@@ -7,10 +7,10 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 PY=${PYTHON:-python3}
 
-# tmux: the terminal chat is tested in a real terminal (tests/test_host_chat.py);
-# chromium: the inspector is tested in a real headless browser (tests/test_inspector*.py);
+# tmux: the terminal chat is tested in a real terminal (tests/host/test_chat.py);
+# chromium: the inspector is tested in a real headless browser (tests/inspector/);
 # redis-server, nginx, wrk: the scale-out tests start their own Redis and nginx, and load
-# two replicas with wrk (tests/test_scale*.py).
+# two replicas with wrk (tests/scale/).
 MISSING=()
 command -v tmux >/dev/null || MISSING+=(tmux)
 command -v chromium >/dev/null || MISSING+=(chromium)
@@ -50,7 +50,7 @@ if [ ! -f "$EVERYTHING_DIR/node_modules/@modelcontextprotocol/server-everything/
 fi
 export MODELCTX_EVERYTHING_BIN="$EVERYTHING_DIR/node_modules/.bin/mcp-server-everything"
 # The npm reference filesystem and memory servers: our reference servers are compared with
-# them on the same tasks (tests/test_servers_vs_npm.py).
+# them on the same tasks (tests/interop/test_*_vs_npm.py).
 REFERENCE_DIR="$ROOT/.tools/reference"
 if [ ! -f "$REFERENCE_DIR/node_modules/@modelcontextprotocol/server-memory/package.json" ]; then
   npm install --silent --prefix "$REFERENCE_DIR" @modelcontextprotocol/server-filesystem@2026.8.31 \
@@ -61,7 +61,7 @@ export MODELCTX_NPM_MEMORY_BIN="$REFERENCE_DIR/node_modules/.bin/mcp-server-memo
 # An older everything server that offers the HTTP+SSE transport of 2024-11-05 (its "sse"
 # mode), pinned to the SDK release its dependency range starts at (1.11.0, which speaks
 # 2025-03-26; the range alone would pull the newest 1.x): our client's SSE peer
-# (tests/test_legacy_sse_client.py).
+# (tests/transports/test_legacy_sse_client.py).
 EVERYTHING_SSE_DIR="$ROOT/.tools/everything-sse"
 if [ ! -f "$EVERYTHING_SSE_DIR/node_modules/@modelcontextprotocol/server-everything/package.json" ]; then
   npm install --silent --prefix "$EVERYTHING_SSE_DIR" @modelcontextprotocol/server-everything@2025.5.12 \
@@ -85,7 +85,7 @@ export MODELCTX_FASTMCP_PYTHON="$FASTMCP_DIR/bin/python"
 
 # Old official SDK clients, the installed base (issue 21): mcp 1.2.0 speaks 2024-11-05 and
 # mcp 1.9.4 speaks 2025-03-26. Each gets its own venv (they need pydantic<2.11 and conflict
-# with the current mcp); tests/test_interop_old_clients.py runs them as subprocesses.
+# with the current mcp); tests/interop/test_old_clients.py runs them as subprocesses.
 for OLD_MCP in 1.2.0 1.9.4; do
   OLD_DIR="$ROOT/.tools/mcp-$OLD_MCP"
   if ! "$OLD_DIR/bin/python" -c "import mcp, importlib.metadata as m; assert m.version('mcp') == '$OLD_MCP'" 2>/dev/null; then

@@ -13,7 +13,7 @@ on with whatever handshake revision the server answers, the installed base's 202
 and 2024-11-05 among them (2025-11-25 lifecycle.mdx, Version Negotiation). From then on it
 sends that server only what the revision's schema has (schema/2024-11-05 and
 schema/2025-03-26 of modelcontextprotocol/modelcontextprotocol, checked field by field;
-tests/test_interop_old_servers.py checks every message sent to a real old server):
+tests/interop/test_old_servers.py checks every message sent to a real old server):
 
 * the ``initialize`` capabilities of a revision (when the client knows it before asking,
   see below): no ``elicitation`` before 2025-06-18, no ``extensions`` for the installed

@@ -180,7 +180,7 @@ def move(origin: Located, target: Located) -> None:
 # renameat2(RENAME_NOREPLACE): the kernel refuses a rename onto an existing name, so no
 # file another process creates at the destination between a check and the rename is
 # replaced (a check then os.rename lost 1,508 such files in 6 s to a local creator,
-# tests/test_server_filesystem_races.py). The os module has no renameat2; glibc has had it
+# tests/servers/test_filesystem_races.py). The os module has no renameat2; glibc has had it
 # since 2.28. Elsewhere, or on a filesystem that refuses the flag, the check comes first.
 _RENAME_NOREPLACE = 1
 _renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None) if sys.platform == "linux" else None
