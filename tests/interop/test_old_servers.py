@@ -2,7 +2,7 @@
 
 mcp 1.2.0 answers initialize with 2024-11-05 and mcp 1.9.4 with 2025-03-26; each lives in
 its own venv (scripts/test.sh makes them and exports MODELCTX_MCP_1_2_0_PYTHON and
-MODELCTX_MCP_1_9_4_PYTHON) and runs tests/fixtures/peers/old_stdio_server.py, which appends every
+MODELCTX_MCP_1_9_4_PYTHON) and runs tests/fixtures/peers/old_server.py on stdio, which appends every
 line it reads to a log: the tests read there what our client sent (each message checked
 against the old revision's schema, field by field) and whether the server was probed.
 
@@ -31,7 +31,7 @@ from modelctx.transports.stdio_client import StdioClientTransport
 from tests.support.paths import PEERS
 from tests.support.wire import async_test
 
-PEER = PEERS / "old_stdio_server.py"
+PEER = PEERS / "old_server.py"
 SERVERS = {
     "1.2.0": ("MODELCTX_MCP_1_2_0_PYTHON", "2024-11-05"),
     "1.9.4": ("MODELCTX_MCP_1_9_4_PYTHON", "2025-03-26"),
@@ -98,7 +98,7 @@ class OldServer:
         self.revision = SERVERS[version][1]
         self.log = directory / f"mcp-{version}.jsonl"
         self.python = old_python(version)
-        self.argv = [self.python, str(PEER), str(self.log)]
+        self.argv = [self.python, str(PEER), "stdio", str(self.log)]
         self.marker = directory / "cancelled"
 
     def transport(self) -> StdioClientTransport:
@@ -310,7 +310,7 @@ async def test_a_host_serves_old_stdio_servers_and_restarts_one_without_probing_
         f"old{version.replace('.', '')}": ServerSpec(
             f"old{version.replace('.', '')}",
             command=server.python,
-            args=(str(PEER), str(server.log)),
+            args=(str(PEER), "stdio", str(server.log)),
             env={"PYTHONPATH": "", "PYTHONNOUSERSITE": "1"},
             approval="allow",
             timeout=20,

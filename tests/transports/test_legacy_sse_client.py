@@ -496,7 +496,7 @@ def mcp_1_9_4(tmp_path_factory) -> Iterator[OldSseServer]:
     """FastMCP of mcp 1.9.4 on HTTP+SSE (2025-03-26), shared by the module."""
     log = tmp_path_factory.mktemp("mcp-1.9.4-sse") / "server.log"
     python = old_python("1.9.4")
-    server = OldSseServer(lambda port: [python, str(OLD_SERVER), str(port)], log)
+    server = OldSseServer(lambda port: [python, str(OLD_SERVER), "sse", str(port)], log)
     yield server
     server.stop()
 
@@ -574,7 +574,7 @@ def mcp_1_2_0(tmp_path_factory) -> Iterator[OldSseServer]:
     """FastMCP of mcp 1.2.0 on HTTP+SSE (2024-11-05), shared by the module."""
     python = old_python("1.2.0")
     log = tmp_path_factory.mktemp("mcp-1.2.0-sse") / "server.log"
-    server = OldSseServer(lambda port: [python, str(OLD_SERVER), str(port)], log)
+    server = OldSseServer(lambda port: [python, str(OLD_SERVER), "sse", str(port)], log)
     yield server
     server.stop()
 

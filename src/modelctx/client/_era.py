@@ -31,7 +31,7 @@ tests/interop/test_old_servers.py checks every message sent to a real old server
   mcp 1.2.0 has no type for it (modelcontextprotocol/python-sdk issue 88: the same
   ``ValidationError`` in the receive loop as below), and in mcp 1.9.4 the cancelled
   handler's scope ends the server's task group, so the process exits at its next line
-  (reproduced with tests/fixtures/peers/old_stdio_server.py). The official client of that time
+  (reproduced with tests/fixtures/peers/old_server.py). The official client of that time
   never sent it (python-sdk issue 2507), so that is what those servers were run with.
   Not telling them costs work they finish for nothing; telling them costs the process:
   on stdio the session is the process, every other request in it and its state. Over
