@@ -33,7 +33,7 @@ import pytest
 from joserfc import jwt
 from joserfc.jwk import ECKey, KeySet
 
-from tests.support.wire import DEADLINE, free_port
+from tests.support.wire import DEADLINE, free_port, stderr_lines
 
 RESOURCE = "http://127.0.0.1:8000/mcp"
 REDIRECT = "http://127.0.0.1:5999/callback"
@@ -50,14 +50,7 @@ def auth_server(*options: str, port: int | None = None) -> Iterator[str]:
         stderr=subprocess.PIPE,
         text=True,
     )
-    lines: queue.Queue[str] = queue.Queue()
-
-    def pump() -> None:
-        assert process.stderr is not None
-        for line in process.stderr:
-            lines.put(line)
-
-    threading.Thread(target=pump, daemon=True).start()
+    lines = stderr_lines(process)
     try:
         seen: list[str] = []
         while not (seen and "authorization server ready at" in seen[-1]):

@@ -7,18 +7,16 @@ script does (``python -m`` alone would add it and hide the module-name case).
 from __future__ import annotations
 
 import json
-import queue
 import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 import modelctx
-from tests.support.wire import DEADLINE, SAMPLE_SERVER, free_port, request, wait_until
+from tests.support.wire import DEADLINE, SAMPLE_SERVER, free_port, request, stderr_lines, wait_until
 
 SERVER_MODULE = '''
 from modelctx import Server
@@ -122,14 +120,7 @@ def test_serve_http_prints_the_url_it_serves_on_stderr(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
     )
-    lines: queue.Queue[str] = queue.Queue()
-
-    def pump() -> None:
-        assert process.stderr is not None
-        for line in process.stderr:
-            lines.put(line)
-
-    threading.Thread(target=pump, daemon=True).start()
+    lines = stderr_lines(process)
     try:
         first = lines.get(timeout=DEADLINE)
         url = f"http://127.0.0.1:{port}/mcp"

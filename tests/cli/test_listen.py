@@ -11,13 +11,12 @@ import queue
 import shlex
 import subprocess
 import sys
-import threading
 
 import pytest
 
 from tests.support.cli_run import modelctx
 from tests.support.paths import SERVERS
-from tests.support.wire import DEADLINE, HttpServer
+from tests.support.wire import DEADLINE, HttpServer, stderr_lines
 
 
 @pytest.fixture(scope="module")
@@ -35,14 +34,7 @@ def start_listening(*args: str) -> tuple[subprocess.Popen[str], queue.Queue[str]
         stderr=subprocess.PIPE,
         text=True,
     )
-    lines: queue.Queue[str] = queue.Queue()
-
-    def pump() -> None:
-        assert process.stderr is not None
-        for line in process.stderr:
-            lines.put(line)
-
-    threading.Thread(target=pump, daemon=True).start()
+    lines = stderr_lines(process)
     first = lines.get(timeout=DEADLINE)
     assert first.strip() == "modelctx: listening; Ctrl-C to stop", first
     return process, lines

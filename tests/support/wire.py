@@ -113,6 +113,21 @@ def stop_process(process: subprocess.Popen) -> None:
         pass
 
 
+
+def stderr_lines(process: subprocess.Popen[str]) -> queue.Queue[str]:
+    """The lines ``process`` writes to its stderr (a text pipe), queued by a reader thread as
+    they come, so that a test's ``get(timeout=...)`` fails instead of hanging."""
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            lines.put(line)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return lines
+
+
 # -- stdio -----------------------------------------------------------------------------------
 class StdioServer:
     """A server process on pipes. A reader thread queues stdout lines, so reads time out."""

@@ -21,18 +21,16 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
 from tests.support.paths import BENCH, SERVERS
+from tests.support.sessions import bearer, call, in_session, initialize, open_session
 from tests.support.wire import DEADLINE, McpHttp, free_port, request, stop_process, wait_until
 
 AUTH_SERVER = SERVERS / "auth_http_server.py"
 CAP = 4
-LEGACY = "2025-11-25"
-ACCEPT = "application/json, text/event-stream"
 
 
 class AuthServer:
@@ -65,38 +63,6 @@ def server(tmp_path_factory) -> Iterator[AuthServer]:
 def client() -> Iterator[httpx.Client]:
     with httpx.Client(timeout=DEADLINE) as http:
         yield http
-
-
-def bearer(who: str | None) -> dict[str, str]:
-    return {} if who is None else {"authorization": f"Bearer {who}"}
-
-
-def initialize(client: httpx.Client, server: AuthServer, who: str | None) -> httpx.Response:
-    message = {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
-    }
-    return client.post(server.url, json=message, headers={"accept": ACCEPT, **bearer(who)})
-
-
-def open_session(client: httpx.Client, server: AuthServer, who: str | None) -> str:
-    response = initialize(client, server, who)
-    assert response.status_code == 200, response.text
-    session_id = response.headers["mcp-session-id"]
-    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    assert client.post(server.url, json=initialized, headers=in_session(session_id, who)).status_code == 202
-    return session_id
-
-
-def in_session(session_id: str, who: str | None) -> dict[str, str]:
-    return {"accept": ACCEPT, "mcp-session-id": session_id, "mcp-protocol-version": LEGACY, **bearer(who)}
-
-
-def call(client: httpx.Client, server: AuthServer, session_id: str, who: str | None, id: int, name: str, **arguments: Any) -> httpx.Response:
-    message = {"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
-    return client.post(server.url, json=message, headers=in_session(session_id, who))
 
 
 # -- bound to the principal -----------------------------------------------------------------

@@ -35,11 +35,10 @@ import httpx
 import pytest
 
 from tests.support.paths import SERVERS
+from tests.support.sessions import bearer, call, in_session, initialize, open_session
 from tests.support.wire import DEADLINE, McpHttp, free_port, request, stop_process, wait_until
 
 LIMITS_SERVER = SERVERS / "limits_http_server.py"
-LEGACY = "2025-11-25"
-ACCEPT = "application/json, text/event-stream"
 
 
 class LimitsServer:
@@ -84,38 +83,6 @@ def start(tmp_path) -> Iterator[Callable[..., LimitsServer]]:
 def client() -> Iterator[httpx.Client]:
     with httpx.Client(timeout=DEADLINE) as http:
         yield http
-
-
-def bearer(who: str | None) -> dict[str, str]:
-    return {} if who is None else {"authorization": f"Bearer {who}"}
-
-
-def initialize(client: httpx.Client, server: LimitsServer, who: str | None) -> httpx.Response:
-    message = {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
-    }
-    return client.post(server.url, json=message, headers={"accept": ACCEPT, **bearer(who)})
-
-
-def in_session(session_id: str, who: str | None) -> dict[str, str]:
-    return {"accept": ACCEPT, "mcp-session-id": session_id, "mcp-protocol-version": LEGACY, **bearer(who)}
-
-
-def open_session(client: httpx.Client, server: LimitsServer, who: str | None) -> str:
-    response = initialize(client, server, who)
-    assert response.status_code == 200, response.text
-    session_id = response.headers["mcp-session-id"]
-    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    assert client.post(server.url, json=initialized, headers=in_session(session_id, who)).status_code == 202
-    return session_id
-
-
-def call(client: httpx.Client, server: LimitsServer, session_id: str, who: str | None, id: int | str, name: str, **arguments: Any) -> httpx.Response:
-    message = {"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
-    return client.post(server.url, json=message, headers=in_session(session_id, who))
 
 
 def alive(client: httpx.Client, server: LimitsServer, session_id: str, who: str | None) -> bool:
