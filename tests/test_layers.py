@@ -91,15 +91,15 @@ REACHING_IN = {
         "transports/_session.py", "transports/http.py",
     },
     "protocol._framing": {
-        "transports/_asgi.py", "transports/_legacy_sse.py", "transports/_legacy_sse_client.py",
-        "transports/_sse_resume.py", "transports/http.py", "transports/http_client.py", "transports/stdio.py",
+        "transports/_asgi.py", "transports/_http_reply.py", "transports/_legacy_sse.py", "transports/_legacy_sse_client.py",
+        "transports/_sse_resume.py", "transports/http_client.py", "transports/stdio.py",
         "transports/stdio_client.py",
     },
     "protocol._headers": {"client/_client.py", "client/_session.py", "transports/http.py"},
     "protocol._jsonrpc": {
         "client/_client.py", "client/_session.py", "client/_tasks.py", "host/_gateway.py", "server/_dispatch.py",
-        "transports/_duplex.py", "transports/_http_batch.py", "transports/_legacy_sse.py", "transports/http.py", "transports/http_client.py",
-        "transports/stdio.py",
+        "transports/_duplex.py", "transports/_http_batch.py", "transports/_http_reply.py", "transports/_http_server.py",
+        "transports/_legacy_sse.py", "transports/http.py", "transports/http_client.py", "transports/stdio.py",
     },
     "protocol._meta": {
         "client/_client.py", "client/_session.py", "host/_gateway.py", "server/_context.py", "server/_dispatch.py",

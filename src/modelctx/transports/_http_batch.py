@@ -16,7 +16,7 @@ refused alone) and answered here (transports/streamable-http.mdx of 2025-03-26):
   out; when nothing is left, ``202``.
 - The choice for early messages: a handler that sends before the batch is done
   (progress, logging, a server-to-client request) turns the reply into SSE, as one
-  request's ``_Reply`` does: those messages go out as they come, then each response as
+  request's ``_http_reply.Reply`` does: those messages go out as they come, then each response as
   an event once all are done, then the stream closes.
 
 The requests count toward ``max_requests_per_session`` like single POSTs: a batch that
@@ -35,6 +35,7 @@ from ..protocol._connection import Batch, Inbound, Reject, Serve
 from ..protocol._jsonrpc import error_response
 from ..protocol._versions import Feature, features
 from ._asgi import ASGISend, Receive, send_empty, send_json, wait_disconnect
+from ._http_reply import Reply
 from ._seam import Peer
 from ._session import HandshakeSession, act
 
@@ -80,12 +81,10 @@ class _BatchReply:
     """The reply to one batch: a JSON array, or SSE once a handler sends early."""
 
     def __init__(self, app: HttpApp, session: HandshakeSession, principal: Any, send: ASGISend) -> None:
-        from .http import _Reply  # the one request's reply, reused (http.py imports this module)
-
         self._app = app
         self._session = session
         self._peer = Peer(None, session, principal, on_open=app._opened)
-        self._stream = _Reply(send)
+        self._stream = Reply(send)
         self._send = send
         self._lock = asyncio.Lock()  # one writer at a time while the SSE starts
 
