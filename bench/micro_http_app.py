@@ -52,6 +52,9 @@ async def _post(app: HttpApp, headers: dict[str, str], body: bytes) -> tuple[int
         sent.append(message)
 
     await app(_scope(headers), receive, send)
+    # A server's loop runs between requests: the cancelled disconnect watcher ends here
+    # (without this, a handler that never suspends leaves them queued and the loop slows).
+    await asyncio.sleep(0)
     start = sent[0]
     head = {k.decode(): v.decode() for k, v in start.get("headers", [])}
     return start["status"], head, b"".join(m.get("body", b"") for m in sent[1:])

@@ -6,7 +6,8 @@ basic/transports/streamable-http.mdx (2026-07-28) and the 2025-11-25 transport p
 body (``post``), and does what the decision says. Nothing here awaits, reads a socket or
 needs an event loop: a test drives it with plain calls (tests/test_http_exchange.py).
 
-Decisions (each a small immutable value):
+Decisions (each a small value, never changed once made; not frozen: a frozen
+dataclass costs two ``object.__setattr__`` calls per request on the hot path):
 
 - ``Refuse``: answer with this status, these headers and this body (a JSON-RPC error,
   plain text, or none: 202), and run nothing.
@@ -91,7 +92,7 @@ _RETRY = ((b"retry-after", b"1"),)
 _NOT_FOUND = "Session not found or expired; send initialize again"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Refuse:
     """Answer ``status`` with ``headers`` and ``body``: a JSON-RPC message (dict), plain
     text (bytes) or nothing (None); nothing runs."""
@@ -101,7 +102,7 @@ class Refuse:
     headers: Headers = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ServeRequest:
     """Run ``request``: on ``session``, or (None) statelessly or as ``initialize``."""
 
@@ -109,7 +110,7 @@ class ServeRequest:
     session: HandshakeSession | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ServeBatch:
     """Serve ``body``, a JSON array, as a batch of ``session`` (a 2025-03-26 one)."""
 
@@ -117,7 +118,7 @@ class ServeBatch:
     body: bytes
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class OneWay:
     """Act on a notification or a response (of ``session``, or outside any); 202."""
 
@@ -125,7 +126,7 @@ class OneWay:
     session: HandshakeSession | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Confirm:
     """``message`` names session ``session_id``, which the table does not hold (``held``
     None) or holds but must renew: ask the store, then ``HttpExchange.confirmed``."""
@@ -135,7 +136,7 @@ class Confirm:
     held: HandshakeSession | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Named:
     """A GET or DELETE naming ``session_id`` (``held``: the table's session, or None)."""
 

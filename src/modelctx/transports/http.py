@@ -302,14 +302,16 @@ class HttpApp:
         if refusal is not None:
             await _answer(send, refusal)
             return
-        principal = await self._principal(scope, headers, send)
-        if principal is _REFUSED:
-            return
+        principal = None
+        if self.auth is not None or self.authenticate is not None:
+            principal = await self._principal(scope, headers, send)
+            if principal is _REFUSED:
+                return
         if legacy is not None:
             await legacy.serve(scope, receive, send, principal, lambda: self._body(headers, receive, send), headers)
             return
         method = scope["method"]
-        decided = self.exchange.route(method, headers, principal)
+        decided = None if method == "POST" else self.exchange.route(method, headers, principal)
         if decided is None:
             await self._post(headers, receive, send, principal)
         elif isinstance(decided, Refuse):
@@ -472,8 +474,10 @@ class HttpApp:
             await stream.finish(response)
         elif response is None:
             await send_empty(send, 202)
+        elif self.auth is not None and _refused_scope(response):
+            await self._step_up(request, response, send)
         else:
-            await self._respond(request, peer, session, response, send)
+            await send_json(send, *_json_reply(request, peer, session, response))
 
     async def _run(
         self, request: Request, peer: Peer, session: HandshakeSession | None, inbound: Inbound | None,
@@ -526,27 +530,14 @@ class HttpApp:
         else:
             await send_empty(send, 202)
 
-    async def _respond(
-        self, request: Request, peer: Peer, session: HandshakeSession | None, response: dict[str, Any], send: ASGISend
-    ) -> None:
-        """Write ``response`` as one JSON body (the 403 step-up challenge for an
-        insufficient scope; the session id on ``initialize``; the table's status for a
-        stateless error)."""
-        error = response.get("error")
-        if self.auth is not None and error is not None and error.get("code") == INSUFFICIENT_SCOPE:
-            # Runtime step-up (authorization/index.mdx): 403 and the challenge, in both eras.
-            data = error.get("data")
-            needed = data.get("requiredScopes") if isinstance(data, dict) else None
-            refusal = InsufficientScope(needed if isinstance(needed, list) else (), error.get("message"))
-            await self._challenge(send, refusal, request.id)
-            return
-        extra: list[tuple[bytes, bytes]] = []
-        if peer.session is not None and request.method == "initialize":
-            extra.append((b"mcp-session-id", peer.session.id.encode()))
-        status = 200
-        if error is not None and session is None:
-            status = status_for(error.get("code"), checked=True)
-        await send_json(send, status, response, extra)
+    async def _step_up(self, request: Request, response: dict[str, Any], send: ASGISend) -> None:
+        """Runtime step-up (authorization/index.mdx): an insufficient scope is answered 403
+        with the challenge, in both eras."""
+        error = response["error"]
+        data = error.get("data")
+        needed = data.get("requiredScopes") if isinstance(data, dict) else None
+        refusal = InsufficientScope(needed if isinstance(needed, list) else (), error.get("message"))
+        await self._challenge(send, refusal, request.id)
 
     async def _saved(self, request: Request, session: HandshakeSession, stream: Reply, send: ASGISend) -> bool:
         """Write what ``request`` changed to the session store: True when that failed and
@@ -770,6 +761,24 @@ async def _answer(send: ASGISend, refusal: Refuse) -> None:
             await send_empty(send, refusal.status)
         else:
             await send_plain(send, refusal.status, body, list(refusal.headers))
+
+
+def _refused_scope(response: dict[str, Any]) -> bool:
+    error = response.get("error")
+    return error is not None and error.get("code") == INSUFFICIENT_SCOPE
+
+
+def _json_reply(
+    request: Request, peer: Peer, session: HandshakeSession | None, response: dict[str, Any]
+) -> tuple[int, dict[str, Any], list[tuple[bytes, bytes]]]:
+    """Status, body and headers of ``response`` sent as one JSON body: the session id on
+    ``initialize``; the table's status for a stateless error (a session's: 200)."""
+    extra: list[tuple[bytes, bytes]] = []
+    if peer.session is not None and request.method == "initialize":
+        extra.append((b"mcp-session-id", peer.session.id.encode()))
+    error = response.get("error")
+    status = 200 if error is None or session is not None else status_for(error.get("code"), checked=True)
+    return status, response, extra
 
 
 def _id_of(message: Message) -> str | int | None:
