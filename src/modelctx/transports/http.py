@@ -456,34 +456,6 @@ class HttpApp:
         # task per request instead of two.
         guard = CancelGuard(asyncio.current_task())
         stream = Reply(send, session, guard, self._shared if session is not None else None)
-        response, stopping = await self._run(request, peer, session, inbound, guard, stream, receive)
-        if stopping:
-            # 503: send it again (elsewhere, or once the server is back).
-            await self._cut_short(
-                request, stream, send, 503,
-                "Server shutting down: the request was stopped; send it again", _RETRY,
-            )
-        elif guard.requested:
-            await self._cancelled(request, session, guard, stream, send)
-        elif (
-            response is not None and peer.session is not None and request.method in WRITTEN
-            and "result" in response and await self._saved(request, peer.session, stream, send)
-        ):
-            return  # the store refused what the request did: answered
-        elif stream.started:
-            await stream.finish(response)
-        elif response is None:
-            await send_empty(send, 202)
-        elif self.auth is not None and _refused_scope(response):
-            await self._step_up(request, response, send)
-        else:
-            await send_json(send, *_json_reply(request, peer, session, response))
-
-    async def _run(
-        self, request: Request, peer: Peer, session: HandshakeSession | None, inbound: Inbound | None,
-        guard: CancelGuard, stream: Reply, receive: Receive,
-    ) -> tuple[dict[str, Any] | None, bool]:
-        """The handler's response (None: none) and whether the server stopping cut it."""
         watcher = asyncio.get_running_loop().create_task(guard.watch(receive))
         if inbound is not None:
             inbound.handle = guard
@@ -508,7 +480,27 @@ class HttpApp:
                 if guard.requested:
                     session.connection.cancel(inbound)
                 response = session.connection.finish(inbound, response)
-        return response, stopping
+        if stopping:
+            # 503: send it again (elsewhere, or once the server is back).
+            await self._cut_short(
+                request, stream, send, 503,
+                "Server shutting down: the request was stopped; send it again", _RETRY,
+            )
+        elif guard.requested:
+            await self._cancelled(request, session, guard, stream, send)
+        elif (
+            response is not None and peer.session is not None and request.method in WRITTEN
+            and "result" in response and await self._saved(request, peer.session, stream, send)
+        ):
+            return  # the store refused what the request did: answered
+        elif stream.started:
+            await stream.finish(response)
+        elif response is None:
+            await send_empty(send, 202)
+        elif self.auth is not None and _refused_scope(response):
+            await self._step_up(request, response, send)
+        else:
+            await send_json(send, *_json_reply(request, peer, session, response))
 
     async def _cancelled(
         self, request: Request, session: HandshakeSession | None, guard: CancelGuard, stream: Reply, send: ASGISend
