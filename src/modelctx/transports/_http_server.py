@@ -77,89 +77,100 @@ def _refusal(status: bytes, message: str) -> bytes:
     )
 
 
+# The mixin's super() is uvicorn's HttpToolsProtocol, known only once uvicorn is imported.
+_Protocol: Any = object
+
+
+class _BoundedHead(_Protocol):  # type: ignore[misc]
+    """Mixed into uvicorn's httptools protocol (``_bounded_httptools``): answers 431 to a request head past
+    ``MAX_REQUEST_HEAD`` bytes (counted after each feed, so a body that shares a
+    read with its headers is never counted), and 408 to one not whole within
+    ``header_timeout`` seconds; either closes the connection.
+
+    The deadline costs a clock read per request: one timer per connection, armed
+    when a head begins and no timer is, re-armed for the head open when it fires.
+    """
+
+    head_bytes = 0
+    refused = False  # answered 431 or 408: what else arrives is dropped until it closes
+    in_head = True
+    head_open = True  # a head has begun (or the connection opened) and is not whole
+    head_started = 0.0
+    head_timer: asyncio.TimerHandle | None = None
+    header_timeout = HEADER_TIMEOUT  # set by _bounded_httptools
+
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(transport)
+        self.head_started = self.loop.time()  # a peer that never sends a byte
+        self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.head_timer is not None:
+            self.head_timer.cancel()
+            self.head_timer = None
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self.refused:
+            return  # the peer is still sending what was refused: read and drop it
+        super().data_received(data)
+        if not self.in_head:
+            return
+        self.head_bytes += len(data)
+        if self.head_bytes > MAX_REQUEST_HEAD and not self.transport.is_closing():
+            limit = f"Request headers too large: the limit is {MAX_REQUEST_HEAD} bytes"
+            self._refuse(b"431 Request Header Fields Too Large", limit)
+
+    def _refuse(self, status: bytes, message: str) -> None:
+        """Answer ``status`` and end the connection without a reset: the response,
+        then our end of the stream closed (FIN); the peer's bytes are read and
+        dropped until it closes too, or for ``LINGER_SECONDS`` at most."""
+        self.refused = True
+        self.transport.write(_refusal(status, message))
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+            self.loop.call_later(LINGER_SECONDS, self.transport.close)
+        else:
+            self.transport.close()
+
+    def on_message_begin(self) -> None:
+        if not self.head_open:  # the first head keeps the connection's start
+            self.head_open = True
+            self.head_started = self.loop.time()
+        if self.head_timer is None:
+            self._arm()
+        super().on_message_begin()
+
+    def on_headers_complete(self) -> None:
+        self.in_head = self.head_open = False
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self.in_head, self.head_bytes = True, 0
+
+    def _arm(self) -> None:
+        self.head_timer = self.loop.call_at(self.head_started + self.header_timeout, self._head_due)
+
+    def _head_due(self) -> None:
+        self.head_timer = None
+        if not self.head_open or self.transport.is_closing():
+            return
+        if self.loop.time() < self.head_started + self.header_timeout:
+            self._arm()  # a later head than the one this timer was armed for
+            return
+        late = f"The request headers did not arrive within {self.header_timeout:g} seconds"
+        self._refuse(b"408 Request Timeout", late)
+
+
 def _bounded_httptools(header_timeout: float = HEADER_TIMEOUT) -> type[Any]:
+    """uvicorn's httptools protocol with ``_BoundedHead``'s bounds, ``header_timeout`` its deadline."""
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-    class BoundedHead(HttpToolsProtocol):
-        """uvicorn's httptools protocol, answering 431 to a request head past
-        ``MAX_REQUEST_HEAD`` bytes (counted after each feed, so a body that shares a
-        read with its headers is never counted), and 408 to one not whole within
-        ``header_timeout`` seconds; either closes the connection.
+    class BoundedHead(_BoundedHead, HttpToolsProtocol):
+        pass
 
-        The deadline costs a clock read per request: one timer per connection, armed
-        when a head begins and no timer is, re-armed for the head open when it fires.
-        """
-
-        head_bytes = 0
-        refused = False  # answered 431 or 408: what else arrives is dropped until it closes
-        in_head = True
-        head_open = True  # a head has begun (or the connection opened) and is not whole
-        head_started = 0.0
-        head_timer: asyncio.TimerHandle | None = None
-
-        def connection_made(self, transport: Any) -> None:
-            super().connection_made(transport)
-            self.head_started = self.loop.time()  # a peer that never sends a byte
-            self._arm()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            if self.head_timer is not None:
-                self.head_timer.cancel()
-                self.head_timer = None
-            super().connection_lost(exc)
-
-        def data_received(self, data: bytes) -> None:
-            if self.refused:
-                return  # the peer is still sending what was refused: read and drop it
-            super().data_received(data)
-            if not self.in_head:
-                return
-            self.head_bytes += len(data)
-            if self.head_bytes > MAX_REQUEST_HEAD and not self.transport.is_closing():
-                limit = f"Request headers too large: the limit is {MAX_REQUEST_HEAD} bytes"
-                self._refuse(b"431 Request Header Fields Too Large", limit)
-
-        def _refuse(self, status: bytes, message: str) -> None:
-            """Answer ``status`` and end the connection without a reset: the response,
-            then our end of the stream closed (FIN); the peer's bytes are read and
-            dropped until it closes too, or for ``LINGER_SECONDS`` at most."""
-            self.refused = True
-            self.transport.write(_refusal(status, message))
-            if self.transport.can_write_eof():
-                self.transport.write_eof()
-                self.loop.call_later(LINGER_SECONDS, self.transport.close)
-            else:
-                self.transport.close()
-
-        def on_message_begin(self) -> None:
-            if not self.head_open:  # the first head keeps the connection's start
-                self.head_open = True
-                self.head_started = self.loop.time()
-            if self.head_timer is None:
-                self._arm()
-            super().on_message_begin()
-
-        def on_headers_complete(self) -> None:
-            self.in_head = self.head_open = False
-            super().on_headers_complete()
-
-        def on_message_complete(self) -> None:
-            super().on_message_complete()
-            self.in_head, self.head_bytes = True, 0
-
-        def _arm(self) -> None:
-            self.head_timer = self.loop.call_at(self.head_started + header_timeout, self._head_due)
-
-        def _head_due(self) -> None:
-            self.head_timer = None
-            if not self.head_open or self.transport.is_closing():
-                return
-            if self.loop.time() < self.head_started + header_timeout:
-                self._arm()  # a later head than the one this timer was armed for
-                return
-            late = f"The request headers did not arrive within {header_timeout:g} seconds"
-            self._refuse(b"408 Request Timeout", late)
-
+    BoundedHead.header_timeout = header_timeout
     return BoundedHead
 
 
@@ -222,32 +233,7 @@ def serve_http(
         if workers == 1:
             serve(None if ready_message is None else lambda: print(ready_message, file=sys.stderr, flush=True))
             return
-        check = getattr(app.auth, "check_processes", None)
-        if check is not None:  # what the auth keeps must be shared by the workers (DPoP replays)
-            try:
-                check(workers)
-            except ValueError as exc:
-                raise SystemExit(f"modelctx: {exc}") from None
-        tasks = getattr(server, "tasks", None)
-        own_tasks = tasks is not None and getattr(tasks.store, "per_process", False)
-        if not shared:
-            print(
-                f"modelctx: warning: {workers} workers without Redis: each handshake-era session lives in "
-                "one worker, and requests for it that reach another are relayed to it; subscriptions/listen "
-                "streams and changes made in one worker are not heard in the others; give --redis URL "
-                "(or MODELCTX_REDIS_URL) to share them"
-                + (_OWN_TASKS if own_tasks else ""),
-                file=sys.stderr,
-                flush=True,
-            )
-        elif own_tasks:  # a memory store given with Redis configured: nothing relays to it
-            print(
-                f"modelctx: warning: {workers} workers and a task store in memory: each worker sees only "
-                "the tasks it created, so tasks/get reaching another worker finds no task; give a task "
-                "file (ServerConfig(task_db=...)) or leave the task store to Redis",
-                file=sys.stderr,
-                flush=True,
-            )
+        _before_workers(server, app, workers, shared)
         status = serve_workers(workers, serve, ready_message=ready_message)
     finally:
         if siblings is not None:
@@ -255,6 +241,37 @@ def serve_http(
         listening.close()
     if status:
         raise SystemExit(status)
+
+
+def _before_workers(server: Any, app: HttpApp, workers: int, shared: bool) -> None:
+    """Check what the auth keeps can be shared by ``workers`` processes (DPoP replays:
+    ``SystemExit`` saying what to do), and warn of what each worker keeps alone."""
+    check = getattr(app.auth, "check_processes", None)
+    if check is not None:  # what the auth keeps must be shared by the workers (DPoP replays)
+        try:
+            check(workers)
+        except ValueError as exc:
+            raise SystemExit(f"modelctx: {exc}") from None
+    tasks = getattr(server, "tasks", None)
+    own_tasks = tasks is not None and getattr(tasks.store, "per_process", False)
+    if not shared:
+        print(
+            f"modelctx: warning: {workers} workers without Redis: each handshake-era session lives in "
+            "one worker, and requests for it that reach another are relayed to it; subscriptions/listen "
+            "streams and changes made in one worker are not heard in the others; give --redis URL "
+            "(or MODELCTX_REDIS_URL) to share them"
+            + (_OWN_TASKS if own_tasks else ""),
+            file=sys.stderr,
+            flush=True,
+        )
+    elif own_tasks:  # a memory store given with Redis configured: nothing relays to it
+        print(
+            f"modelctx: warning: {workers} workers and a task store in memory: each worker sees only "
+            "the tasks it created, so tasks/get reaching another worker finds no task; give a task "
+            "file (ServerConfig(task_db=...)) or leave the task store to Redis",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 # The warning's sentence for tasks kept in each worker's memory (no Redis, no task file).
