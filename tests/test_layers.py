@@ -87,27 +87,29 @@ REACHING_IN = {
         "inspector/_session.py", "inspector/_views.py", "server/_apps.py",
     },
     "protocol._connection": {
-        "client/_session.py", "transports/_duplex.py", "transports/_http_batch.py", "transports/_redis_sessions.py", "transports/_seam.py",
-        "transports/_session.py", "transports/http.py",
+        "client/_session.py", "transports/_duplex.py", "transports/_exchange.py", "transports/_http_batch.py",
+        "transports/_redis_sessions.py", "transports/_seam.py", "transports/_session.py", "transports/_session_store.py",
+        "transports/http.py",
     },
     "protocol._framing": {
-        "transports/_asgi.py", "transports/_legacy_sse.py", "transports/_legacy_sse_client.py",
-        "transports/_sse_resume.py", "transports/http.py", "transports/http_client.py", "transports/stdio.py",
+        "transports/_asgi.py", "transports/_http_reply.py", "transports/_legacy_sse.py", "transports/_legacy_sse_client.py",
+        "transports/_sse_resume.py", "transports/http_client.py", "transports/stdio.py",
         "transports/stdio_client.py",
     },
-    "protocol._headers": {"client/_client.py", "client/_session.py", "transports/http.py"},
+    "protocol._headers": {"client/_client.py", "client/_session.py", "transports/_exchange.py", "transports/http.py"},
     "protocol._jsonrpc": {
         "client/_client.py", "client/_session.py", "client/_tasks.py", "host/_gateway.py", "server/_dispatch.py",
-        "transports/_duplex.py", "transports/_http_batch.py", "transports/_legacy_sse.py", "transports/http.py", "transports/http_client.py",
-        "transports/stdio.py",
+        "transports/_duplex.py", "transports/_exchange.py", "transports/_http_batch.py", "transports/_http_reply.py",
+        "transports/_http_server.py", "transports/_legacy_sse.py", "transports/_session_store.py", "transports/http.py",
+        "transports/http_client.py", "transports/stdio.py",
     },
     "protocol._meta": {
         "client/_client.py", "client/_session.py", "host/_gateway.py", "server/_context.py", "server/_dispatch.py",
-        "server/_methods.py", "transports/http.py",
+        "server/_methods.py", "transports/_exchange.py",
     },
     "protocol._versions": {
         "client/_client.py", "server/_context.py", "server/_dispatch.py", "server/_methods.py",
-        "transports/_duplex.py", "transports/_http_batch.py", "transports/_legacy_sse.py", "transports/http.py",
+        "transports/_duplex.py", "transports/_exchange.py", "transports/_legacy_sse.py",
     },
     # issue 22: the seams the transports define for the layers above (ARCHITECTURE.md: `_seam.ServerApp`,
     # `_base.ClientTransport`, `_auth_seam.HttpAuth`, `_session.HandshakeSession`, `_identity`), not yet

@@ -1,9 +1,9 @@
 """JSON-RPC batches over Streamable HTTP, for a 2025-03-26 session (``Feature.BATCH``).
 
-``HttpApp._post`` hands a body that is a JSON array here; ``serve_batch`` returns False
-when the POST names no session of this process whose revision has batches (no
-``Mcp-Session-Id``, before ``initialize``, another revision), and the caller refuses it
-as it refuses any array (-32600, as stdio does). Otherwise the batch is read by the
+``HttpApp._post`` hands a body that is a JSON array here when the exchange decided so
+(``_exchange.HttpExchange.post``: the POST names a session of this process whose
+revision has batches); any other array is refused there as stdio refuses it (-32600,
+no ``Mcp-Session-Id``, before ``initialize``, another revision). The batch is read by the
 session's ``ServerConnection.receive_batch`` (the one reader stdio uses too: an empty
 or oversized batch, past ``MAX_BATCH``, is refused whole; ``initialize`` inside one is
 refused alone) and answered here (transports/streamable-http.mdx of 2025-03-26):
@@ -16,7 +16,7 @@ refused alone) and answered here (transports/streamable-http.mdx of 2025-03-26):
   out; when nothing is left, ``202``.
 - The choice for early messages: a handler that sends before the batch is done
   (progress, logging, a server-to-client request) turns the reply into SSE, as one
-  request's ``_Reply`` does: those messages go out as they come, then each response as
+  request's ``_http_reply.Reply`` does: those messages go out as they come, then each response as
   an event once all are done, then the stream closes.
 
 The requests count toward ``max_requests_per_session`` like single POSTs: a batch that
@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InternalError
 from ..protocol._connection import Batch, Inbound, Reject, Serve
 from ..protocol._jsonrpc import error_response
-from ..protocol._versions import Feature, features
 from ._asgi import ASGISend, Receive, send_empty, send_json, wait_disconnect
+from ._http_reply import Reply
 from ._seam import Peer
 from ._session import HandshakeSession, act
 
@@ -47,20 +47,16 @@ log = logging.getLogger("modelctx.server")
 
 
 async def serve_batch(
-    app: HttpApp, body: bytes, headers: dict[str, str], receive: Receive, send: ASGISend, principal: Any
-) -> bool:
-    """Serve ``body``, a JSON array, as a batch of the session the POST names; False
-    (nothing sent) when that session does not take batches."""
-    session_id = headers.get("mcp-session-id")
-    session = app._sessions.find(session_id, principal) if session_id is not None else None
-    if session is None or Feature.BATCH not in features(session.version):
-        return False
+    app: HttpApp, session: HandshakeSession, body: bytes, receive: Receive, send: ASGISend, principal: Any
+) -> None:
+    """Serve ``body``, a JSON array, as a batch of ``session`` (the exchange checked
+    that the POST names it and that its revision has batches, ``_exchange.ServeBatch``)."""
     connection = session.connection
     before = len(connection.inflight)
     batch = connection.receive_batch(body)
     if isinstance(batch, Reject):
         await send_json(send, 400, batch.response)
-        return True
+        return
     serves = [event.inbound for event in batch.events if isinstance(event, Serve)]
     if serves and before + len(serves) > app.max_requests_per_session:
         for inbound in serves:
@@ -71,21 +67,18 @@ async def serve_batch(
             "a smaller batch"
         )
         await send_json(send, 429, error_response(None, error), [(b"retry-after", b"1")])
-        return True
+        return
     await _BatchReply(app, session, principal, send).serve(batch, receive)
-    return True
 
 
 class _BatchReply:
     """The reply to one batch: a JSON array, or SSE once a handler sends early."""
 
     def __init__(self, app: HttpApp, session: HandshakeSession, principal: Any, send: ASGISend) -> None:
-        from .http import _Reply  # the one request's reply, reused (http.py imports this module)
-
         self._app = app
         self._session = session
         self._peer = Peer(None, session, principal, on_open=app._opened)
-        self._stream = _Reply(send)
+        self._stream = Reply(send)
         self._send = send
         self._lock = asyncio.Lock()  # one writer at a time while the SSE starts
 

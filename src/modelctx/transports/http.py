@@ -59,86 +59,40 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import logging
-import socket
-import sys
-import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from ..errors import (
-    HEADER_MISMATCH,
     INSUFFICIENT_SCOPE,
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
-    MISSING_REQUIRED_CLIENT_CAPABILITY,
-    PARSE_ERROR,
-    UNSUPPORTED_PROTOCOL_VERSION,
-    HeaderMismatch,
     InsufficientScope,
     InternalError,
-    InvalidParams,
     InvalidRequest,
     InvalidToken,
     ProtocolError,
-    UnsupportedProtocolVersion,
 )
-from ..protocol import _meta
-from ..protocol._connection import Ignore, Reject, Serve, ServerConnection
-from ..protocol._framing import SSE_KEEPALIVE, sse_event
-from ..protocol._headers import check_headers, header_paths, name_source
-from ..protocol._jsonrpc import Message, Notification, Request, decode, encode, error_response
-from ..protocol._versions import HTTP_HANDSHAKE_HEADER_VERSIONS, Feature, has, is_modern
-from ._asgi import (
-    KEEPALIVE_SECONDS,
-    METADATA_HEADERS,
-    SSE_HEADERS,
-    ASGISend,
-    BodyDeadlines,
-    BodyTimeout,
-    Receive,
-    Scope,
-    accepts,
-    fold_headers,
-    is_json_type,
-    send_empty,
-    send_json,
-    send_plain,
-    split_host,
-    wait_disconnect,
-)
+from ..protocol._connection import Ignore, Inbound
+from ..protocol._headers import name_source
+from ..protocol._jsonrpc import Message, Notification, Request, decode, error_response
+from ._asgi import ASGISend, BodyDeadlines, BodyTimeout, Receive, Scope, send_empty, send_json, send_plain
+from ._exchange import Confirm, HttpExchange, Named, OneWay, Refuse, ServeBatch, ServeRequest, refuse, status_for
 from ._http_batch import serve_batch
+from ._http_reply import CancelGuard, Reply
+from ._http_server import serve_http
 from ._legacy_sse import LegacySse
-from ._redis_sessions import (
-    RedisSessionStore,
-    SessionStoreUnavailable,
-    apply_fields,
-    principal_digest,
-)
-from ._redis_streams import StreamMirror
+from ._redis_sessions import RedisSessionStore, SessionStoreUnavailable, apply_fields
 from ._seam import Peer, ServerApp
-from ._session import HandshakeSession, SessionTable, act
+from ._session import HandshakeSession, act
+from ._session_store import WRITTEN, SessionGone, SessionsFull, store_for
 from ._siblings import BUSY, Siblings
-from ._sse_resume import (
-    RESUME_GRACE,
-    KeptStream,
-    kept_after,
-    parse_event_id,
-    resume,
-    resume_shared,
-    standalone,
-)
+from ._sse_resume import kept_after, parse_event_id, resume, standalone
 from ._tuning import settle_heap
 
-__all__ = ["HttpApp", "ResourceAuth", "serve_http"]
+__all__ = ["HttpApp", "ResourceAuth", "serve_http", "status_for"]
 
 log = logging.getLogger("modelctx.http")
 
-_HEADER_PATHS_CACHED = 4096  # tools whose Mcp-Param header paths are kept
-_HOSTS_REMEMBERED = 64  # Host values the guard remembers as allowed (names x ports)
 _METADATA_HEADERS = [(b"access-control-allow-origin", b"*"), (b"cache-control", b"max-age=300")]
-_LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
 
 
 class ResourceAuth(Protocol):
@@ -240,12 +194,9 @@ class HttpApp:
         self.server = server
         self.tune_gc = tune_gc
         self.path = path.rstrip("/") or "/"
-        self.allowed_hosts = {h.lower() for h in allowed_hosts} | set(_LOOPBACK_HOSTS)
-        self.allowed_origins = {o.rstrip("/").lower() for o in allowed_origins}
         self.max_body = max_body
         self.body_timeout = body_timeout
         self._body_deadlines = BodyDeadlines(body_timeout)
-        self._hosts_passed: set[str | None] = set()  # exact Host values the guard allowed
         self.session_idle_seconds = session_idle_seconds
         self.max_sessions = max_sessions
         self.max_sessions_per_principal = max_sessions_per_principal
@@ -260,25 +211,36 @@ class HttpApp:
         # Without authentication every caller is the same anonymous principal:
         # no quota, the table's cap alone.
         quota = max_sessions_per_principal if authenticate is not None or auth is not None else None
-        self._sessions = SessionTable(max_sessions, quota, session_idle_seconds)
-        self._store = session_store if session_store is not None else _store_for(server, session_idle_seconds)
+        self._sessions = store_for(
+            server, session_store, max_sessions, quota, session_idle_seconds, self._on_note, self._listen_for
+        )
+        self._shared = self._sessions.shared
+        self.exchange = HttpExchange(
+            server, self._sessions, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins,
+            max_body=max_body, max_sessions=max_sessions, max_sessions_per_principal=max_sessions_per_principal,
+            max_requests_per_session=max_requests_per_session,
+        )
         # Worker processes without Redis (serve_http): a request for another worker's
         # session is relayed to it (_siblings).
-        self._siblings = siblings if self._store is None else None
-        if self._store is not None:
-            # The caps hold in Redis, for every process serving these sessions.
-            self._store.limit(max_sessions, quota)
+        self._siblings = siblings if self._shared is None else None
         # The deprecated HTTP+SSE transport (2024-11-05) at /sse and /messages: _legacy_sse.
         self._legacy = (
             LegacySse(
                 server, max_sessions=max_sessions, per_principal=quota, max_requests=max_requests_per_session,
-                slow_reader_seconds=body_timeout, siblings=self._siblings, store=self._store,
+                slow_reader_seconds=body_timeout, siblings=self._siblings, store=self._shared,
             )
             # An endpoint served at /sse or /messages keeps its path: no HTTP+SSE beside it.
             if legacy_sse and not LegacySse.serves(self.path) else None
         )
         self._running: contextlib.AsyncExitStack | None = None
-        self._header_paths: dict[str, tuple[dict[str, Any], dict[str, tuple[str, ...]]]] = {}
+
+    @property
+    def allowed_hosts(self) -> set[str]:
+        return self.exchange.allowed_hosts
+
+    @property
+    def allowed_origins(self) -> set[str]:
+        return self.exchange.allowed_origins
 
     # -- ASGI entry ------------------------------------------------------------------
     async def __call__(self, scope: Scope, receive: Receive, send: ASGISend) -> None:
@@ -302,14 +264,12 @@ class HttpApp:
                     return
                 if self.tune_gc:
                     settle_heap()
-                if self._store is not None:
-                    self._follow_store(self._store)
+                self._sessions.follow()
                 self._name_tasks()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 self.close()
-                if self._store is not None:
-                    await self._store.close()
+                await self._sessions.close()
                 if self._siblings is not None:
                     self._siblings.disconnect()
                 if self._running is not None:
@@ -327,57 +287,70 @@ class HttpApp:
         path = scope["path"].rstrip("/") or "/"
         legacy = self._legacy if self._legacy is not None and self._legacy.serves(path) else None
         if path != self.path and legacy is None:
-            if self.auth is not None and scope["method"] == "GET":
-                document = self.auth.metadata_document(path)
-                if document is not None:
-                    # Public and the same for everyone: browsers' clients may read it.
-                    await send_json(send, 200, document, _METADATA_HEADERS)
-                    return
-            if self._auth_app is not None:
-                await self._auth_app(scope, receive, send)
-                return
-            await send_plain(send, 404, b"Not Found")
+            await self._elsewhere(path, scope, receive, send)
             return
-        headers, repeated = fold_headers(scope["headers"])
-        if repeated is not None:
-            await send_json(send, 400, error_response(None, _repeated(repeated)))
+        headers, refusal = self.exchange.head(scope["headers"])
+        if refusal is not None:
+            await _answer(send, refusal)
             return
         if self._siblings is not None:
             holder = self._sibling_for(headers) if legacy is None else legacy.holder(scope)
             if holder is not None:  # another worker's session or task: it answers (and checks) all
                 await self._relay(holder, scope, headers, receive, send)
                 return
-        refusal = self._guard(headers)
+        refusal = self.exchange.guard(headers)
         if refusal is not None:
-            status, message = refusal
-            await _refuse(send, status, message)
+            await _answer(send, refusal)
             return
         principal = None
+        if self.auth is not None or self.authenticate is not None:
+            principal = await self._principal(scope, headers, send)
+            if principal is _REFUSED:
+                return
+        if legacy is not None:
+            await legacy.serve(scope, receive, send, principal, lambda: self._body(headers, receive, send), headers)
+            return
+        method = scope["method"]
+        decided = None if method == "POST" else self.exchange.route(method, headers, principal)
+        if decided is None:
+            await self._post(headers, receive, send, principal)
+        elif isinstance(decided, Refuse):
+            await _answer(send, decided)
+        elif method == "GET":
+            await self._get(decided, headers, receive, send, principal)
+        else:
+            await self._delete(decided, send, principal)
+
+    async def _elsewhere(self, path: str, scope: Scope, receive: Receive, send: ASGISend) -> None:
+        """A path that is not the endpoint: the auth's metadata or its app, else 404."""
+        if self.auth is not None and scope["method"] == "GET":
+            document = self.auth.metadata_document(path)
+            if document is not None:
+                # Public and the same for everyone: browsers' clients may read it.
+                await send_json(send, 200, document, _METADATA_HEADERS)
+                return
+        if self._auth_app is not None:
+            await self._auth_app(scope, receive, send)
+            return
+        await send_plain(send, 404, b"Not Found")
+
+    async def _principal(self, scope: Scope, headers: dict[str, str], send: ASGISend) -> Any:
+        """Who sends the request (None: anonymous); ``_REFUSED`` once answered 401/403."""
         if self.auth is not None:
             try:
-                principal = await self.auth.authenticate(headers, scope["method"])
+                return await self.auth.authenticate(headers, scope["method"])
             except (InvalidToken, InsufficientScope) as denied:
                 await self._challenge(send, denied, None)
-                return
-        elif self.authenticate is not None:
+                return _REFUSED
+        if self.authenticate is not None:
             try:
-                principal = await self.authenticate(scope)
+                return await self.authenticate(scope)
             except PermissionError as exc:
                 await send_plain(
                     send, 401, str(exc).encode() or b"Unauthorized", [(b"www-authenticate", b"Bearer")]
                 )
-                return
-        method = scope["method"]
-        if legacy is not None:
-            await legacy.serve(scope, receive, send, principal, lambda: self._body(headers, receive, send), headers)
-        elif method == "POST":
-            await self._post(headers, receive, send, principal)
-        elif method == "GET":
-            await self._get(headers, receive, send, principal)
-        elif method == "DELETE":
-            await self._delete(headers, send, principal)
-        else:
-            await send_plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST, GET, DELETE")])
+                return _REFUSED
+        return None
 
     async def _challenge(self, send: ASGISend, refusal: Exception, request_id: str | int | None) -> None:
         """Refuse with the auth's challenge (401 or 403); the body a JSON-RPC error."""
@@ -389,130 +362,70 @@ class HttpApp:
         with contextlib.suppress(OSError):
             await send_json(send, status, error_response(request_id, error), headers)
 
-    def _guard(self, headers: dict[str, str]) -> tuple[int, str] | None:
-        """DNS-rebinding protection (basic/transports/streamable-http.mdx, Security).
-
-        Host is parsed whole (name or bracketed IPv6, optional port, nothing after).
-        A missing or malformed Host is 400: RFC 9112 3.2 requires it of HTTP/1.1, and a
-        guard that lets a request without Host through guards nothing (uvicorn's h11
-        server answers 400 too; httptools lets it pass). A Host outside the allowed
-        names is 421 Misdirected Request, as the spec's SDKs answer DNS rebinding.
-        """
-        host = headers.get("host")
-        if host in self._hosts_passed:
-            pass  # seen and allowed before: skip the parse
-        elif "*" not in self.allowed_hosts:
-            if host is None:
-                return 400, "The Host header is missing; HTTP/1.1 requires it"
-            parts = split_host(host)
-            if parts is None:
-                return 400, f"The Host header {host!r} is malformed"
-            if parts[0] not in self.allowed_hosts and host.lower() not in self.allowed_hosts:
-                return 421, f"Host {host!r} is not allowed; configure allowed_hosts for proxies"
-            if len(self._hosts_passed) < _HOSTS_REMEMBERED:
-                self._hosts_passed.add(host)
-        origin = headers.get("origin")
-        if origin and "*" not in self.allowed_origins:
-            clean = origin.rstrip("/").lower()
-            if clean not in self.allowed_origins and not _loopback_origin(clean):
-                return 403, f"Origin {origin!r} is not allowed"
-        return None
-
     # -- POST -------------------------------------------------------------------------
     async def _body(self, headers: dict[str, str], receive: Receive, send: ASGISend) -> bytes | None:
         """The POST body, whole; None once it was refused (413 past ``max_body``, 408 not
         whole within ``body_timeout``)."""
-        length = headers.get("content-length")
-        if length is not None and length.isascii() and length.isdigit() and int(length) > self.max_body:
-            await _refuse(send, 413, self._too_large())
-            return None
-        try:
-            body = await self._body_deadlines.read(receive, self.max_body)
-        except BodyTimeout:
-            # connection: close, so uvicorn drops the rest of the body with the connection.
-            late = f"The request body did not arrive within {self.body_timeout:g} seconds"
-            await _refuse(send, 408, late, [(b"connection", b"close")])
-            return None
-        if body is None:
-            await _refuse(send, 413, self._too_large())
-        return body
+        refusal = self.exchange.declared_too_large(headers)
+        if refusal is None:
+            try:
+                body = await self._body_deadlines.read(receive, self.max_body)
+            except BodyTimeout:
+                refusal = self.exchange.late(self.body_timeout)
+            else:
+                if body is not None:
+                    return body
+                refusal = self.exchange.too_large()
+        await _answer(send, refusal)
+        return None
 
-    async def _post(
-        self, headers: dict[str, str], receive: Receive, send: ASGISend, principal: Any
-    ) -> None:
+    async def _post(self, headers: dict[str, str], receive: Receive, send: ASGISend, principal: Any) -> None:
         body = await self._body(headers, receive, send)
         if body is None:
             return
-        # A POST body is one JSON-RPC message: application/json, parsed (not a substring
-        # match); a missing Content-Type is tolerated as JSON (the body decides).
-        content_type = headers.get("content-type")
-        if content_type is not None and not is_json_type(content_type):
-            await _refuse(send, 415, f"Content-Type must be application/json, not {content_type!r}")
-            return
-        # The client MUST list both application/json and text/event-stream (Sending
-        # Messages, 2); the reply is one of them. A missing Accept means any type (RFC 9110
-        # 12.5.1), and the official SDK clients list both; so only an Accept that admits
-        # neither is refused, 406: such a client could read no reply of ours.
-        accept = headers.get("accept")
-        if accept is not None and not _admits_a_reply(accept):
-            await _refuse(send, 406, "Accept must list application/json and text/event-stream")
-            return
+        decided = self.exchange.post(headers, body, principal)
+        if type(decided) is Confirm:
+            decided = await self._confirm(decided, principal)
+        if type(decided) is ServeRequest:
+            await self._request(decided.request, decided.session, receive, send, principal)
+        elif type(decided) is OneWay:
+            await self._one_way(decided.message, decided.session, body, send, principal)
+        elif type(decided) is ServeBatch:
+            await serve_batch(self, decided.session, decided.body, receive, send, principal)
+        else:
+            assert isinstance(decided, Refuse)
+            await _answer(send, decided)
+
+    async def _confirm(self, confirm: Confirm, principal: Any) -> ServeRequest | OneWay | Refuse:
+        """Ask the session store which session ``confirm`` names, and decide again."""
+        request_id = getattr(confirm.message, "id", None)
         try:
-            message = decode(body)
-        except ProtocolError as exc:
-            # An array: a batch, which a 2025-03-26 session takes (_http_batch); else refused.
-            if body.lstrip().startswith(b"[") and await serve_batch(self, body, headers, receive, send, principal):
-                return
-            await send_json(send, status_for(exc.code, checked=False), error_response(exc.request_id, exc))
-            return
-        missing: str | None = None  # the session id named, when this process holds no such session
-        try:
-            session = self._era(message, headers, principal)
-        except ProtocolError as exc:
-            await send_json(
-                send, status_for(exc.code, checked=False), error_response(_id_of(message), exc)
-            )
-            return
-        except _UnknownSession as unknown:
-            session, missing = None, unknown.session_id
-        except _SessionsFull as full:
-            status, error = self._full(full.reason)
-            await send_json(send, status, error_response(_id_of(message), error), [(b"retry-after", b"1")])
-            return
-        if self._store is not None and (session is not None or missing is not None):
-            try:
-                session = await self._shared(self._store, session.id if missing is None else missing, session, principal)
+            session = await self._sessions.resolve(confirm.session_id, confirm.held, principal)
+        except SessionStoreUnavailable as down:
+            log.warning("%s", down)
+            return self.exchange.store_down(request_id, down)
+        except SessionsFull as full:
+            return self.exchange.full(full.reason, request_id)
+        return self.exchange.confirmed(confirm, session)
+
+    async def _one_way(
+        self, message: Message, session: HandshakeSession | None, body: bytes, send: ASGISend, principal: Any
+    ) -> None:
+        """A notification or a response: acted on, answered 202 with no body."""
+        if session is None:
+            if type(message) is Notification and message.method != "notifications/cancelled":
+                self.server.notify(message, self._peer(None, principal))
+            else:  # nothing to cancel or answer outside a session (2026-07-28 is stateless)
+                log.debug("ignored %r outside a handshake session", message)
+        else:
+            peer = self._peer(session, principal)
+            event = session.connection.receive(message)
+            act(event, lambda note: self.server.notify(note, peer))
+            try:  # an answer or a cancellation for another replica is forwarded there
+                await self._sessions.one_way(session, message, body, isinstance(event, Ignore))
             except SessionStoreUnavailable as down:
-                await _store_down(send, _id_of(message), down)
-                return
-            except _SessionsFull as full:
-                status, error = self._full(full.reason)
-                await send_json(send, status, error_response(_id_of(message), error), [(b"retry-after", b"1")])
-                return
-            if session is not None:
-                missing = None
-        if missing is not None:
-            await send_json(
-                send,
-                404,
-                error_response(
-                    _id_of(message),
-                    InvalidRequest("Session not found or expired; send initialize again"),
-                ),
-            )
-            return
-        if type(message) is Request:
-            await self._request(message, session, receive, send, principal)
-            return
-        unmatched = self._one_way(message, session, principal)
-        if self._store is not None and session is not None:
-            try:
-                if unmatched:  # an answer or a cancellation for another replica
-                    await self._store.forward(session.id, body)
-                elif type(message) is Notification and message.method == "notifications/initialized":
-                    await self._store.write_through(session)
-            except SessionStoreUnavailable as down:
-                await _store_down(send, None, down)
+                log.warning("%s", down)
+                await _answer(send, self.exchange.store_down(None, down))
                 return
         await send_empty(send, 202)
 
@@ -524,154 +437,32 @@ class HttpApp:
         """Index a session ``initialize`` opened (``_request`` then stores it, if shared)."""
         if self._siblings is not None and self._siblings.slot is not None:
             session.id = self._siblings.name(session.id)  # names this worker, for the others
-        if self._store is not None:
-            # Its server-to-client request ids name this process: unique across replicas.
-            session.connection = ServerConnection(id_prefix=self._store.process_id)
-            self._follow_store(self._store)  # an app mounted without its lifespan starts it here
         self._sessions.add(session)
 
-    def _one_way(self, message: Message, session: HandshakeSession | None, principal: Any) -> bool:
-        """A notification or a response: acted on, answered 202 with no body. True when
-        it names a request this process does not hold (an answer to another replica's
-        server-to-client request, a cancellation of a request running there)."""
-        if session is None:
-            if type(message) is Notification and message.method != "notifications/cancelled":
-                self.server.notify(message, self._peer(None, principal))
-            else:  # nothing to cancel or answer outside a session (2026-07-28 is stateless)
-                log.debug("ignored %r outside a handshake session", message)
-            return False
-        peer = self._peer(session, principal)
-        event = session.connection.receive(message)
-        act(event, lambda note: self.server.notify(note, peer))
-        return isinstance(event, Ignore)
-
-    def _too_large(self) -> str:
-        return f"Request body too large: the limit is {self.max_body} bytes"
-
-    def _era(self, message: Any, headers: dict[str, str], principal: Any) -> Any:
-        """The handshake session the message belongs to, or None for modern/initialize.
-
-        A message is modern when its ``_meta`` names a version or its
-        ``MCP-Protocol-Version`` header is not a handshake-era one. Modern requests
-        are checked here, before any work, in the order the conformance suite and the
-        spec imply: header present, ``_meta`` complete, header equal to ``_meta``,
-        version supported, then ``Mcp-Method``/``Mcp-Name``/``Mcp-Param-*``.
-        """
-        params = getattr(message, "params", None) or {}
-        meta = params.get("_meta") if isinstance(params, dict) else None
-        version = meta.get(_meta.PROTOCOL_VERSION) if isinstance(meta, dict) else None
-        header_version = headers.get("mcp-protocol-version")
-        if version is not None or (
-            header_version is not None and header_version not in HTTP_HANDSHAKE_HEADER_VERSIONS
-        ):
-            if type(message) is Request:
-                self._check_modern(message, params, meta, version, header_version, headers)
-            return None
-        if type(message) is Request and message.method == "initialize":
-            refused = self._sessions.admit(principal)
-            if refused is not None:
-                raise _SessionsFull(refused)
-            return None
-        session_id = headers.get("mcp-session-id")
-        if session_id is None:
-            if type(message) is Request:
-                raise InvalidParams(
-                    "Invalid params: no Mcp-Session-Id header and no "
-                    f"_meta[{_meta.PROTOCOL_VERSION!r}]: modern clients send the _meta keys "
-                    "and the MCP-Protocol-Version header; older clients send initialize first"
-                )
-            return None
-        session = self._sessions.find(session_id, principal)
-        if session is None:
-            raise _UnknownSession(session_id)
-        return session
-
-    def _check_modern(
-        self,
-        request: Request,
-        params: dict[str, Any],
-        meta: Any,
-        version: Any,
-        header_version: str | None,
-        headers: dict[str, str],
-    ) -> None:
-        if header_version is None:
-            raise HeaderMismatch("Header mismatch: the MCP-Protocol-Version header is required")
-        missing = [
-            key
-            for key in (_meta.PROTOCOL_VERSION, _meta.CLIENT_CAPABILITIES)
-            if not isinstance(meta, dict) or key not in meta
-        ]
-        if missing:
-            raise InvalidParams(
-                f"Invalid params: params._meta is missing required key(s) {', '.join(missing)}"
-            )
-        if header_version != version:
-            raise HeaderMismatch(
-                f"Header mismatch: MCP-Protocol-Version header value '{header_version}' does "
-                f"not match body value '{version}'"
-            )
-        if not is_modern(version) or version not in self.server.versions:
-            raise UnsupportedProtocolVersion(version, list(self.server.versions))
-        if has(version, Feature.HTTP_METHOD_HEADERS):
-            check_headers(headers, request.method, params, version, self._params_for(request))
-
-    def _params_for(self, request: Request) -> dict[str, tuple[str, ...]] | None:
-        if request.method != "tools/call":
-            return None
-        name = request.params.get("name")
-        if not isinstance(name, str):
-            return None
-        schema = self.server.tool_input_schema(name)
-        if schema is None:
-            return None
-        # Keyed by the schema object itself: a tool registered again has a new one.
-        cached = self._header_paths.get(name)
-        if cached is not None and cached[0] is schema:
-            return cached[1]
-        try:
-            paths = header_paths(schema)
-        except ValueError as exc:
-            log.warning("tool %r: %s; its x-mcp-header annotations are ignored", name, exc)
-            paths = {}
-        if len(self._header_paths) >= _HEADER_PATHS_CACHED:  # names of tools removed since
-            self._header_paths.clear()
-        self._header_paths[name] = (schema, paths)
-        return paths
-
     async def _request(
-        self,
-        request: Request,
-        session: HandshakeSession | None,
-        receive: Receive,
-        send: ASGISend,
-        principal: Any,
+        self, request: Request, session: HandshakeSession | None, receive: Receive, send: ASGISend, principal: Any
     ) -> None:
+        """Run ``request`` (on ``session``, or statelessly) and write its reply."""
         peer = self._peer(session, principal)
-        inbound = None
+        inbound: Inbound | None = None
         if session is not None:
-            if len(session.connection.inflight) >= self.max_requests_per_session:
-                await self._too_many_requests(request, send)
+            entered = self.exchange.enter(request, session)
+            if isinstance(entered, Refuse):
+                await _answer(send, entered)
                 return
-            event = session.connection.receive(request)
-            if isinstance(event, Reject):
-                await send_json(send, status_for(event.error.code, checked=False), event.response)
-                return
-            assert isinstance(event, Serve)
-            inbound = event.inbound
+            inbound = entered
         # The handler runs inline in this task; a watcher cancels it if the client goes
         # away (closing the stream is the cancellation, streamable-http.mdx). One extra
         # task per request instead of two.
-        guard = _CancelGuard(asyncio.current_task())
-        stream = _Reply(send, session, guard, self._store if session is not None else None)
+        guard = CancelGuard(asyncio.current_task())
+        stream = Reply(send, session, guard, self._shared if session is not None else None)
         watcher = asyncio.get_running_loop().create_task(guard.watch(receive))
         if inbound is not None:
             inbound.handle = guard
         stopping = False
+        response = None
         try:
-            response = await self.server.handle(
-                request, peer, stream.event, stream if session is not None else None
-            )
+            response = await self.server.handle(request, peer, stream.event, stream if session is not None else None)
         except asyncio.CancelledError:
             if not guard.requested:
                 # Nobody asked: the ASGI server is stopping and its grace ran out. Answer
@@ -682,7 +473,6 @@ class HttpApp:
                 stopping = True
             else:
                 guard.settle()
-            response = None
         finally:
             guard.running = False
             watcher.cancel()
@@ -690,75 +480,76 @@ class HttpApp:
                 if guard.requested:
                     session.connection.cancel(inbound)
                 response = session.connection.finish(inbound, response)
-        if self._store is not None and not stopping and not guard.requested and response is not None:
-            if await self._stored(self._store, request, peer, session, stream, send, response):
-                return
         if stopping:
             # 503: send it again (elsewhere, or once the server is back).
             await self._cut_short(
                 request, stream, send, 503,
-                "Server shutting down: the request was stopped; send it again", [(b"retry-after", b"1")],
+                "Server shutting down: the request was stopped; send it again", _RETRY,
             )
-            return
-        if guard.requested:
-            guard.settle()
-            if guard.disconnected:
-                stream.drop()
-                return
-            if session is not None and session.closed:
-                # The session ended under the request (DELETE, shutdown): the client
-                # still gets a JSON-RPC answer, never a bare 202.
-                await self._cut_short(
-                    request, stream, send, 404,
-                    "Session ended while the request ran; send initialize again and retry",
-                )
-                return
-            # Cancelled by notifications/cancelled on a handshake session; a handler that
-            # swallowed its CancelledError still must not answer (cancellation.mdx).
-            if stream.started:
-                await stream.finish(None)
-            else:
-                await send_empty(send, 202)
-            return
-        if stream.started:
+        elif guard.requested:
+            await self._cancelled(request, session, guard, stream, send)
+        elif (
+            response is not None and peer.session is not None and request.method in WRITTEN
+            and "result" in response and await self._saved(request, peer.session, stream, send)
+        ):
+            return  # the store refused what the request did: answered
+        elif stream.started:
             await stream.finish(response)
-            return
-        if response is None:
+        elif response is None:
             await send_empty(send, 202)
-            return
-        error = response.get("error")
-        if self.auth is not None and error is not None and error.get("code") == INSUFFICIENT_SCOPE:
-            # Runtime step-up (authorization/index.mdx): 403 and the challenge, in both eras.
-            data = error.get("data")
-            needed = data.get("requiredScopes") if isinstance(data, dict) else None
-            refusal = InsufficientScope(needed if isinstance(needed, list) else (), error.get("message"))
-            await self._challenge(send, refusal, request.id)
-            return
-        extra: list[tuple[bytes, bytes]] = []
-        if peer.session is not None and request.method == "initialize":
-            extra.append((b"mcp-session-id", peer.session.id.encode()))
-        status = 200
-        if error is not None and session is None:
-            status = status_for(error.get("code"), checked=True)
-        await send_json(send, status, response, extra)
+        elif self.auth is not None and _refused_scope(response):
+            await self._step_up(request, response, send)
+        else:
+            await send_json(send, *_json_reply(request, peer, session, response))
 
-    async def _too_many_requests(self, request: Request, send: ASGISend) -> None:
-        """Refuse a request past the session's ``max_requests_per_session``: 429 (RFC 6585
-        4) and a JSON-RPC error; it never ran, so sending it again later is safe."""
-        error = InternalError(
-            f"Too many requests in flight: this session already runs {self.max_requests_per_session}; "
-            "wait for some to finish (or cancel them), then send this one again"
-        )
-        await send_json(send, 429, error_response(request.id, error), [(b"retry-after", b"1")])
+    async def _cancelled(
+        self, request: Request, session: HandshakeSession | None, guard: CancelGuard, stream: Reply, send: ASGISend
+    ) -> None:
+        """Answer a request whose cancellation was asked for (a disconnect, notifications/cancelled)."""
+        guard.settle()
+        if guard.disconnected:
+            stream.drop()
+        elif session is not None and session.closed:
+            # The session ended under the request (DELETE, shutdown): the client
+            # still gets a JSON-RPC answer, never a bare 202.
+            await self._cut_short(
+                request, stream, send, 404, "Session ended while the request ran; send initialize again and retry"
+            )
+        # Cancelled by notifications/cancelled on a handshake session; a handler that
+        # swallowed its CancelledError still must not answer (cancellation.mdx).
+        elif stream.started:
+            await stream.finish(None)
+        else:
+            await send_empty(send, 202)
+
+    async def _step_up(self, request: Request, response: dict[str, Any], send: ASGISend) -> None:
+        """Runtime step-up (authorization/index.mdx): an insufficient scope is answered 403
+        with the challenge, in both eras."""
+        error = response["error"]
+        data = error.get("data")
+        needed = data.get("requiredScopes") if isinstance(data, dict) else None
+        refusal = InsufficientScope(needed if isinstance(needed, list) else (), error.get("message"))
+        await self._challenge(send, refusal, request.id)
+
+    async def _saved(self, request: Request, session: HandshakeSession, stream: Reply, send: ASGISend) -> bool:
+        """Write what ``request`` changed to the session store: True when that failed and
+        the client was answered (503, 429, or 404 when the session ended meanwhile)."""
+        try:
+            await self._sessions.saved(request.method, session)
+        except SessionsFull as full:
+            status, error = self.exchange.full_status(full.reason), self.exchange.full_error(full.reason)
+            await self._cut_short(request, stream, send, status, error.message, _RETRY)
+        except SessionGone:
+            await self._cut_short(request, stream, send, 404, "Session not found or expired; send initialize again")
+        except SessionStoreUnavailable as down:
+            await self._cut_short(request, stream, send, 503, str(down), _RETRY)
+        else:
+            return False
+        return True
 
     async def _cut_short(
-        self,
-        request: Request,
-        stream: _Reply,
-        send: ASGISend,
-        status: int,
-        text: str,
-        extra: list[tuple[bytes, bytes]] | None = None,
+        self, request: Request, stream: Reply, send: ASGISend, status: int, text: str,
+        extra: Iterable[tuple[bytes, bytes]] = (),
     ) -> None:
         """Answer a request whose run was cut short (the server stopping, its session
         ending) with a JSON-RPC error, on the SSE stream if it started, else ``status``."""
@@ -767,21 +558,13 @@ class HttpApp:
             if stream.started:
                 await stream.finish(error)
             else:
-                await send_json(send, status, error, extra)
+                await send_json(send, status, error, list(extra))
         except OSError:
             pass  # the connection went first
 
     # -- GET and DELETE (handshake era only) -------------------------------------------------
-    async def _get(
-        self, headers: dict[str, str], receive: Receive, send: ASGISend, principal: Any
-    ) -> None:
-        accept = headers.get("accept", "")
-        session_id = headers.get("mcp-session-id")
-        if session_id is None or accept and not accepts(accept, "text/event-stream"):
-            # 2026-07-28 has no GET stream: 405 (streamable-http.mdx, Backward Compatibility).
-            await send_plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
-            return
-        session = await self._held(session_id, principal, send)
+    async def _get(self, named: Named, headers: dict[str, str], receive: Receive, send: ASGISend, principal: Any) -> None:
+        session = await self._held(named, principal, send)
         if session is None:
             return
         last_event_id = headers.get("last-event-id")
@@ -789,16 +572,21 @@ class HttpApp:
         if kept is not None:
             await resume(session, kept, after, receive, send)
             return
-        if self._store is not None and await self._resumed_elsewhere(self._store, session, last_event_id, receive, send):
+        try:
+            if await self._sessions.resume_elsewhere(session, last_event_id, receive, send):
+                return  # a stream another replica keeps in Redis
+        except SessionStoreUnavailable as down:
+            log.warning("%s", down)
+            await _answer(send, self.exchange.store_down(None, down))
             return
         if session.http_stream_open:
             # One GET stream per session (streamable-http.mdx); 409 Conflict, as the
             # official SDKs answer a second one.
-            await _refuse(
-                send, 409,
+            await _answer(send, refuse(
+                409,
                 "Conflict: this session's GET stream is already open; only one is allowed "
                 "per session (close it before opening another)",
-            )
+            ))
             return
         # The standalone stream keeps its events (ids <stream>:<n>), so a GET that comes
         # back after a broken one gets what it missed: from its Last-Event-ID when that
@@ -812,50 +600,30 @@ class HttpApp:
         finally:
             session.http_stream_open = False
 
-    async def _resumed_elsewhere(
-        self, store: RedisSessionStore, session: HandshakeSession, last_event_id: str | None,
-        receive: Receive, send: ASGISend,
-    ) -> bool:
-        """Resume a stream another replica keeps in Redis; True once the GET was answered
-        (the stream, or 503 when Redis is silent), False when Redis has no such stream."""
-        parsed = parse_event_id(last_event_id)
-        if parsed is None:
-            return False
-        try:
-            return await resume_shared(store, session, parsed[0], parsed[1], receive, send)
-        except SessionStoreUnavailable as down:
-            await _store_down(send, None, down)
-            return True
-
-    async def _delete(self, headers: dict[str, str], send: ASGISend, principal: Any) -> None:
-        session_id = headers.get("mcp-session-id")
-        if session_id is None:
-            await send_plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
-            return
-        session = await self._held(session_id, principal, send)
+    async def _delete(self, named: Named, send: ASGISend, principal: Any) -> None:
+        session = await self._held(named, principal, send)
         if session is None:
             return
-        if self._store is not None:
-            try:
-                await self._store.delete(session.id)  # and every replica closes its copy
-            except SessionStoreUnavailable as down:
-                await _store_down(send, None, down)
-                return
-        self._sessions.drop(session)
+        try:
+            await self._sessions.delete(session)  # and every replica closes its copy
+        except SessionStoreUnavailable as down:
+            log.warning("%s", down)
+            await _answer(send, self.exchange.store_down(None, down))
+            return
         await send_empty(send, 200)
 
-    async def _held(self, session_id: str, principal: Any, send: ASGISend) -> HandshakeSession | None:
+    async def _held(self, named: Named, principal: Any, send: ASGISend) -> HandshakeSession | None:
         """The session a GET or DELETE names; None once it answered 404 (or 503)."""
-        session = self._sessions.find(session_id, principal)
-        if self._store is not None:
+        session = named.held
+        if session is None or not self._sessions.fresh(session):
             try:
-                session = await self._shared(self._store, session_id, session, principal)
+                session = await self._sessions.resolve(named.session_id, session, principal)
             except SessionStoreUnavailable as down:
-                await _store_down(send, None, down)
+                log.warning("%s", down)
+                await _answer(send, self.exchange.store_down(None, down))
                 return None
-            except _SessionsFull as full:
-                status, error = self._full(full.reason)
-                await send_json(send, status, error_response(None, error), [(b"retry-after", b"1")])
+            except SessionsFull as full:
+                await _answer(send, self.exchange.full(full.reason, None))
                 return None
         if session is None:
             await send_plain(send, 404, b"Session not found")
@@ -911,98 +679,13 @@ class HttpApp:
         else:
             await send_plain(send, 404, b"Session not found")
 
-    # -- sessions shared through Redis (_redis_sessions) ------------------------------------
-    def _follow_store(self, store: RedisSessionStore) -> None:
-        store.listen(self._on_note, self._sessions.in_use)
-
-    async def _shared(
-        self, store: RedisSessionStore, session_id: str, session: HandshakeSession | None, principal: Any
-    ) -> HandshakeSession | None:
-        """The session as the store knows it: ``session`` (held here) with its TTL
-        renewed when due (when Redis does not answer, the session held here is served
-        all the same), or else built from its record. None when the store has no such
-        session for this principal (another principal's is not found either). Raises
-        ``SessionStoreUnavailable`` when a session must be read and Redis is silent."""
-        self._follow_store(store)
-        if session is None:
-            return await self._restore(store, session_id, principal)
-        if store.due(session):
-            try:
-                alive = await store.touch(session)
-            except SessionStoreUnavailable as down:
-                # Held here, the session can still be served; only its renewal waits.
-                log.warning("session %s served without renewing its TTL: %s", session.id, down)
-                session.stored_at = time.monotonic()
-                return session
-            if not alive:
-                self._sessions.drop(session)  # deleted or expired on the other replicas
-                return None
-        return session
-
-    async def _restore(self, store: RedisSessionStore, session_id: str, principal: Any) -> HandshakeSession | None:
-        record = await store.load(session_id)
-        if record is None or record.principal != principal_digest(principal):
-            return None
-        held = self._sessions.find(session_id, principal)
-        if held is not None:  # built meanwhile, by a request that ran side by side
-            return held
-        refused = self._sessions.admit(principal)
-        if refused is not None:
-            raise _SessionsFull(refused)
-        session = record.build(principal, store.process_id)
-        session.stored_at = time.monotonic()  # load renewed its TTL
-        self._sessions.add(session)
-        if session.initialized:
-            self._listen_for(session)
-        return session
-
+    # -- sessions shared through Redis (_session_store.RedisSessions) ------------------------
     def _listen_for(self, session: HandshakeSession) -> None:
         """Give a session built here the bus listener the server gives it on
         ``notifications/initialized`` (list_changed, resources/updated)."""
         start = getattr(self.server, "start_session_listener", None)
         if start is not None and session.listener is None:
             start(session)
-
-    async def _stored(
-        self,
-        store: RedisSessionStore,
-        request: Request,
-        peer: Peer,
-        session: HandshakeSession | None,
-        stream: _Reply,
-        send: ASGISend,
-        response: dict[str, Any],
-    ) -> bool:
-        """Write what ``request`` changed to the store: a new session (``initialize``) or
-        a session's level or subscriptions. True when that failed and the client was
-        answered (503, or 404 when the session ended on another replica meanwhile)."""
-        if "result" not in response:
-            return False
-        try:
-            if request.method == "initialize" and peer.session is not None:
-                try:
-                    refused = await store.save(peer.session)
-                except SessionStoreUnavailable:
-                    self._sessions.drop(peer.session)  # no replica could serve it
-                    raise
-                if refused is None:
-                    return False
-                self._sessions.drop(peer.session)  # the shared cap or quota: no room for it
-                status, error = self._full(refused)
-                await self._cut_short(request, stream, send, status, error.message, [(b"retry-after", b"1")])
-                return True
-            if session is None or request.method not in _WRITTEN_THROUGH:
-                return False
-            if await store.write_through(session):
-                return False
-            self._sessions.drop(session)
-            await self._cut_short(
-                request, stream, send, 404, "Session not found or expired; send initialize again"
-            )
-            return True
-        except SessionStoreUnavailable as down:
-            await self._cut_short(request, stream, send, 503, str(down), [(b"retry-after", b"1")])
-            return True
 
     def _on_note(self, note: dict[str, Any]) -> None:
         """Act on what another replica published about a session held here."""
@@ -1035,28 +718,6 @@ class HttpApp:
                 log.debug("session %s: forwarded message not for this replica: %s", session.id, event.why)
             act(event, lambda notification: self.server.notify(notification, peer))
 
-    # -- sessions ----------------------------------------------------------------------------
-    # The table, its eviction and its quotas: _session.SessionTable. A session id is a
-    # handle bound to the user who opened it (security best practices, session
-    # hijacking): another principal's session is not found, and a 404 rather than a 403
-    # does not confirm that the id is live.
-
-    def _full(self, reason: str) -> tuple[int, InternalError]:
-        # The transport page names no status for this. The principal's quota: 429 (RFC
-        # 6585 4, this client sent too many); the whole table: 503 with Retry-After,
-        # HTTP's "overloaded for now, come back" (RFC 9110 15.6.4). The JSON-RPC error
-        # says the same to a client that reads only the body.
-        if reason == SessionTable.QUOTA:
-            return 429, InternalError(
-                f"Too many sessions: all {self.max_sessions_per_principal} sessions of this "
-                "principal are in use; end one (DELETE) or wait for its requests to finish, "
-                "then send initialize again; or use the 2026-07-28 protocol (no session)"
-            )
-        return 503, InternalError(
-            f"Server busy: all {self.max_sessions} sessions are in use; "
-            "send initialize again later, or use the 2026-07-28 protocol (no session)"
-        )
-
     @property
     def session_count(self) -> int:
         return len(self._sessions)
@@ -1075,580 +736,42 @@ class HttpApp:
     @property
     def session_store(self) -> RedisSessionStore | None:
         """Where handshake-era sessions are shared between replicas (None: this process only)."""
-        return self._store
+        return self._shared
 
 
-class _UnknownSession(Exception):
-    def __init__(self, session_id: str) -> None:
-        self.session_id = session_id
+_REFUSED = object()  # _principal: the request was refused, and answered
+_RETRY = ((b"retry-after", b"1"),)
 
 
-# Methods whose effect on a handshake session is written through to a shared store.
-_WRITTEN_THROUGH = frozenset({"logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
-
-
-def _store_for(server: Any, idle_seconds: float) -> RedisSessionStore | None:
-    """The shared session store the server's ``config.redis_url`` names, if any."""
-    url = getattr(getattr(server, "config", None), "redis_url", None)
-    if not url:
-        return None
-    try:
-        # The server's prefix (Server.redis_prefix): replicas of different servers may
-        # share one Redis, and their sessions must not meet.
-        return RedisSessionStore(url, idle_seconds=idle_seconds, prefix=getattr(server, "redis_prefix", "modelctx:"))
-    except ImportError as exc:
-        raise ImportError(
-            f"redis_url {url!r} needs the redis package for shared sessions: pip install 'modelctx[redis]'"
-        ) from exc
-
-
-async def _store_down(send: ASGISend, request_id: str | int | None, down: SessionStoreUnavailable) -> None:
-    """503 (retry shortly) and a JSON-RPC error saying the session store is unreachable."""
-    log.warning("%s", down)
+async def _answer(send: ASGISend, refusal: Refuse) -> None:
+    """Write an exchange's ``Refuse``: JSON-RPC, plain text or empty (the client may be gone)."""
+    body = refusal.body
     with contextlib.suppress(OSError):
-        await send_json(send, 503, error_response(request_id, InternalError(str(down))), [(b"retry-after", b"1")])
+        if isinstance(body, dict):
+            await send_json(send, refusal.status, body, list(refusal.headers))
+        elif body is None:
+            await send_empty(send, refusal.status)
+        else:
+            await send_plain(send, refusal.status, body, list(refusal.headers))
 
 
-class _SessionsFull(Exception):
-    def __init__(self, reason: str) -> None:
-        self.reason = reason  # SessionTable.QUOTA or .FULL
+def _refused_scope(response: dict[str, Any]) -> bool:
+    error = response.get("error")
+    return error is not None and error.get("code") == INSUFFICIENT_SCOPE
 
 
-class _CancelGuard:
-    """Cancels the request's task when the client disconnects or sends
-    notifications/cancelled, and remembers that it did, so the cancellation is told
-    apart from a server shutdown. A reply the client can resume (its SSE events have
-    ids) is not cancelled by a disconnect: ``on_gone`` is called instead."""
-
-    __slots__ = ("task", "requested", "disconnected", "running", "detached", "on_gone")
-
-    def __init__(self, task: asyncio.Task[None] | None) -> None:
-        self.task = task
-        self.requested = False
-        self.disconnected = False
-        self.running = True
-        self.detached = False  # the reply was closed early: a disconnect is expected
-        self.on_gone: Callable[[], None] | None = None  # set while the reply is resumable
-
-    def cancel(self, msg: Any = None) -> None:
-        if self.running and not self.requested and self.task is not None:
-            self.requested = True
-            self.task.cancel()
-
-    async def watch(self, receive: Receive) -> None:
-        await wait_disconnect(receive)
-        if not self.running or self.detached:
-            return
-        if self.on_gone is not None:
-            # 2025-11-25: a disconnection SHOULD NOT be taken for a cancellation; the
-            # request runs on into its kept stream, for the client's GET with Last-Event-ID.
-            self.on_gone()
-            return
-        self.disconnected = True
-        self.cancel()
-
-    def settle(self) -> None:
-        """Take back our cancellation request so the task runs on normally."""
-        if self.task is not None and self.task.cancelling():
-            self.task.uncancel()
-
-
-class _Reply:
-    """The reply to one POST: JSON until the handler sends early, then SSE.
-
-    On a handshake session it is also the request's ``ResponseStream``, and its SSE is
-    resumable: it opens a ``KeptStream`` of the session (mirrored in Redis with a
-    store), its events carry ids and are kept, and when the connection breaks the
-    request runs on and its remaining events go to the kept stream alone; ``close``
-    ends the SSE early on purpose (SEP-1699) the same way. Without room for another
-    kept stream the SSE has no ids and a disconnect cancels the request.
-    """
-
-    __slots__ = (
-        "_send", "started", "closed", "_ended", "_lock", "_keepalive", "_session", "_guard", "_kept", "_store",
-        "_grace",
-    )
-
-    def __init__(
-        self, send: ASGISend, session: Any = None, guard: _CancelGuard | None = None, store: Any = None
-    ) -> None:
-        self._send = send
-        self.started = False
-        self.closed = False  # nothing more goes to the connection (it broke, or close())
-        self._ended = False  # the ASGI response is complete
-        self._lock: asyncio.Lock | None = None
-        self._keepalive: asyncio.Task[None] | None = None
-        self._session = session
-        self._guard = guard
-        self._kept: KeptStream | None = None
-        self._store = store
-        self._grace: asyncio.Task[None] | None = None  # runs while the connection is gone
-
-    def _open_kept(self) -> KeptStream | None:
-        session = self._session
-        if self._kept is None and session is not None and not session.closed:
-            store = self._store
-            mirror_for = None if store is None else lambda stream_id: StreamMirror(store, session.id, stream_id)
-            self._kept = KeptStream.open(session, mirror_for)
-            if self._kept is None:
-                log.debug("session %s: every resumable stream is in use; this reply has no event ids", session.id)
-        return self._kept
-
-    async def _start(self) -> None:
-        self.started = True
-        self._lock = asyncio.Lock()
-        if self._open_kept() is not None and self._guard is not None:
-            self._guard.on_gone = self._gone
-        await self._send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
-        self._keepalive = asyncio.ensure_future(self._ping())
-
-    def _gone(self) -> None:
-        """The connection broke: what follows is kept for the client's resumption, as
-        long as a client follows the stream within ``RESUME_GRACE`` seconds."""
-        self.closed = True
-        if self._keepalive is not None:
-            self._keepalive.cancel()
-        if self._grace is None:
-            self._grace = asyncio.ensure_future(self._wait_for_follower())
-
-    async def _wait_for_follower(self) -> None:
-        kept, guard = self._kept, self._guard
-        assert kept is not None and guard is not None
-        while not kept.done:
-            await asyncio.sleep(RESUME_GRACE)
-            if kept.done or kept.followed():
-                continue
-            if self._store is not None and self._session is not None:
-                try:
-                    if await self._store.stream_followed(self._session.id, kept.id):
-                        continue  # through another replica
-                except SessionStoreUnavailable:
-                    pass  # no replica can read it either
-            log.debug("stream %s: no client came back within %gs; the request is cancelled", kept.id, RESUME_GRACE)
-            guard.disconnected = True
-            guard.cancel()
-            return
-
-    def drop(self) -> None:
-        """The request ended unanswered after its client left: end the kept stream."""
-        self.closed = True
-        if self._kept is not None:
-            self._kept.end()
-
-    async def event(self, message: dict[str, Any]) -> None:
-        if self.closed:
-            if self._kept is not None:
-                self._kept.add(message)
-            return
-        if not self.started:
-            await self._start()
-        assert self._lock is not None
-        body = self._kept.add(message) if self._kept is not None else sse_event(encode(message))
-        if self.closed:  # the connection broke while the stream opened
-            return
-        async with self._lock:
-            await self._send({"type": "http.response.body", "body": body, "more_body": True})
-
-    async def _ping(self) -> None:
-        assert self._lock is not None
-        try:
-            while not self.closed:
-                await asyncio.sleep(KEEPALIVE_SECONDS)
-                async with self._lock:
-                    await self._send(
-                        {"type": "http.response.body", "body": SSE_KEEPALIVE, "more_body": True}
-                    )
-        except (OSError, asyncio.CancelledError):
-            return
-
-    async def finish(self, response: dict[str, Any] | None) -> None:
-        if self._grace is not None:
-            self._grace.cancel()
-        kept = self._kept
-        body = b""
-        if kept is not None:
-            if response is not None:
-                body = kept.add(response)
-            kept.end()
-        elif response is not None:
-            body = sse_event(encode(response))
-        if self._ended:
-            return
-        if self.closed:
-            body = b""  # the connection broke: the client resumes to get the rest
-        self.closed = self._ended = True
-        if self._keepalive is not None:
-            self._keepalive.cancel()
-        assert self._lock is not None
-        try:
-            async with self._lock:
-                await self._send({"type": "http.response.body", "body": body, "more_body": False})
-        except OSError:
-            if kept is None:
-                raise
-            return
-        if kept is not None and body:
-            kept.delivered()  # the client has it all: only the result stays, should it resume
-
-    async def close(self, retry_ms: int) -> None:
-        """End the SSE reply with a priming event and keep what follows (SEP-1699)."""
-        session = self._session
-        if self.closed or session is None or session.closed:
-            return
-        kept = self._open_kept()
-        if kept is None:
-            log.debug("session %s: every resumable stream is in use; the reply stays open", session.id)
-            return
-        # From here the client leaving is the polling, not a cancellation.
-        if self._guard is not None:
-            self._guard.detached = True
-        self.closed = self._ended = True
-        try:
-            if not self.started:
-                await self._start()
-            assert self._keepalive is not None and self._lock is not None
-            self._keepalive.cancel()
-            priming = kept.priming(retry_ms)
-            async with self._lock:
-                await self._send({"type": "http.response.body", "body": priming, "more_body": False})
-        except OSError:
-            pass  # the client is already gone; it can still resume
-
-
-# The HTTP status of a reply that is one JSON-RPC error, on the 2026-07-28 path
-# (ARCHITECTURE.md, choices): the one table, read by status_for.
-_STATUS_BY_CODE = {
-    PARSE_ERROR: 400,
-    INVALID_REQUEST: 400,
-    METHOD_NOT_FOUND: 404,
-    HEADER_MISMATCH: 400,
-    MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
-    UNSUPPORTED_PROTOCOL_VERSION: 400,
-}
-
-
-def _repeated(name: str) -> ProtocolError:
-    """The error for a header the spec defines once, sent more than once."""
-    message = f"The {name} header was sent more than once; send it once"
-    return HeaderMismatch(message) if name in METADATA_HEADERS or name.startswith("mcp-param-") else InvalidRequest(message)
-
-
-def _loopback_origin(origin: str) -> bool:
-    """True for an Origin (``scheme://host[:port]``, lower case) on a loopback host."""
-    scheme, sep, authority = origin.partition("://")
-    if not sep or not scheme:
-        return False
-    parts = split_host(authority)
-    return parts is not None and parts[0] in _LOOPBACK_HOSTS
-
-
-def _admits_a_reply(accept: str) -> bool:
-    if "application/json" in accept and "text/event-stream" in accept and ";" not in accept:
-        return True  # the usual value, without parsing
-    return accepts(accept, "application/json") or accepts(accept, "text/event-stream")
-
-
-async def _refuse(
-    send: ASGISend, status: int, message: str, extra: list[tuple[bytes, bytes]] | None = None
-) -> None:
-    """Refuse a request before any work: ``status`` and a JSON-RPC -32600 with no id."""
-    with contextlib.suppress(OSError):  # the client may be gone already
-        await send_json(send, status, error_response(None, InvalidRequest(message)), extra)
-
-
-def status_for(code: object, *, checked: bool) -> int:
-    """The HTTP status for an error reply with JSON-RPC ``code``.
-
-    ``checked=False``: the message was refused before dispatch (unreadable, malformed
-    or with headers unlike its body): 400, or what the table says. ``checked=True``:
-    a method's own error: what the table says, else 200 as the official SDK does.
-    Handshake-era session replies are always 200 (the caller does not ask).
-    """
-    status = _STATUS_BY_CODE.get(code) if isinstance(code, int) else None
-    if status is not None:
-        return status
-    return 200 if checked else 400
+def _json_reply(
+    request: Request, peer: Peer, session: HandshakeSession | None, response: dict[str, Any]
+) -> tuple[int, dict[str, Any], list[tuple[bytes, bytes]]]:
+    """Status, body and headers of ``response`` sent as one JSON body: the session id on
+    ``initialize``; the table's status for a stateless error (a session's: 200)."""
+    extra: list[tuple[bytes, bytes]] = []
+    if peer.session is not None and request.method == "initialize":
+        extra.append((b"mcp-session-id", peer.session.id.encode()))
+    error = response.get("error")
+    status = 200 if error is None or session is not None else status_for(error.get("code"), checked=True)
+    return status, response, extra
 
 
 def _id_of(message: Message) -> str | int | None:
     return None if isinstance(message, Notification) else message.id
-
-
-def _graceful_uvicorn() -> type[Any]:
-    import uvicorn
-
-    class Graceful(uvicorn.Server):
-        """uvicorn that ends listen streams with their final response before it waits
-        for open connections to finish (else they would be cut when its grace runs out)."""
-
-        def __init__(self, config: uvicorn.Config, app: HttpApp, ready: Callable[[], None] | None = None) -> None:
-            super().__init__(config)
-            self._app = app
-            self._ready = ready
-
-        async def startup(self, sockets: list[Any] | None = None) -> None:
-            # uvicorn calls this after the ASGI lifespan started: only now is the server
-            # ready, so only now is its URL announced (a failed lifespan never gets here).
-            await super().startup(sockets)
-            if self._ready is not None and not self.should_exit:
-                self._ready()
-
-        async def shutdown(self, sockets: list[Any] | None = None) -> None:
-            self._app.server.close_subscriptions()
-            self._app.end_legacy_streams()
-            await super().shutdown(sockets)
-
-    return Graceful
-
-
-# The bytes a request may take before its headers end. uvicorn's h11 path stops at
-# 16 KiB; its httptools path buffers a header line whole with no bound, so a client
-# that sends one endless header would grow the server's memory until it dies.
-MAX_REQUEST_HEAD = 1024 * 1024
-# Seconds a request head may take to arrive whole, from its first byte (the first
-# request of a connection: from the connection). uvicorn has no such deadline: its
-# keep-alive timeout (5 s) runs only between a response and the next request's first
-# byte, and not at all on a new connection, so a peer sending a header byte a second,
-# or nothing, would hold a connection for ever.
-HEADER_TIMEOUT = 10.0
-# Seconds a connection refused before its head ended (431, 408) is still read, its bytes
-# dropped, before it closes. Closed at once, with the rest of a 5 MB header unread,
-# the kernel answered the peer's next bytes with a reset, which often reached the peer
-# before the 431 did: it saw "connection reset" instead of the status.
-LINGER_SECONDS = 5.0
-
-
-def _refusal(status: bytes, message: str) -> bytes:
-    """A whole HTTP/1.1 response refusing a request before the app saw it: ``status``
-    (the status line's code and reason), a JSON-RPC -32600 error, ``connection: close``."""
-    body = encode(error_response(None, InvalidRequest(message)))
-    return (
-        b"HTTP/1.1 %s\r\ncontent-type: application/json\r\nconnection: close\r\n"
-        b"content-length: %d\r\n\r\n%s" % (status, len(body), body)
-    )
-
-
-def _bounded_httptools(header_timeout: float = HEADER_TIMEOUT) -> type[Any]:
-    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-
-    class BoundedHead(HttpToolsProtocol):
-        """uvicorn's httptools protocol, answering 431 to a request head past
-        ``MAX_REQUEST_HEAD`` bytes (counted after each feed, so a body that shares a
-        read with its headers is never counted), and 408 to one not whole within
-        ``header_timeout`` seconds; either closes the connection.
-
-        The deadline costs a clock read per request: one timer per connection, armed
-        when a head begins and no timer is, re-armed for the head open when it fires.
-        """
-
-        head_bytes = 0
-        refused = False  # answered 431 or 408: what else arrives is dropped until it closes
-        in_head = True
-        head_open = True  # a head has begun (or the connection opened) and is not whole
-        head_started = 0.0
-        head_timer: asyncio.TimerHandle | None = None
-
-        def connection_made(self, transport: Any) -> None:
-            super().connection_made(transport)
-            self.head_started = self.loop.time()  # a peer that never sends a byte
-            self._arm()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            if self.head_timer is not None:
-                self.head_timer.cancel()
-                self.head_timer = None
-            super().connection_lost(exc)
-
-        def data_received(self, data: bytes) -> None:
-            if self.refused:
-                return  # the peer is still sending what was refused: read and drop it
-            super().data_received(data)
-            if not self.in_head:
-                return
-            self.head_bytes += len(data)
-            if self.head_bytes > MAX_REQUEST_HEAD and not self.transport.is_closing():
-                limit = f"Request headers too large: the limit is {MAX_REQUEST_HEAD} bytes"
-                self._refuse(b"431 Request Header Fields Too Large", limit)
-
-        def _refuse(self, status: bytes, message: str) -> None:
-            """Answer ``status`` and end the connection without a reset: the response,
-            then our end of the stream closed (FIN); the peer's bytes are read and
-            dropped until it closes too, or for ``LINGER_SECONDS`` at most."""
-            self.refused = True
-            self.transport.write(_refusal(status, message))
-            if self.transport.can_write_eof():
-                self.transport.write_eof()
-                self.loop.call_later(LINGER_SECONDS, self.transport.close)
-            else:
-                self.transport.close()
-
-        def on_message_begin(self) -> None:
-            if not self.head_open:  # the first head keeps the connection's start
-                self.head_open = True
-                self.head_started = self.loop.time()
-            if self.head_timer is None:
-                self._arm()
-            super().on_message_begin()
-
-        def on_headers_complete(self) -> None:
-            self.in_head = self.head_open = False
-            super().on_headers_complete()
-
-        def on_message_complete(self) -> None:
-            super().on_message_complete()
-            self.in_head, self.head_bytes = True, 0
-
-        def _arm(self) -> None:
-            self.head_timer = self.loop.call_at(self.head_started + header_timeout, self._head_due)
-
-        def _head_due(self) -> None:
-            self.head_timer = None
-            if not self.head_open or self.transport.is_closing():
-                return
-            if self.loop.time() < self.head_started + header_timeout:
-                self._arm()  # a later head than the one this timer was armed for
-                return
-            late = f"The request headers did not arrive within {header_timeout:g} seconds"
-            self._refuse(b"408 Request Timeout", late)
-
-    return BoundedHead
-
-
-def serve_http(
-    server: Any,
-    host: str = "127.0.0.1",
-    port: int = 8000,
-    *,
-    log_level: str = "warning",
-    ready_message: str | None = None,
-    workers: int = 1,
-    **options: Any,
-) -> None:
-    """Serve ``server`` on Streamable HTTP with uvicorn (httptools, uvloop when present).
-
-    ``header_timeout``: seconds a request head may take to arrive whole (default
-    ``HEADER_TIMEOUT``, 10; past it 408 and the connection closed); other ``options``
-    go to ``HttpApp``. Without httptools (uvicorn's h11 path) the head is bounded at
-    16 KiB by h11 but has no deadline.
-
-    ``workers``: processes serving the one socket (``_workers.serve_workers``: forked
-    after the socket is bound, each with its own event loop, ``HttpApp`` and run of the
-    server's lifespan; restarted when one dies; a crash loop or a failed lifespan ends
-    the server with status 1). Without Redis (``ServerConfig.redis_url``) a handshake
-    session belongs to the worker that opened it, and a request for it that reaches
-    another worker is relayed to it over a Unix socket (``_siblings``); listen streams
-    belong to one worker and hear only its changes: a warning line says so.
-
-    The socket is bound first: an address in use ends the process with one line saying
-    so and what to do (``SystemExit``, status 1); ``ready_message``, if given, goes to
-    stderr once the server is ready (its lifespan started, its socket listening; with
-    workers, once every worker is, followed by "(N workers)").
-    """
-    import uvicorn
-
-    from ._workers import check_workers, serve_workers
-
-    check_workers(workers)  # before the port is bound or anything printed
-    header_timeout = float(options.pop("header_timeout", HEADER_TIMEOUT))
-    listening = _listen(host, port)
-
-    options.setdefault("tune_gc", True)  # we own this process: tune its collector
-    config = _uvicorn_config(host, port, log_level, header_timeout)
-    # Built before any fork, so a wrong option fails once, here; it holds nothing of an
-    # event loop yet (timers and sessions come with requests), so each worker's copy starts clean.
-    shared = getattr(getattr(server, "config", None), "redis_url", None) is not None
-    # Without Redis the workers reach each other's sessions through Unix sockets the
-    # parent binds now, before it forks (_siblings).
-    siblings = Siblings(workers) if workers > 1 and not shared else None
-    try:
-        app = HttpApp(server, siblings=siblings, **options)
-
-        def serve(ready: Callable[[], None] | None, slot: int | None = None) -> None:
-            sockets = [listening]
-            if siblings is not None and slot is not None:
-                sockets.append(siblings.enter(slot))
-            _graceful_uvicorn()(uvicorn.Config(app, **config), app, ready).run(sockets=sockets)
-
-        if workers == 1:
-            serve(None if ready_message is None else lambda: print(ready_message, file=sys.stderr, flush=True))
-            return
-        check = getattr(app.auth, "check_processes", None)
-        if check is not None:  # what the auth keeps must be shared by the workers (DPoP replays)
-            try:
-                check(workers)
-            except ValueError as exc:
-                raise SystemExit(f"modelctx: {exc}") from None
-        tasks = getattr(server, "tasks", None)
-        own_tasks = tasks is not None and getattr(tasks.store, "per_process", False)
-        if not shared:
-            print(
-                f"modelctx: warning: {workers} workers without Redis: each handshake-era session lives in "
-                "one worker, and requests for it that reach another are relayed to it; subscriptions/listen "
-                "streams and changes made in one worker are not heard in the others; give --redis URL "
-                "(or MODELCTX_REDIS_URL) to share them"
-                + (_OWN_TASKS if own_tasks else ""),
-                file=sys.stderr,
-                flush=True,
-            )
-        elif own_tasks:  # a memory store given with Redis configured: nothing relays to it
-            print(
-                f"modelctx: warning: {workers} workers and a task store in memory: each worker sees only "
-                "the tasks it created, so tasks/get reaching another worker finds no task; give a task "
-                "file (ServerConfig(task_db=...)) or leave the task store to Redis",
-                file=sys.stderr,
-                flush=True,
-            )
-        status = serve_workers(workers, serve, ready_message=ready_message)
-    finally:
-        if siblings is not None:
-            siblings.close()
-        listening.close()
-    if status:
-        raise SystemExit(status)
-
-
-# The warning's sentence for tasks kept in each worker's memory (no Redis, no task file).
-_OWN_TASKS = (
-    "; tasks are kept in memory by the worker that created them (requests for one are relayed "
-    "to it, and it is lost if that worker dies): give --redis URL or a task file "
-    "(ServerConfig(task_db=...)) to keep them"
-)
-
-
-def _uvicorn_config(host: str, port: int, log_level: str, header_timeout: float) -> dict[str, Any]:
-    config: dict[str, Any] = {
-        "host": host,
-        "port": port,
-        "log_level": log_level,
-        "lifespan": "on",
-        "timeout_graceful_shutdown": 3,
-        "access_log": False,
-        # X-Forwarded-* are trusted only where a deployment says so (uvicorn's
-        # forwarded_allow_ips); nothing here reads the client address, so skip the work.
-        "proxy_headers": False,
-    }
-    try:
-        import httptools  # noqa: F401
-
-        config["http"] = _bounded_httptools(header_timeout)
-    except ImportError:
-        pass
-    try:
-        import uvloop  # noqa: F401
-
-        config["loop"] = "uvloop"
-    except ImportError:
-        pass
-    return config
-
-
-def _listen(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    try:
-        return socket.create_server((host, port), family=family, backlog=2048)
-    except OSError as exc:
-        if exc.errno == errno.EADDRINUSE:
-            problem = "the address is in use; stop the process listening there or choose another port"
-        else:
-            problem = f"{exc}; check the host and port"
-        raise SystemExit(f"modelctx: cannot listen on {host}:{port}: {problem}") from None
