@@ -228,6 +228,21 @@ def test_a_server_request_goes_out_on_the_stream_and_its_answer_comes_back_by_po
     assert result["id"] == 1 and result["result"]["content"][0]["text"] == "answer: accept"
 
 
+def test_a_second_initialize_on_the_stream_is_refused_32600_and_the_session_keeps_what_it_declared(stream):
+    # Opened on 2025-06-18 with elicitation; a repeat declaring neither changes nothing.
+    init = {**INIT, "params": {**INIT["params"], "protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}}}}
+    assert stream.call(init)["result"]["protocolVersion"] == "2025-06-18"
+    assert stream.post(INITIALIZED).status_code == 202
+    again = stream.call({**INIT, "id": 1})
+    assert again["error"]["code"] == -32600 and "already initialized" in again["error"]["message"]
+    assert stream.post(tool_call(2, "ask")).status_code == 202
+    asked = stream.message()
+    assert asked["method"] == "elicitation/create"  # the session still has elicitation
+    answer = {"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "decline"}}
+    assert stream.post(answer).status_code == 202
+    assert stream.message()["id"] == 2
+
+
 # -- bad input ---------------------------------------------------------------------------------
 def test_malformed_json_is_refused_400_with_a_parse_error_and_nothing_on_the_stream(stream):
     stream.open_session()
