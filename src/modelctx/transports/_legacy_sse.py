@@ -425,11 +425,12 @@ def _session_id(scope: Scope) -> str | InvalidRequest:
         return InvalidRequest(
             "session_id was sent more than once; send it once, as the URI the stream's endpoint event named"
         )
-    if _SESSION_ID.fullmatch(values[0]) is None:
+    session_id: str = values[0]
+    if _SESSION_ID.fullmatch(session_id) is None:
         return InvalidRequest(
             "session_id is not a session id this server issues: POST to the URI the stream's endpoint event named"
         )
-    return values[0]
+    return session_id
 
 
 def _decoded(body: bytes, duplex: DuplexServer | None) -> Message | None:
