@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 import modelctx
 from tests.support.wire import DEADLINE, SAMPLE_SERVER, free_port, request, stderr_lines, wait_until
@@ -206,3 +207,9 @@ def read_until_closed(sock: socket.socket) -> bytes:
 def test_a_limit_of_zero_is_a_usage_error():
     result = run("serve", str(SAMPLE_SERVER), "--http", "--max-sessions", "0")
     assert result.returncode == 2 and "0 must be above zero" in result.stderr
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "1e400"])
+def test_a_limit_that_is_not_a_finite_number_is_a_usage_error(value):
+    result = run("serve", str(SAMPLE_SERVER), "--http", "--body-timeout", value)
+    assert result.returncode == 2 and f"{value} is not a finite number" in result.stderr

@@ -53,3 +53,19 @@ def test_a_value_may_hold_equals_signs_and_unicode() -> None:
 
     assert result.returncode == 0, result.stderr
     assert result.stdout == "a=b=ß✓\n"
+
+
+@pytest.mark.parametrize("value", ["1e400", "-1e400", "1.5e999"])
+def test_a_number_too_large_for_json_is_refused_saying_it_is_out_of_range(value: str) -> None:
+    # Read as inf, it went out as JSON null: the server's error named "null", not the number.
+    one_line_error(sample("call", "add", f"a={value}", "b=1"), 2, f"a={value}: the number {value} is out of range")
+    one_line_error(sample("call", "add", "--args", f'{{"a": {value}, "b": 1}}'), 2, f"the number {value} is out of range")
+
+
+def test_nan_and_infinity_are_no_json_so_a_value_is_the_string_and_args_refuse_them() -> None:
+    echoed = sample("call", "echo", "text=NaN")
+    refused = sample("call", "echo", "--args", '{"text": Infinity}')
+
+    assert echoed.returncode == 0 and echoed.stdout == "NaN\n", echoed.stderr
+    one_line_error(refused, 2, "--args is not JSON", "Infinity")
+

@@ -175,6 +175,18 @@ async def test_an_upstream_list_change_reaches_the_gateway_listeners(tmp_path, m
     assert _text(grown) == "sprouted"
 
 
+@pytest.mark.parametrize("mode", MODES)
+@async_test(60)
+async def test_two_upstreams_with_the_same_tools_are_each_reached_by_their_own_names(tmp_path, mode):
+    config = _config(tmp_path, a=_upstream(COUNTING), b=_upstream(COUNTING))
+    async with _gateway(config, mode) as gateway:
+        names = {tool.name for tool in await gateway.tools()}
+        pids = [_text(await gateway.call_tool(name, {})) for name in ("a_pid", "b_pid", "a_pid")]
+
+    assert {"a_pid", "b_pid", "a_grow", "b_grow"} <= names
+    assert pids[0] == pids[2] != pids[1]  # a's process twice, b's once
+
+
 COUNTED_UPSTREAM = textwrap.dedent(
     """
     from modelctx import Server

@@ -249,6 +249,40 @@ async def test_servers_are_added_and_removed_at_run_time():
     assert ("two", "all") in changes and ("one", "all") in changes
 
 
+@async_test(60)
+async def test_a_guarded_client_calls_its_own_servers_tool_where_two_servers_share_the_name():
+    async with Host(HostConfig({"a": served("a", COUNTING), "b": served("b", COUNTING)})) as host:
+        await host.tools()
+        a, original = host.find_client_for("a_pid")
+        b, _ = host.find_client_for("b_pid")
+        pids = {number(await handle.call_tool(original)) for handle in (a, b)}
+        direct = {number(await host.call_tool(name)) for name in ("a_pid", "b_pid")}
+        unknown = await a.call_tool("no_such_tool")
+        await host.remove_server("b")
+        gone = await b.call_tool(original)
+
+    assert original == "pid" and len(pids) == 2 and pids == direct  # each its own process
+    assert unknown.is_error and "server 'a' offers no tool named 'no_such_tool'" in text(unknown)
+    assert gone.is_error and "server 'b' offers no tool named 'pid'" in text(gone)
+
+
+@async_test(60)
+async def test_a_guarded_client_finds_a_tool_its_server_added_right_after_list_changed():
+    heard: list[tuple[str, str]] = []
+    async with Host(HostConfig({"c": served("c", COUNTING)})) as host:
+        host.add_listener(lambda server, kind: heard.append((server, kind)))
+        await until(lambda: host.servers["c"].listening, "the listen stream")
+        await host.tools()
+        handle, _ = host.find_client_for("c_grow")
+        assert text(await handle.call_tool("grow", {"name": "fresh"})) == "added fresh"
+        await until(lambda: ("c", "tools") in heard, "list_changed")
+        grown = await handle.call_tool("fresh")  # not in the last tools(): found by refreshing
+        by_name = await host.call_tool("c_fresh")
+
+    assert not grown.is_error and text(grown) == "fresh"
+    assert text(by_name) == "fresh"
+
+
 @async_test(90)
 async def test_a_crashed_stdio_server_is_restarted_while_another_keeps_serving():
     config = HostConfig({"fragile": served("fragile", COUNTING), "steady": served("steady", COUNTING)})

@@ -257,3 +257,42 @@ def test_the_readme_gateway_runs_as_printed_with_the_official_client(tmp_path):
         "['weather_list_cities', 'weather_forecast']",
         "{'result': ['lisbon', 'oslo', 'paris']}",
     ], run.stderr
+
+
+def _opens_an_sse_stream(base: str) -> int:
+    import httpx
+
+    with httpx.Client(timeout=httpx.Timeout(10.0, read=10.0)) as http, http.stream("GET", base + "/sse") as opened:
+        if opened.status_code == 200:
+            first = next(opened.iter_lines())
+            assert first == "event: endpoint", first
+        return opened.status_code
+
+
+def test_the_gateway_serves_http_sse_beside_the_endpoint_and_no_sse_turns_it_off(sample_config, http_gateway):
+    import httpx
+
+    initialize = {
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+    }  # fmt: skip
+    accept = {"accept": "application/json, text/event-stream"}
+    assert _opens_an_sse_stream(f"http://127.0.0.1:{http_gateway.port}") == 200  # as `modelctx serve` by default
+    gateway = HttpGateway(sample_config, "--no-sse")
+    try:
+        base = f"http://127.0.0.1:{gateway.port}"
+        assert _opens_an_sse_stream(base) == 404
+        assert httpx.post(base + "/messages/?session_id=" + "ab" * 16, json=initialize, timeout=10).status_code == 404
+        served = httpx.post(gateway.url, json=initialize, headers=accept, timeout=10)
+        assert served.status_code == 200 and served.json()["result"]["serverInfo"]["name"] == "modelctx-gateway"
+    finally:
+        gateway.stop()
+
+
+def test_the_gateway_refuses_no_sse_without_http(sample_config):
+    from cli_run import modelctx
+
+    refused = modelctx("gateway", "--config", str(sample_config), "--no-sse")
+
+    assert refused.returncode != 0
+    assert "--no-sse turns off an HTTP transport; add --http" in refused.stderr

@@ -166,6 +166,22 @@ def test_each_initialize_opens_its_own_session(http):
     assert initialize(http).headers["mcp-session-id"] != initialize(http).headers["mcp-session-id"]
 
 
+def test_an_initialize_naming_a_live_session_never_renegotiates_that_session(http):
+    session_id = initialize(http).headers["mcp-session-id"]
+    in_session(http, session_id, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    older = {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "again", "version": "1"}}
+    again = in_session(http, session_id, {"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": older})
+    added = in_session(
+        http, session_id,
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 1, "b": 2}}},
+    )  # fmt: skip
+
+    # Today the initialize opens a session of its own (the header is not read for it);
+    # either way the session it names keeps its revision: 2024-11-05 has no structuredContent.
+    assert again.headers.get("mcp-session-id") != session_id
+    assert added.status_code == 200 and added.json()["result"]["structuredContent"] == {"result": 3}
+
+
 def test_a_handshake_era_request_without_a_session_is_refused(http):
     response = http.post(LEGACY_ECHO, headers={"mcp-protocol-version": LEGACY})
 

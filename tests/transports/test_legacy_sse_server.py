@@ -119,13 +119,15 @@ class Stream:
         return json.loads(data)
 
     def post(
-        self, message: Any = None, *, content: bytes | None = None, via: str | None = None, **headers: str
+        self, message: Any = None, *, content: bytes | None = None, via: str | None = None,
+        endpoint: str | None = None, **headers: str,
     ) -> httpx.Response:
-        """POST to the endpoint, on a new connection, at ``via`` (another replica) if given."""
+        """POST to the endpoint (or ``endpoint``), on a new connection, at ``via`` (another
+        replica) if given."""
         body = content if content is not None else json.dumps(message).encode()
         merged = {"content-type": "application/json", **self.headers, **headers}
         with httpx.Client(timeout=DEADLINE) as fresh:
-            return fresh.post((via or self.base) + self.endpoint, content=body, headers=merged)
+            return fresh.post((via or self.base) + (endpoint or self.endpoint), content=body, headers=merged)
 
     def call(self, message: dict[str, Any], via: str | None = None) -> dict[str, Any]:
         """POST a request and read its answer on the stream (notifications before it skipped)."""
@@ -227,6 +229,21 @@ def test_a_server_request_goes_out_on_the_stream_and_its_answer_comes_back_by_po
     assert result["id"] == 1 and result["result"]["content"][0]["text"] == "answer: accept"
 
 
+def test_a_second_initialize_on_the_stream_is_refused_32600_and_the_session_keeps_what_it_declared(stream):
+    # Opened on 2025-06-18 with elicitation; a repeat declaring neither changes nothing.
+    init = {**INIT, "params": {**INIT["params"], "protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}}}}
+    assert stream.call(init)["result"]["protocolVersion"] == "2025-06-18"
+    assert stream.post(INITIALIZED).status_code == 202
+    again = stream.call({**INIT, "id": 1})
+    assert again["error"]["code"] == -32600 and "already initialized" in again["error"]["message"]
+    assert stream.post(tool_call(2, "ask")).status_code == 202
+    asked = stream.message()
+    assert asked["method"] == "elicitation/create"  # the session still has elicitation
+    answer = {"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "decline"}}
+    assert stream.post(answer).status_code == 202
+    assert stream.message()["id"] == 2
+
+
 # -- bad input ---------------------------------------------------------------------------------
 def test_malformed_json_is_refused_400_with_a_parse_error_and_nothing_on_the_stream(stream):
     stream.open_session()
@@ -251,6 +268,39 @@ def test_a_post_naming_an_unknown_session_is_refused_404(served):
     refused = httpx.post(served.base + "/messages/?session_id=" + "ab" * 16, json=INIT, timeout=DEADLINE)
     assert refused.status_code == 404
     assert "GET /sse again" in refused.json()["error"]["message"]
+
+
+def test_a_session_id_sent_twice_is_refused_400_and_nothing_reaches_the_stream(stream):
+    stream.open_session()
+    mine = stream.endpoint.partition("session_id=")[2]
+    for repeated in (mine, "ab" * 16):  # the same value again, or another one
+        refused = stream.post(
+            {"jsonrpc": "2.0", "id": 9, "method": "ping"}, via=stream.base, endpoint=stream.endpoint + "&session_id=" + repeated
+        )
+        assert refused.status_code == 400, refused.text
+        assert refused.json()["error"]["code"] == -32600
+        assert "session_id was sent more than once" in refused.json()["error"]["message"]
+    assert stream.call({"jsonrpc": "2.0", "id": 10, "method": "ping"})["id"] == 10  # ping 9 never ran
+
+
+@pytest.mark.parametrize(
+    ("query", "status", "says"),
+    [
+        ("session_id=", 400, "session_id is required"),
+        ("session_id", 400, "session_id is required"),
+        ("session_id=not-hex-at-all", 400, "is not a session id this server issues"),
+        ("session_id=" + "AB" * 16, 400, "is not a session id this server issues"),
+        ("session_id=" + "ab" * 20_000, 400, "is not a session id this server issues"),
+        ("session_id=%ff%00%zz%", 400, "is not a session id this server issues"),
+        ("session_id=%C3%A9" + "a" * 31, 400, "is not a session id this server issues"),
+        ("session_id=w1-" + "ab" * 16, 404, "Session not found"),
+        ("session_id=" + "ab" * 16 + "&other=1", 404, "Session not found"),
+    ],
+)
+def test_a_malformed_or_unknown_session_id_is_refused_with_a_message_never_a_500(served, query, status, says):
+    refused = httpx.post(served.base + "/messages/?" + query, json=INIT, timeout=DEADLINE)
+    assert refused.status_code == status, refused.text
+    assert says in refused.json()["error"]["message"]
 
 
 def test_a_body_over_max_body_is_refused_413(stream):

@@ -185,3 +185,45 @@ def test_modern_requests_need_no_handshake_and_handshake_sessions_still_work(std
     assert initialized["result"]["protocolVersion"] == "2025-11-25"
     assert legacy["result"] == {"content": [{"type": "text", "text": "old"}]}  # no resultType
     assert modern_again["result"]["resultType"] == "complete"
+
+
+def _initialize(id: int, version: str, **params: object) -> dict:
+    info = {"name": "old", "version": "1"}
+    return {
+        "jsonrpc": "2.0", "id": id, "method": "initialize",
+        "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": info, **params},
+    }  # fmt: skip
+
+
+def test_a_second_initialize_on_the_same_pipe_is_refused_32600_and_the_session_stays_as_it_was(stdio_server):
+    """lifecycle.mdx: initialization is the first interaction, once; a repeat on the same
+    connection is an Invalid Request, and the session it opened is left as it was."""
+    first = stdio_server.call(_initialize(1, "2025-11-25"))
+    stdio_server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    again = stdio_server.call(_initialize(2, "2024-11-05"))
+    added = stdio_server.call({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 1, "b": 2}}})
+
+    assert first["result"]["protocolVersion"] == "2025-11-25"
+    assert again["id"] == 2 and again["error"]["code"] == -32600
+    assert "already initialized" in again["error"]["message"]
+    assert "new connection" in again["error"]["message"]
+    assert added["result"]["structuredContent"] == {"result": 3}  # still 2025-11-25: 2024-11-05 has none
+
+
+def test_two_initializes_sent_at_once_open_one_session_and_the_other_is_refused(stdio_server):
+    stdio_server.send(_initialize(1, "2025-11-25"))
+    stdio_server.send(_initialize(2, "2024-11-05"))
+    answers = {answer["id"]: answer for answer in (stdio_server.recv(), stdio_server.recv())}
+    added = stdio_server.call({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 1, "b": 2}}})
+
+    assert answers[1]["result"]["protocolVersion"] == "2025-11-25"
+    assert answers[2]["error"]["code"] == -32600
+    assert added["result"]["structuredContent"] == {"result": 3}
+
+
+def test_an_initialize_refused_as_malformed_does_not_count_and_a_correct_one_follows(stdio_server):
+    malformed = stdio_server.call(_initialize(1, "2025-11-25", capabilities="none"))
+    opened = stdio_server.call(_initialize(2, "2025-11-25"))
+
+    assert malformed["error"]["code"] == -32602
+    assert opened["result"]["protocolVersion"] == "2025-11-25"

@@ -218,13 +218,15 @@ class OAuthProxy:
         the authorization server), else None."""
         return self.resource.metadata_document(path)
 
-    async def authenticate(self, headers: Mapping[str, str], method: str = "POST") -> AccessToken:
-        """The verified proxy token of a request; ``InvalidToken`` (an upstream token, one
-        for another resource, expired, of a revoked sign-in, ...) or ``InsufficientScope``
-        otherwise."""
+    async def authenticate(
+        self, headers: Mapping[str, str], method: str = "POST", path: str | None = None
+    ) -> AccessToken:
+        """The verified proxy token of a request (``path`` as ``ProtectedResource.authenticate``
+        has it); ``InvalidToken`` (an upstream token, one for another resource, expired, of a
+        revoked sign-in, ...) or ``InsufficientScope`` otherwise."""
         try:
             await self._ready()
-            principal = await self.resource.authenticate(headers, method)
+            principal = await self.resource.authenticate(headers, method, path)
             sid = principal.claims.get("sid")
             revoked = isinstance(sid, str) and await self._state.revoked(sid)
         except StateUnavailable as exc:

@@ -138,7 +138,7 @@ class ProtectedResource:
         self.verifier = verifier
         self.scopes_supported = tuple(scopes_supported)
         self.required_scopes = frozenset(required_scopes)
-        origin = f"{parts.scheme}://{parts.netloc}"
+        origin = self._origin = f"{parts.scheme}://{parts.netloc}"
         path = parts.path.rstrip("/")
         #: The document's URL named in every challenge: the path-inserted one (RFC 9728 3.1).
         self.metadata_url = origin + WELL_KNOWN + path
@@ -188,9 +188,15 @@ class ProtectedResource:
         well-known paths, else None."""
         return dict(self._document) if path in self._paths else None
 
-    async def authenticate(self, headers: Mapping[str, str], method: str = "POST") -> AccessToken:
+    async def authenticate(
+        self, headers: Mapping[str, str], method: str = "POST", path: str | None = None
+    ) -> AccessToken:
         """The verified token of a ``method`` request to the endpoint (``headers`` by
-        lower-case name).
+        lower-case name). ``path``: the path the request was sent to (the ASGI
+        ``root_path`` and ``path``) when it is not the endpoint's own (``GET /sse``,
+        ``POST /messages`` of HTTP+SSE beside it): a DPoP proof must then name that URL
+        (RFC 9449 4.3: ``htu`` is the request's URL), on the resource's scheme and host;
+        None: the resource URL.
 
         Raises ``InvalidToken`` (401) for a missing, malformed or invalid token (an
         ``InvalidDPoPProof`` for a DPoP proof that does not hold) and
@@ -199,7 +205,8 @@ class ProtectedResource:
         authorization = headers.get("authorization")
         scheme = (authorization or "").strip().partition(" ")[0].lower()
         if self.dpop_verifier is not None and scheme == "dpop":
-            principal = await self._dpop_principal(authorization or "", headers.get("dpop"), method, self.dpop_verifier)
+            url = self.resource if path is None else self._origin + "/" + path.lstrip("/")  # never a host
+            principal = await self._dpop_principal(authorization or "", headers.get("dpop"), method, url, self.dpop_verifier)
         elif self.dpop == "required":
             raise InvalidToken(
                 "This resource accepts DPoP-bound tokens only: send Authorization: DPoP <token> and a DPoP proof",
@@ -234,10 +241,11 @@ class ProtectedResource:
         return dataclasses.replace(principal, scopes=principal.scopes | implied)
 
     async def _dpop_principal(
-        self, authorization: str, proof: str | None, method: str, dpop: DPoPVerifier
+        self, authorization: str, proof: str | None, method: str, url: str, dpop: DPoPVerifier
     ) -> AccessToken:
         """RFC 9449 7.1: the token is valid and bound (``cnf.jkt``), and the proof names
-        this request, this token (``ath``) and is signed by the key the token is bound to."""
+        this request (``method`` to ``url``), this token (``ath``) and is signed by the
+        key the token is bound to."""
         from ._dpop import InvalidDPoPProof
 
         token = authorization.strip().partition(" ")[2].strip()
@@ -246,7 +254,7 @@ class ProtectedResource:
         principal = await self.verifier.verify(token)
         if principal.jkt is None:
             raise InvalidDPoPProof("The access token is not DPoP-bound (no cnf.jkt); send it as Bearer")
-        await dpop.verify(proof, method, self.resource, access_token=token, jkt=principal.jkt)
+        await dpop.verify(proof, method, url, access_token=token, jkt=principal.jkt)
         return principal
 
     def check_scopes(self, principal: AccessToken, needed: Iterable[str]) -> None:

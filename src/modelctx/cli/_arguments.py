@@ -2,7 +2,8 @@
 
 A tool's values are JSON when they parse as JSON (``n=3``, ``flag=true``,
 ``tags='["a","b"]'``), else strings (``city=Oslo``); write ``text='"3"'`` for the
-string "3". ``--args`` takes a JSON object, ``@FILE`` (a file holding one) or ``-``
+string "3"; a number no double holds (``1e400``) is refused, never sent as
+infinity. ``--args`` takes a JSON object, ``@FILE`` (a file holding one) or ``-``
 (standard input); ``key=value`` pairs are laid over it. Every mistake is a
 ``click.UsageError`` naming the argument.
 """
@@ -10,6 +11,7 @@ string "3". ``--args`` takes a JSON object, ``@FILE`` (a file holding one) or ``
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 import sys
@@ -29,9 +31,39 @@ def _split(pair: str) -> tuple[str, str]:
     return key, value
 
 
-def _json_value(text: str) -> Any:
+class _OutOfRange(ValueError):
+    """A JSON number no double holds (``1e400``): Python reads it as infinity, which
+    JSON has no way to write (it went out as ``null``)."""
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise _OutOfRange(text)
+    return number
+
+
+def _no_constant(name: str) -> Any:
+    # NaN, Infinity, -Infinity: Python's json reads them, JSON has none of them.
+    raise json.JSONDecodeError(f"{name} is not a JSON value", name, 0)
+
+
+def _loads(text: str) -> Any:
+    return json.loads(text, parse_float=_finite, parse_constant=_no_constant)
+
+
+def _out_of_range(where: str, exc: _OutOfRange) -> click.UsageError:
+    return click.UsageError(
+        f"{where}: the number {exc} is out of range (JSON numbers here must fit a double, "
+        "at most about 1.8e308 either way); give a smaller one, or quote it to send a string"
+    )
+
+
+def _json_value(key: str, text: str) -> Any:
     try:
-        return json.loads(text)
+        return _loads(text)
+    except _OutOfRange as exc:
+        raise _out_of_range(f"{key}={text}", exc) from None
     except json.JSONDecodeError:
         return text
     except RecursionError:
@@ -69,7 +101,9 @@ def _args_object(source: str) -> dict[str, Any]:
     else:
         text, where = source, "--args"
     try:
-        value = json.loads(text)
+        value = _loads(text)
+    except _OutOfRange as exc:
+        raise _out_of_range(where, exc) from None
     except json.JSONDecodeError as exc:
         raise click.UsageError(f"{where} is not JSON: {exc}") from None
     except RecursionError:
@@ -84,7 +118,7 @@ def tool_arguments(pairs: tuple[str, ...], args: str | None) -> dict[str, Any]:
     arguments = _args_object(args) if args is not None else {}
     for pair in pairs:
         key, value = _split(pair)
-        arguments[key] = _json_value(value)
+        arguments[key] = _json_value(key, value)
     return arguments
 
 

@@ -73,14 +73,18 @@ def chat_command(
 @click.option("--port", type=PORT, default=8000, show_default=True, help="HTTP port")
 @click.option("--path", default="/mcp", show_default=True, help="HTTP endpoint path")
 @click.option("--name", default="modelctx-gateway", show_default=True, help="the name the gateway gives itself")
+@click.option("--no-sse", is_flag=True,
+              help="do not serve the deprecated HTTP+SSE transport (GET /sse, POST /messages) beside the endpoint")
 @click.option("--bare-names", is_flag=True,
               help="offer a tool under its server's own name when no other server has one of that name")
 def gateway_command(
-    config: Path, http: bool, host: str, port: int, path: str, name: str, bare_names: bool
+    config: Path, http: bool, host: str, port: int, path: str, name: str, no_sse: bool, bare_names: bool
 ) -> None:
     """Serve the servers of an mcpServers file as one MCP server (a gateway)."""
     from ..host import ApprovalConfigError, Gateway, Host, HostConfigError
 
+    if no_sse and not http:  # before any upstream starts, as `modelctx serve` says it
+        fail("--no-sse turns off an HTTP transport; add --http (stdio serves no HTTP)")
     try:
         gateway = Gateway(
             Host.from_file(config, authorization_handler=_sign_in_on_stderr), name=name, bare_names=bare_names
@@ -96,6 +100,7 @@ def gateway_command(
         host=host,
         port=port,
         path=path,
+        legacy_sse=not no_sse,
         ready_message=f"modelctx: gateway for {servers} servers on Streamable HTTP at {served_url(host, port, path)}",
     )
 

@@ -3,6 +3,7 @@ that says what a good one looks like (Click prints it as a usage error, status 2
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import click
@@ -35,6 +36,8 @@ class _Positive(click.ParamType[int | float]):
             number = self.kind(value)
         except ValueError:
             self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(number):  # nan is not above zero, yet passes <= 0
+            self.fail(f"{value} is not a finite number; give one above zero", param, ctx)
         if number <= 0:
             self.fail(f"{value} must be above zero", param, ctx)
         return number

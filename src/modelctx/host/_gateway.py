@@ -293,9 +293,9 @@ class Gateway(Server):
         policy = approvals.policy if isinstance(approvals, Approvals) else None
         found: list[tuple[Tool, HostServer, Tool]] = []
         for tool in await host.tools(views=True):
-            client, original = host.find_client_for(tool.name)
-            server = host.servers[client.name]
-            own = msgspec.structs.replace(tool, name=original)
+            listed = host.listed(tool.name)  # the server and its own definition, from the same tools()
+            assert listed is not None, f"{tool.name!r} is in host.tools() but not in its index"
+            server, own = listed
             if policy is None or not policy.hidden(server, own):
                 found.append((tool, server, own))
         owners = Counter(own.name for _, _, own in found)

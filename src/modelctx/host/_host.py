@@ -46,7 +46,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol, Self
 
 import msgspec
@@ -174,7 +174,7 @@ class Host:
         #: Every server by name, connected or not (see ``HostServer.status``).
         self.servers: dict[str, HostServer] = {}
         self._registered: set[str] = set()
-        self._tool_index: dict[str, tuple[HostServer, Tool]] = {}
+        self._tool_index = _ToolIndex()
         self._hidden: set[str] = set()
         # Names of tools only an MCP Apps view may call: listed by tools(views=True), never called by call_tool.
         self._app_only: set[str] = set()
@@ -276,7 +276,7 @@ class Host:
             raise UnknownName(f"no server named {name!r}; the servers are {sorted(self.servers)}")
         self._registered.discard(name)
         # Its names go at once, not at the next tools(): a call to one is an unknown tool.
-        self._tool_index = {key: found for key, found in self._tool_index.items() if found[0] is not server}
+        self._tool_index = self._tool_index.without(server)
         self._prompt_index = {key: found for key, found in self._prompt_index.items() if found[0] is not server}
         await server.close()
         self._changed(server, "all")
@@ -342,7 +342,7 @@ class Host:
         # policy, nor on who asks) and their index entry: a call by name is refused as
         # denied, not unknown.
         names = NameMap((server.name, tool.name) for server, tool in pairs)
-        self._tool_index = {names.name_for(server.name, tool.name): (server, tool) for server, tool in pairs}
+        self._tool_index = _ToolIndex((names.name_for(server.name, tool.name), server, tool) for server, tool in pairs)
         self._hidden = {
             names.name_for(server.name, tool.name) for server, tool in pairs if self.approvals.hidden(server, tool)
         }
@@ -360,6 +360,11 @@ class Host:
         """The server's definition behind a namespaced ``name`` of the last ``tools()``."""
         found = self._tool_index.get(name)
         return None if found is None else found[1]
+
+    def listed(self, name: str) -> tuple[HostServer, Tool] | None:
+        """The server and its own definition behind a namespaced ``name`` of the last
+        ``tools()``; None for a name it did not list."""
+        return self._tool_index.get(name)
 
     def find_client_for(self, name: str) -> tuple[GuardedClient, str]:
         """The server behind a namespaced ``name``, as a ``GuardedClient``, and the
@@ -408,7 +413,7 @@ class Host:
             await self.tools()  # the list may have changed since the caller saw it
             found = self._tool_index.get(name)
         if found is None or name in self._app_only:
-            offered = sorted(set(self._tool_index) - self._hidden - self._app_only)
+            offered = sorted(self._tool_index.names() - self._hidden - self._app_only)
             only = " (only an MCP Apps view may call it)" if found is not None else ""
             return _error_result(f"there is no tool named {name!r}{only}; the tools are: {', '.join(offered)}")
         server, tool = found
@@ -444,13 +449,13 @@ class Host:
         progress: ProgressCallback | None,
     ) -> CallToolResult:
         """``server``'s own tool ``original``, through approval (``GuardedClient.call_tool``)."""
-        for refresh in (False, True):
-            if refresh:
-                await self.tools()
-            for name, (owner, tool) in self._tool_index.items():
-                if owner is server and tool.name == original:
-                    # Through call_tool: its refusals (a tool only a view may call) hold here too.
-                    return await self.call_tool(name, arguments, timeout=timeout, progress=progress)
+        name = self._tool_index.name_of(server, original)
+        if name is None:  # not in the last tools(): the server's list may have changed since
+            await self.tools()
+            name = self._tool_index.name_of(server, original)
+        if name is not None:
+            # Through call_tool: its refusals (a tool only a view may call) hold here too.
+            return await self.call_tool(name, arguments, timeout=timeout, progress=progress)
         return _error_result(f"server {server.name!r} offers no tool named {original!r} through this host")
 
     # -- prompts and resources ------------------------------------------------------------------------
@@ -573,6 +578,35 @@ class Host:
 
         results = await asyncio.gather(*(one(server) for server in servers))
         return list(zip(servers, results, strict=True))
+
+
+class _ToolIndex:
+    """The tools of the last ``Host.tools()`` both ways: by the host's name, and by the
+    server and its own name (what a ``GuardedClient`` calls). Built from one list and
+    only ever replaced whole, so the two ways never disagree."""
+
+    __slots__ = ("_by_name", "_by_own")
+
+    def __init__(self, entries: Iterable[tuple[str, HostServer, Tool]] = ()) -> None:
+        self._by_name: dict[str, tuple[HostServer, Tool]] = {}
+        self._by_own: dict[tuple[HostServer, str], str] = {}
+        for name, server, tool in entries:
+            self._by_name[name] = (server, tool)
+            self._by_own[(server, tool.name)] = name
+
+    def get(self, name: str) -> tuple[HostServer, Tool] | None:
+        return self._by_name.get(name)
+
+    def name_of(self, server: HostServer, own: str) -> str | None:
+        """The host's name for ``server``'s tool ``own``."""
+        return self._by_own.get((server, own))
+
+    def names(self) -> set[str]:
+        return set(self._by_name)
+
+    def without(self, server: HostServer) -> _ToolIndex:
+        """This index less ``server``'s tools (it was removed)."""
+        return _ToolIndex((name, owner, tool) for name, (owner, tool) in self._by_name.items() if owner is not server)
 
 
 class GuardedClient:

@@ -8,7 +8,8 @@ requests) and, on handshake-era HTTP, ``stream``: the hold on the request's resp
 stream that ``Context.close_sse_stream`` uses. The era is decided per request
 (basic/versioning.mdx):
 
-1. ``initialize`` opens a handshake session on the peer;
+1. ``initialize`` opens a handshake session on the peer, once: a peer that has one
+   gets -32600 and keeps it as it was;
 2. a request whose ``params._meta`` names a protocol version is modern and is served
    statelessly: nothing from earlier requests is used;
 3. otherwise the peer's handshake session, if there is one, supplies version and
@@ -45,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import (
     InternalError,
     InvalidParams,
+    InvalidRequest,
     MethodNotFound,
     ProtocolError,
     UnsupportedProtocolVersion,
@@ -173,6 +175,7 @@ class Dispatcher:
             if isinstance(meta, dict) and _meta.PROTOCOL_VERSION in meta:
                 # A modern request: initialize no longer exists (basic/versioning.mdx).
                 raise MethodNotFound("Method not found: initialize (removed in 2026-07-28)")
+            _once(peer)
             if self.server.middleware:
                 return await self._initialize_through(request, peer, send)
             return self._initialize(request, peer)
@@ -241,6 +244,7 @@ class Dispatcher:
 
     def _initialize(self, request: Request, peer: Peer) -> dict[str, Any]:
         version, caps, info = self._initialize_params(request)
+        _once(peer)  # again: another initialize may have opened one while middleware ran
         session = HandshakeSession(
             uuid.uuid4().hex,
             version,
@@ -271,6 +275,21 @@ class Dispatcher:
                 self.server.start_session_listener(session)
         # Other notifications (roots/list_changed, progress from the client…) carry
         # nothing this server acts on; they are ignored as JSON-RPC allows.
+
+
+def _once(peer: Peer) -> None:
+    """Refuse an ``initialize`` on a peer whose handshake already opened a session
+    (lifecycle.mdx: initialization is the first interaction, once). Answering it as new
+    would renegotiate under the requests of the running session, so the session is left
+    as it was. Only an ``initialize`` that succeeded counts: one refused as malformed
+    opened nothing, and the client may correct it."""
+    session = peer.session
+    if session is not None and not session.closed:
+        raise InvalidRequest(
+            f"Invalid Request: this session is already initialized (revision {session.version}); "
+            "initialize comes once, first: to initialize again, open a new connection "
+            "(a new process on stdio, a new session on HTTP)"
+        )
 
 
 def error_reply(request: Request, exc: Exception) -> dict[str, Any]:

@@ -27,7 +27,8 @@ Choices, each where the official SDK leaves room:
   body (-32700 for malformed JSON, -32600 for JSON that is not a message), and nothing
   on the stream: the official SDK answers 400 ("Could not parse message") too, and
   nothing it sends on the stream names the failure.
-- No ``session_id``: 400; unknown, ended, or another principal's: 404 (a session id is
+- No ``session_id``, an empty one, one sent twice, or one not of the shape this server
+  issues: 400; unknown, ended, or another principal's: 404 (a session id is
   a handle bound to its user, so a stranger's is not confirmed to exist).
 - A slow reader: each stream has a queue of ``QUEUE_EVENTS`` encoded events. A handler
   sending when it is full waits for room (back-pressure, as a full pipe holds a stdio
@@ -64,6 +65,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -101,6 +103,9 @@ _SHUTDOWN_GRACE = 2.0  # seconds a closed stream's cancelled requests get to sto
 # Seconds a stream's record in Redis outlives its last renewal (every third of it): a
 # replica that died takes its streams' records with it within this time.
 _RECORD_SECONDS = 3 * KEEPALIVE_SECONDS
+
+# What ``stream`` issues: 32 hex digits, named after their worker with ``--workers``.
+_SESSION_ID = re.compile(r"(?:w[0-9]{1,4}-)?[0-9a-f]{32}")
 
 ReadBody = Callable[[], Awaitable[bytes | None]]
 
@@ -162,7 +167,7 @@ class LegacySse:
         if self._siblings is None or scope["method"] != "POST":
             return None
         session_id = _session_id(scope)
-        return self._siblings.holder(session_id) if session_id else None
+        return self._siblings.holder(session_id) if isinstance(session_id, str) else None
 
     async def serve(
         self, scope: Scope, receive: Receive, send: ASGISend, principal: Any, read_body: ReadBody,
@@ -310,11 +315,8 @@ class LegacySse:
     ) -> None:
         """Hand one message to its stream's session: 202, or a refusal with a JSON-RPC error."""
         session_id = _session_id(scope)
-        if not session_id:
-            await _refuse(
-                send, 400, None,
-                InvalidRequest("session_id is required: POST to the URI the stream's endpoint event named"),
-            )
+        if not isinstance(session_id, str):
+            await _refuse(send, 400, None, session_id)
             return
         stream = self._streams.get(session_id)
         held = stream is not None and not stream.ended.done()
@@ -411,9 +413,24 @@ def _id_of(message: Message | None) -> str | int | None:
     return None if message is None or isinstance(message, Notification) else message.id
 
 
-def _session_id(scope: Scope) -> str | None:
+def _session_id(scope: Scope) -> str | InvalidRequest:
+    """The ``session_id`` a POST names, in the shape ``stream`` issues; else why it is
+    refused (400): none (or empty), sent more than once (even with one value: which of
+    two would a relay, a replica and this worker each read?), or not of that shape,
+    which no lookup (nor Redis key) is spent on."""
     values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("session_id")
-    return values[0] if values else None
+    if not values:
+        return InvalidRequest("session_id is required: POST to the URI the stream's endpoint event named")
+    if len(values) > 1:
+        return InvalidRequest(
+            "session_id was sent more than once; send it once, as the URI the stream's endpoint event named"
+        )
+    session_id: str = values[0]
+    if _SESSION_ID.fullmatch(session_id) is None:
+        return InvalidRequest(
+            "session_id is not a session id this server issues: POST to the URI the stream's endpoint event named"
+        )
+    return session_id
 
 
 def _decoded(body: bytes, duplex: DuplexServer | None) -> Message | None:
