@@ -125,13 +125,6 @@ REACHING_IN = {
     },
     # issue 22: the host's progress callback type, reached from the client's session.
     "client._session": {"host/_host.py"},
-    # The command line runs pieces that are not the library's API: the chat, a server's "auth" block,
-    # the token store default, the worker count check, the Redis URL variable.
-    "host._auth": {"cli/_target.py"},
-    "host._chat": {"cli/_host_commands.py"},
-    "host._config": {"cli/_target.py"},
-    "server._server": {"cli/_serve.py"},
-    "transports._workers": {"cli/_serve.py"},
 }
 
 
