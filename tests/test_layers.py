@@ -125,18 +125,8 @@ REACHING_IN = {
     "transports._session": {
         "client/_session.py", "server/_context.py", "server/_dispatch.py", "server/_methods.py", "server/_server.py",
     },
-    # issue 22: the Redis connection helpers the server's stores and auth's replay cache and proxy share.
-    "server._redis_bus": {"auth/_proxy_shared.py", "auth/_replays.py"},
-    "server._redis_limits": {"auth/_proxy_shared.py", "auth/_replays.py"},
     # issue 22: the host's progress callback type, reached from the client's session.
     "client._session": {"host/_host.py"},
-    # The command line runs pieces that are not the library's API: the chat, a server's "auth" block,
-    # the token store default, the worker count check, the Redis URL variable.
-    "host._auth": {"cli/_target.py"},
-    "host._chat": {"cli/_host_commands.py"},
-    "host._config": {"cli/_target.py"},
-    "server._server": {"cli/_serve.py"},
-    "transports._workers": {"cli/_serve.py"},
 }
 
 

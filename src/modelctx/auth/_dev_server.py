@@ -36,7 +36,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import urlsplit
 
 from authlib.oauth2.rfc6749 import OAuth2Error
 from starlette.applications import Starlette
@@ -50,8 +50,8 @@ from ..transports.fetch import UrlPolicy
 from .dev import _cimd
 from .dev._cimd import UNUSABLE, CimdError, is_metadata_url, load_client
 from .dev._consent import COOKIE, PAGE_HEADERS, Consents, render_page
-from .dev._endpoints import authorization_error, register, token
-from .dev._http import bounded_form, error_page, listen, to_response
+from .dev._endpoints import authorization_error, authorization_pairs, consent_form, consent_refused, register, token
+from .dev._http import error_page, listen, to_response
 from .dev._keys import SigningKey
 from .dev._models import DevClient, is_loopback_http
 from .dev._oauth import OAuthServer, form_request
@@ -62,10 +62,6 @@ log = logging.getLogger("modelctx.auth")
 
 _PUBLIC_GRANTS = ("authorization_code", "refresh_token")
 _CONFIDENTIAL_GRANTS = ("authorization_code", "refresh_token", "client_credentials")
-# An authorization request's query string: a metadata document URL and a redirect URI
-# (2,000 characters each at most), a state, a challenge, a scope and a resource fit in
-# a quarter of it. It bounds what a pending consent and an unexchanged code hold.
-MAX_AUTHORIZATION_REQUEST = 8 * 1024
 
 
 class DevAuthorizationServer:
@@ -205,11 +201,9 @@ class DevAuthorizationServer:
     async def _authorize(self, request: Request) -> Response:
         if request.method == "POST":
             return await self._decide(request)
-        if len(request.url.query) > MAX_AUTHORIZATION_REQUEST:
-            return error_page(
-                400, "invalid_request", f"The authorization request is longer than {MAX_AUTHORIZATION_REQUEST} bytes"
-            )
-        pairs = parse_qsl(request.url.query, keep_blank_values=True)
+        pairs = authorization_pairs(request)
+        if isinstance(pairs, Response):
+            return pairs
         refusal = await self._load_metadata_document(dict(pairs).get("client_id"))
         if refusal is not None:
             return error_page(400, "invalid_client", refusal)
@@ -240,22 +234,12 @@ class DevAuthorizationServer:
         return response
 
     async def _decide(self, request: Request) -> Response:
-        body = await bounded_form(request)
-        if isinstance(body, Response):
-            return body
-        form = dict(body)
-        origin = request.headers.get("origin")
-        issuer_origin = "{0.scheme}://{0.netloc}".format(urlsplit(self.issuer))
-        pairs = None
-        if origin in (None, issuer_origin):  # a cross-origin post is refused outright
-            pairs = self._consents.take(form.get("ticket", ""), request.cookies.get(COOKIE, ""))
+        form = await consent_form(request, self.issuer)
+        if isinstance(form, Response):
+            return form
+        pairs = self._consents.take(form.get("ticket", ""), request.cookies.get(COOKIE, ""))
         if pairs is None:
-            return error_page(
-                403,
-                "access_denied",
-                "This consent form is expired, already used, or was not shown to this browser; "
-                "start the authorization again from the application.",
-            )
+            return consent_refused()
         oauth_request = form_request("GET", self._oauth.endpoint("authorize"), request.headers, pairs)
         try:
             grant = self._oauth.get_consent_grant(oauth_request, end_user=self.subject)

@@ -29,7 +29,6 @@ server fetch on every request.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import json
 import logging
 import time
@@ -44,6 +43,7 @@ from joserfc.jwk import KeySet
 
 from ..errors import InvalidToken, MCPError
 from ..transports.fetch import UrlPolicy, fetch_json
+from ._loopback import is_loopback_host
 from ._resource import AccessToken
 
 __all__ = ["JwtVerifier"]
@@ -171,11 +171,7 @@ def default_policy(url: str) -> UrlPolicy:
     or loopback too when the operator named a loopback issuer (a development setup on
     one machine; the client side follows the same rule for loopback MCP servers)."""
     host = (urllib.parse.urlsplit(url).hostname or "").lower()
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    return UrlPolicy(allow_loopback=loopback)
+    return UrlPolicy(allow_loopback=is_loopback_host(host))
 
 
 def _unverified_issuer(token: str) -> str | None:

@@ -66,8 +66,8 @@ from ._proxy_state import APPROVAL_LIFETIME, SESSION_LIFETIME, TRANSACTION_LIFET
 from ._proxy_upstream import Identify, Upstream, UpstreamError
 from ._resource import AccessToken, ProtectedResource
 from .dev._consent import PAGE_HEADERS
-from .dev._endpoints import authorization_error, register, token
-from .dev._http import NO_STORE, bounded_form, error_page, to_response
+from .dev._endpoints import authorization_error, authorization_pairs, consent_form, consent_refused, register, token
+from .dev._http import NO_STORE, error_page, to_response
 from .dev._keys import SigningKey
 from .dev._models import Store, is_loopback_http
 from .dev._oauth import OAuthServer, Reply, form_request
@@ -76,7 +76,6 @@ __all__ = ["OAuthProxy"]
 
 log = logging.getLogger("modelctx.auth")
 
-MAX_AUTHORIZATION_REQUEST = 8 * 1024  # as the development server's (its reasons)
 _GRANTS = ("authorization_code", "refresh_token")  # a user behind every token: no client_credentials
 _REFRESH_WAIT = 15.0  # seconds one upstream refresh may hold a sign-in's lock
 _NO_SESSION = (
@@ -407,11 +406,9 @@ class OAuthProxy:
     async def _authorize(self, request: Request) -> Response:
         if request.method == "POST":
             return await self._decide(request)
-        if len(request.url.query) > MAX_AUTHORIZATION_REQUEST:
-            return error_page(
-                400, "invalid_request", f"The authorization request is longer than {MAX_AUTHORIZATION_REQUEST} bytes"
-            )
-        pairs = parse_qsl(request.url.query, keep_blank_values=True)
+        pairs = authorization_pairs(request)
+        if isinstance(pairs, Response):
+            return pairs
         store = await self._state.snapshot(_client_of(pairs))
         checked = self._on(store, lambda: self._checked(request, pairs))
         if isinstance(checked, Response):
@@ -455,22 +452,13 @@ class OAuthProxy:
         return response
 
     async def _decide(self, request: Request) -> Response:
-        body = await bounded_form(request)
-        if isinstance(body, Response):
-            return body
-        form = dict(body)
-        issuer_origin = "{0.scheme}://{0.netloc}".format(urlsplit(self.issuer))
-        pairs = None
-        if request.headers.get("origin") in (None, issuer_origin):  # CSRF: a cross-origin post is refused
-            ticket, browser = form.get("ticket", ""), request.cookies.get(self._cookies["consent"], "")
-            pairs = await self._state.take_consent(ticket, browser)
+        form = await consent_form(request, self.issuer)  # CSRF: a cross-origin post is refused
+        if isinstance(form, Response):
+            return form
+        ticket, browser = form.get("ticket", ""), request.cookies.get(self._cookies["consent"], "")
+        pairs = await self._state.take_consent(ticket, browser)
         if pairs is None:
-            return error_page(
-                403,
-                "access_denied",
-                "This consent form is expired, already used, or was not shown to this browser; "
-                "start the authorization again from the application.",
-            )
+            return consent_refused()
         store = await self._state.snapshot(_client_of(pairs))
         checked = self._on(store, lambda: self._checked(request, pairs))
         if isinstance(checked, Response):

@@ -25,7 +25,6 @@ when Redis is silent ``StateUnavailable`` is raised and the proxy answers 503 wi
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import logging
@@ -166,30 +165,31 @@ class _Snapshot(Store):
         return first
 
 
-# KEYS[1] the record, KEYS[2] its table's index; ARGV: value, ttl ms, score, cap.
-# Past the cap the lowest scores go (the oldest, or least recently used).
-_PUT = """
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-redis.call('ZADD', KEYS[2], ARGV[3], KEYS[1])
-local over = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[4])
-if over > 0 then
-  local old = redis.call('ZPOPMIN', KEYS[2], over)
-  for i = 1, #old, 2 do redis.call('DEL', old[i]) end
+# put(record, value, ttl ms, index, score, cap): the record with its TTL, its place in
+# its table's index; past the cap the lowest scores go (the oldest, or least recently used).
+_INDEXED = """
+local function put(record, value, ttl, index, score, cap)
+  redis.call('SET', record, value, 'PX', ttl)
+  redis.call('ZADD', index, score, record)
+  local over = redis.call('ZCARD', index) - tonumber(cap)
+  if over > 0 then
+    local old = redis.call('ZPOPMIN', index, over)
+    for i = 1, #old, 2 do redis.call('DEL', old[i]) end
+  end
 end
+"""
+
+# KEYS[1] the record, KEYS[2] its table's index; ARGV: value, ttl ms, score, cap.
+_PUT = _INDEXED + """
+put(KEYS[1], ARGV[1], ARGV[2], KEYS[2], ARGV[3], ARGV[4])
 return 1
 """
 
 # Single use: KEYS[1] the live code or refresh token, KEYS[2] its spent marker, KEYS[3]
 # the spent index; ARGV: family, ttl ms, score, cap. 1: this caller spent it; 0: gone.
-_CLAIM = """
+_CLAIM = _INDEXED + """
 if redis.call('DEL', KEYS[1]) == 0 then return 0 end
-redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
-redis.call('ZADD', KEYS[3], ARGV[3], KEYS[2])
-local over = redis.call('ZCARD', KEYS[3]) - tonumber(ARGV[4])
-if over > 0 then
-  local old = redis.call('ZPOPMIN', KEYS[3], over)
-  for i = 1, #old, 2 do redis.call('DEL', old[i]) end
-end
+put(KEYS[2], ARGV[1], ARGV[2], KEYS[3], ARGV[3], ARGV[4])
 return 1
 """
 
@@ -200,6 +200,10 @@ for i = 1, #members do redis.call('DEL', members[i]) end
 redis.call('DEL', KEYS[1])
 return #members
 """
+
+
+def _unavailable(reason: str) -> StateUnavailable:
+    return StateUnavailable("The sign-in service cannot reach its shared state now; try again shortly")
 
 
 def _digest(secret: str) -> str:
@@ -218,44 +222,25 @@ class RedisProxyState:
     shared = True
 
     def __init__(self, url: str, *, prefix: str, access_token_ttl: int, timeout: float = 2.0) -> None:
-        from ..server._redis_limits import LoopRedis
+        from ..server.redis import RedisCalls
 
-        self.redis = LoopRedis(url, timeout)  # ValueError without the redis package
+        self.redis = RedisCalls(  # ValueError without the redis package
+            url, timeout, log=log, unavailable=_unavailable,
+            down="OAuth proxy: its state in Redis %s is unreachable (%s): sign-ins answer 503 until it answers",
+            up="OAuth proxy: its state in Redis %s answers again",
+        )
         self.url = url
         self.prefix = prefix
         self.access_token_ttl = access_token_ttl
         self.timeout = timeout
-        self._down = False  # logged once per outage
 
     def __repr__(self) -> str:
-        from ..server._redis_bus import redacted
+        from ..server.redis import redacted
 
         return f"RedisProxyState({redacted(self.url)!r}, prefix={self.prefix!r})"
 
-    # -- plumbing ---------------------------------------------------------------------------
-    async def _call(self, work: Any) -> Any:
-        """Run ``work(client)`` within the deadline; ``StateUnavailable`` when Redis is silent."""
-        from redis.exceptions import RedisError
-
-        try:
-            async with asyncio.timeout(self.timeout):
-                result = await work(self.redis.get())
-        except (TimeoutError, RedisError, OSError) as exc:
-            if not self._down:
-                from ..server._redis_bus import redacted
-
-                self._down = True
-                reason = "no answer in time" if isinstance(exc, TimeoutError) else str(exc) or type(exc).__name__
-                log.warning("OAuth proxy: its state in Redis %s is unreachable (%s): sign-ins answer 503 until it answers",
-                            redacted(self.url), reason)
-            raise StateUnavailable(
-                "The sign-in service cannot reach its shared state now; try again shortly"
-            ) from None
-        if self._down:
-            self._down = False
-            log.warning("OAuth proxy: its state in Redis answers again")
-        return result
-
+    # -- plumbing (every call through ``self.redis.call``: within the deadline, else
+    # ``StateUnavailable``) ---------------------------------------------------------------
     async def _put(self, client: Any, table: str, name: str, value: str, ttl: float, cap: int) -> None:
         await client.eval(_PUT, 2, self.prefix + name, f"{self.prefix}index:{table}", value, _ms(ttl), time.time(), cap)
 
@@ -263,7 +248,7 @@ class RedisProxyState:
         async def work(client: Any) -> Any:
             return await client.getdel(self.prefix + name)
 
-        value = await self._call(work)
+        value = await self.redis.call(work)
         return value if isinstance(value, bytes) else None
 
     # -- keys -------------------------------------------------------------------------------
@@ -279,7 +264,7 @@ class RedisProxyState:
             await client.set(self.prefix + "cookie-key", secrets.token_bytes(32), nx=True)
             return await client.mget(self.prefix + "signing-key", self.prefix + "cookie-key")
 
-        jwk, cookie_key = await self._call(work)
+        jwk, cookie_key = await self.redis.call(work)
         try:
             data = json.loads(jwk)
             if not isinstance(data, dict) or not isinstance(cookie_key, bytes) or len(cookie_key) < 16:
@@ -298,7 +283,7 @@ class RedisProxyState:
         async def work(client: Any) -> None:
             await self._put(client, "consents", f"consent:{_digest(ticket)}", value, TICKET_LIFETIME, MAX_PENDING)
 
-        await self._call(work)
+        await self.redis.call(work)
         return ticket, browser
 
     async def take_consent(self, ticket: str, browser: str) -> list[tuple[str, str]] | None:
@@ -320,7 +305,7 @@ class RedisProxyState:
         async def work(client: Any) -> None:
             await self._put(client, "flows", f"flow:{_digest(state)}", value, TRANSACTION_LIFETIME, MAX_TRANSACTIONS)
 
-        await self._call(work)
+        await self.redis.call(work)
         return state, browser
 
     async def take_transaction(self, state: str, browser: str) -> Transaction | None:
@@ -342,7 +327,7 @@ class RedisProxyState:
         async def work(client: Any) -> None:
             await self._put(client, "sessions", f"session:{sid}", json.dumps(asdict(session)), ttl, MAX_SESSIONS)
 
-        await self._call(work)
+        await self.redis.call(work)
 
     async def get_session(self, sid: str) -> UpstreamSession | None:
         async def work(client: Any) -> Any:
@@ -351,7 +336,7 @@ class RedisProxyState:
             pipe.zadd(f"{self.prefix}index:sessions", {self.prefix + f"session:{sid}": time.time()}, xx=True)
             return (await pipe.execute())[0]  # the least recently used goes past the cap
 
-        raw = await self._call(work)
+        raw = await self.redis.call(work)
         if not isinstance(raw, bytes):
             return None
         return UpstreamSession(**json.loads(raw))
@@ -360,7 +345,7 @@ class RedisProxyState:
         async def work(client: Any) -> Any:
             return await client.exists(self.prefix + f"revoked:{sid}")
 
-        return bool(await self._call(work))
+        return bool(await self.redis.call(work))
 
     async def lock_refresh(self, sid: str, seconds: float) -> bool:
         """Whether this process may refresh ``sid``'s upstream tokens now (one at a time
@@ -369,13 +354,13 @@ class RedisProxyState:
         async def work(client: Any) -> Any:
             return await client.set(self.prefix + f"refreshing:{sid}", b"1", nx=True, px=_ms(seconds))
 
-        return bool(await self._call(work))
+        return bool(await self.redis.call(work))
 
     async def unlock_refresh(self, sid: str) -> None:
         async def work(client: Any) -> None:
             await client.delete(self.prefix + f"refreshing:{sid}")
 
-        await self._call(work)
+        await self.redis.call(work)
 
     # -- the authorization server's records -------------------------------------------------
     async def snapshot(self, client_id: str | None, credential: str | None = None) -> Store:
@@ -396,7 +381,7 @@ class RedisProxyState:
                 pipe.get(self.prefix + f"spent:{name}")
             return await pipe.execute()
 
-        answers = await self._call(work)
+        answers = await self.redis.call(work)
         if isinstance(answers[0], bytes):
             store.registered[str(client_id)] = _client(json.loads(answers[0]))
         if credential:
@@ -450,7 +435,7 @@ class RedisProxyState:
             await self._revoke_families(client, store.revoked_families)
             return None
 
-        refusal: str | None = await self._call(work)
+        refusal: str | None = await self.redis.call(work)
         return refusal
 
     async def _revoke_families(self, client: Any, families: list[str]) -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import hmac
 import html
-import ipaddress
 import logging
 import sys
 import urllib.parse
@@ -22,6 +21,7 @@ import webbrowser
 from dataclasses import dataclass, field
 
 from ..errors import AuthorizationError
+from ._loopback import is_loopback_host
 
 __all__ = ["AuthorizationResponse", "LoopbackReceiver", "open_in_browser"]
 
@@ -86,7 +86,7 @@ class LoopbackReceiver:
     def __init__(self, redirect_uri: str) -> None:
         parts = urllib.parse.urlsplit(redirect_uri)
         host = parts.hostname or ""
-        if parts.scheme != "http" or not _loopback(host):
+        if parts.scheme != "http" or not is_loopback_host(host):
             raise ValueError(
                 f"the loopback receiver needs an http:// loopback redirect URI, not {redirect_uri!r}; "
                 "with another redirect URI, pass your own callback_handler"
@@ -191,10 +191,3 @@ class LoopbackReceiver:
         return 200, "Authorization complete. You can close this window."
 
 
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False

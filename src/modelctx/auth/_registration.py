@@ -11,13 +11,13 @@ it authenticates as it registered: ``client_secret_basic``, ``client_secret_post
 from __future__ import annotations
 
 import base64
-import ipaddress
 import urllib.parse
 from dataclasses import dataclass, field
 
 from ..errors import AuthorizationError
 from ..transports.fetch import UrlPolicy, post_json
 from ._discovery import AuthServerMetadata
+from ._loopback import is_loopback_host
 
 __all__ = ["ClientMetadata", "Registration", "apply_client_auth", "choose_auth_method", "register_dynamically"]
 
@@ -60,13 +60,7 @@ def _native_redirect(uri: str) -> bool:
     parts = urllib.parse.urlsplit(uri)
     if parts.scheme not in ("http", "https"):
         return True  # a private-use scheme (com.example.app:/callback)
-    host = parts.hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return is_loopback_host(parts.hostname or "")
 
 
 @dataclass(frozen=True)

@@ -12,24 +12,32 @@ all, the proof is refused with ``InvalidDPoPProof(unavailable=True)``, which the
 resource answers 503 with ``Retry-After``: a proof that cannot be shown fresh is never
 accepted (fail closed), and no request waits longer than the deadline.
 
-The client (``LoopRedis``, shared with ``RateLimit``'s buckets) is made on first use,
-on the event loop that uses it (a worker forked after the app was built makes its own):
-no retries of its own, bounded connects and commands.
+Its calls go through ``server.redis.RedisCalls`` (as the OAuth proxy's and
+``RateLimit``'s do): a client per event loop, made on first use (a worker forked after
+the app was built makes its own), no retries of its own, bounded connects and commands,
+each outage logged once as it starts and once as it ends.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import secrets
+from typing import Any
 
-from ..server._redis_bus import redacted
-from ..server._redis_limits import LoopRedis
+from ..server.redis import RedisCalls, redacted
 from ._dpop import InvalidDPoPProof
 
 __all__ = ["RedisReplays"]
 
 log = logging.getLogger("modelctx.auth")
+
+
+def _unavailable(reason: str) -> InvalidDPoPProof:
+    return InvalidDPoPProof(
+        "The DPoP proof cannot be checked for replay now (the shared replay cache is unreachable); "
+        "retry shortly with a fresh proof",
+        unavailable=True,
+    )
 
 
 class RedisReplays:
@@ -39,61 +47,38 @@ class RedisReplays:
     shared = True
 
     def __init__(self, url: str, *, prefix: str = "modelctx:dpop:", timeout: float = 2.0) -> None:
-        self.redis = LoopRedis(url, timeout)  # ValueError without the redis package
+        self.redis = RedisCalls(  # ValueError without the redis package
+            url, timeout, log=log, unavailable=_unavailable,
+            down="DPoP replay cache at %s unreachable (%s): proofs are refused until it answers",
+            up="DPoP replay cache at %s answers again",
+        )
         self.url = url
         self.prefix = prefix
         self.timeout = timeout
-        self._down = False  # logged once per outage
 
     def __repr__(self) -> str:
         return f"RedisReplays({redacted(self.url)!r}, prefix={self.prefix!r})"
 
     async def spend(self, key: str, seconds: float) -> bool:
-        from redis.exceptions import RedisError
+        async def work(client: Any) -> Any:
+            return await client.set(self.prefix + key, b"1", nx=True, px=max(1, int(seconds * 1000)))
 
-        try:
-            async with asyncio.timeout(self.timeout):
-                created = await self.redis.get().set(self.prefix + key, b"1", nx=True, px=max(1, int(seconds * 1000)))
-        except (TimeoutError, RedisError, OSError) as exc:
-            raise self._unreachable(exc) from None
-        self._answered()
-        return created is True
+        return await self.redis.call(work) is True
 
     async def shared_key(self, name: str) -> bytes:
         """The key at ``<prefix><name>``: the first process to ask makes it (32 random
         bytes, ``SET NX``: one wins however many ask at once), every one reads it."""
-        from redis.exceptions import RedisError
 
-        try:
-            async with asyncio.timeout(self.timeout):
-                client = self.redis.get()
-                await client.set(self.prefix + name, secrets.token_bytes(32), nx=True)
-                value = await client.get(self.prefix + name)
-        except (TimeoutError, RedisError, OSError) as exc:
-            raise self._unreachable(exc) from None
+        async def work(client: Any) -> Any:
+            await client.set(self.prefix + name, secrets.token_bytes(32), nx=True)
+            return await client.get(self.prefix + name)
+
+        value = await self.redis.call(work)
         if not isinstance(value, bytes) or len(value) < 16:
             log.warning("DPoP: the key %s%s in Redis %s is not 16 bytes or more; delete it to make a new one",
                         self.prefix, name, redacted(self.url))
-            raise self._unreachable(ValueError("unusable key"))
-        self._answered()
+            raise self.redis.failed(ValueError("unusable key"))
         return value
-
-    def _unreachable(self, exc: BaseException) -> InvalidDPoPProof:
-        if not self._down:
-            self._down = True
-            reason = "no answer in time" if isinstance(exc, TimeoutError) else str(exc) or type(exc).__name__
-            log.warning("DPoP replay cache at %s unreachable (%s): proofs are refused until it answers",
-                        redacted(self.url), reason)
-        return InvalidDPoPProof(
-            "The DPoP proof cannot be checked for replay now (the shared replay cache is unreachable); "
-            "retry shortly with a fresh proof",
-            unavailable=True,
-        )
-
-    def _answered(self) -> None:
-        if self._down:
-            self._down = False
-            log.warning("DPoP replay cache at %s answers again", redacted(self.url))
 
     async def close(self) -> None:
         """Close the connections (the cache reconnects if used again)."""

@@ -59,7 +59,7 @@ def chat_command(
     if question is not None and not question.strip():
         fail("-p needs a question: -p 'what is the weather in Oslo?'")
     try:
-        from ..host._chat import ChatOptions, run_chat
+        from ..host.chat import ChatOptions, run_chat
     except ImportError as exc:
         fail(f"the chat needs {exc.name or 'rich'}: pip install 'modelctx[host]'")
     options = ChatOptions(provider, model, question, allow, as_json, resume)

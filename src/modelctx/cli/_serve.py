@@ -20,7 +20,7 @@ from typing import Any
 
 import click
 
-from ..transports._workers import check_workers
+from ..transports.workers import check_workers
 from ._load import fail, load_server
 from ._params import PORT, POSITIVE_FLOAT, POSITIVE_INT, SCOPE_LIST, served_url
 
@@ -104,7 +104,7 @@ def serve_command(target: str, **options: Any) -> None:
         fail(f"--workers: {exc}")
     if args.redis is not None:
         _check_redis_url(args.redis)
-        from ..server._server import REDIS_URL_ENV
+        from ..server import REDIS_URL_ENV
 
         os.environ[REDIS_URL_ENV] = args.redis  # for ServerConfigs the user's code makes
     server = load_server(target)

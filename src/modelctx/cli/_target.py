@@ -203,16 +203,13 @@ def _answers(text: str | None) -> dict[str, Any] | None:
 
 
 def _oauth_provider() -> Any:
-    """The host's OAuth provider (``host/_auth.py``), as for a configured ``{"type": "oauth"}``
+    """The host's OAuth provider (``host/oauth.py``), as for a configured ``{"type": "oauth"}``
     server: the browser sign-in, tokens kept in the host's default token file."""
     try:
-        from ..auth import FileTokenStore
-        from ..host._auth import provider_for
-        from ..host._config import DEFAULT_TOKEN_STORE, AuthSpec
+        from ..host.oauth import AuthSpec, provider_for, token_store
     except ImportError as exc:
         raise click.UsageError(f"--oauth needs {exc.name or 'joserfc'}: pip install 'modelctx[auth]'") from None
-    store = FileTokenStore(os.path.expanduser(DEFAULT_TOKEN_STORE))
-    return provider_for("modelctx", AuthSpec("oauth"), store, None)
+    return provider_for("modelctx", AuthSpec("oauth"), token_store(), None)
 
 
 def exit_for(exc: BaseException) -> tuple[ExitCode, str]:

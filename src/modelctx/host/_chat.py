@@ -47,7 +47,6 @@ from ._chat_tools import ChatTools
 from ._config import HostConfigError, load_config
 from ._host import Host
 from ._model import (
-    AssistantMessage,
     Conversation,
     Final,
     Model,
@@ -60,6 +59,7 @@ from ._model import (
     UserMessage,
     result_parts,
     sample,
+    sampling_conversation,
 )
 from ._providers import NO_KEY_MESSAGE, choose_model, describe_model
 
@@ -659,21 +659,6 @@ def parse_prompt_arguments(text: str) -> dict[str, str]:
             raise ValueError(f"prompt arguments are name=value; {word!r} is not")
         arguments[key] = value
     return arguments
-
-
-def sampling_conversation(params: dict[str, Any]) -> Conversation:
-    """A sampling request's messages (text only) as a conversation for the model."""
-    system = params.get("systemPrompt")
-    conversation = Conversation(system=system if isinstance(system, str) else None)
-    for message in params.get("messages") or ():
-        content = message.get("content") if isinstance(message, dict) else None
-        blocks = content if isinstance(content, list) else [content]
-        text = "\n".join(b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str))
-        if message.get("role") == "assistant":
-            conversation.add_assistant(AssistantMessage(text))
-        else:
-            conversation.add_user(text)
-    return conversation
 
 
 def summarize(result: CallToolResult) -> str:

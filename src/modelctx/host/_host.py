@@ -54,7 +54,7 @@ import msgspec
 from ..errors import LocalError, MCPError
 from ..protocol._apps import visible_to
 from ._approval import ApprovalPolicy, Approvals, Kind, Verdict
-from ._config import DEFAULT_TOKEN_STORE, HostConfig, ServerSpec, load_config
+from ._config import HostConfig, ServerSpec, load_config
 from ._names import NameMap, _clean
 from ._server import HostServer, RestartPolicy, ServerUnavailable
 from ._ui import DeclineUI, HostUI, SampleCallback, handlers_for
@@ -313,12 +313,10 @@ class Host:
         )
 
     def _auth_for(self, spec: ServerSpec) -> Any:
-        from ._auth import provider_for
+        from .oauth import provider_for, token_store
 
         if self._token_store is None:
-            from ..auth import FileTokenStore
-
-            self._token_store = FileTokenStore(os.path.expanduser(self.config.token_store or DEFAULT_TOKEN_STORE))
+            self._token_store = token_store(self.config.token_store)
         assert spec.auth is not None
         return provider_for(spec.name, spec.auth, self._token_store, self.authorization_handler)
 

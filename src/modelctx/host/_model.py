@@ -409,10 +409,9 @@ def parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
 # -- servers' sampling requests ----------------------------------------------------------------
 
 
-def sampling_request(params: dict[str, Any]) -> tuple[Conversation, Sampling, tuple[str, ...]]:
-    """A ``sampling/createMessage``'s params as a conversation (text only, its
-    ``systemPrompt`` as the system prompt), its ``Sampling`` parameters (``model`` left
-    None) and the names its ``modelPreferences.hints`` give, in order."""
+def sampling_conversation(params: dict[str, Any]) -> Conversation:
+    """A ``sampling/createMessage``'s messages (text only) as a conversation, its
+    ``systemPrompt`` as the system prompt; what is not a message object is passed over."""
     system = params.get("systemPrompt")
     conversation = Conversation(system=system if isinstance(system, str) and system else None)
     for message in params.get("messages") or ():
@@ -425,6 +424,14 @@ def sampling_request(params: dict[str, Any]) -> tuple[Conversation, Sampling, tu
             conversation.add_assistant(AssistantMessage(text))
         else:
             conversation.add_user(text)
+    return conversation
+
+
+def sampling_request(params: dict[str, Any]) -> tuple[Conversation, Sampling, tuple[str, ...]]:
+    """A ``sampling/createMessage``'s params as a conversation (text only, its
+    ``systemPrompt`` as the system prompt), its ``Sampling`` parameters (``model`` left
+    None) and the names its ``modelPreferences.hints`` give, in order."""
+    conversation = sampling_conversation(params)
     max_tokens = params.get("maxTokens")
     temperature = params.get("temperature")
     stops = params.get("stopSequences")

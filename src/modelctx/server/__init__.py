@@ -24,7 +24,7 @@ from ._context import (
 from ._files import FileRoot
 from ._openapi._routes import RouteMap
 from ._registry import CacheHint
-from ._server import Server, ServerConfig, StartupError
+from ._server import REDIS_URL_ENV, Server, ServerConfig, StartupError
 from ._task_store import TaskRecord, TaskStore
 from ._transform import ArgTransform
 
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 _LAZY = {"RedisBus": "_redis_bus", "RedisTaskStore": "_redis_tasks", "SqliteTaskStore": "_sqlite_tasks"}
 
 __all__ = [
+    "REDIS_URL_ENV",
     "ArgTransform",
     "Audio",
     "CacheHint",

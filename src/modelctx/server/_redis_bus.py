@@ -34,14 +34,14 @@ import secrets
 import time
 from collections import deque
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
 from ._bus import Event, LocalBus, _LocalSubscription
 from ._lifespan import StartupError
+from .redis import client_for, redacted
 
-__all__ = ["CROSSING_KINDS", "RedisBus", "redacted", "shared_request_state_key"]
+__all__ = ["CROSSING_KINDS", "RedisBus", "shared_request_state_key"]
 
 log = logging.getLogger("modelctx.server")
 
@@ -68,44 +68,12 @@ _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder(_Wire).decode
 
 
-def redacted(url: str) -> str:
-    """``url`` with its password (if any) replaced by ``***``, for messages and logs."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[-1]}"))
-
-
 def _unreachable(url: str, what: str, exc: BaseException) -> StartupError:
     reason = str(exc) or type(exc).__name__
     return StartupError(
         f"cannot reach Redis at {redacted(url)} for {what} ({reason}); start Redis there or "
         "correct the URL (ServerConfig.redis_url, $MODELCTX_REDIS_URL or --redis), or leave it "
         "unset to keep everything in this process"
-    )
-
-
-def _client(url: str, timeout: float) -> Any:
-    """A ``redis.asyncio.Redis`` that fails fast: no retries of its own (the bus has its
-    backoff), bounded connects and commands, TCP keepalive to notice a vanished peer."""
-    try:
-        from redis.asyncio import Redis
-        from redis.asyncio.retry import Retry
-        from redis.backoff import NoBackoff
-    except ImportError as exc:
-        raise StartupError(
-            f"Redis ({redacted(url)}) is configured but the redis package is not installed: "
-            "pip install 'modelctx[redis]'"
-        ) from exc
-
-    return Redis.from_url(
-        url,
-        socket_connect_timeout=timeout,
-        socket_timeout=timeout,
-        socket_keepalive=True,
-        retry=Retry(NoBackoff(), 0),
     )
 
 
@@ -192,7 +160,7 @@ class RedisBus:
         # copied into every worker, and with one origin each would drop the others'
         # events as its own echo. Before start nothing crosses, so nothing is lost.
         self.origin = secrets.token_hex(8)
-        client = _client(self.url, self.timeout)  # StartupError without the redis package
+        client = client_for(self.url, self.timeout)  # StartupError without the redis package
         try:
             pubsub = await self._subscribed(client)
         except Exception as exc:
@@ -347,7 +315,7 @@ async def shared_request_state_key(url: str, key: str, *, timeout: float = 5.0) 
     The first replica to start creates it (32 random bytes, ``SET NX``: one wins, however
     many start at once); every replica reads it. Raises ``StartupError`` naming the URL
     when Redis cannot be reached within ``timeout``."""
-    client = _client(url, timeout)  # StartupError without the redis package
+    client = client_for(url, timeout)  # StartupError without the redis package
     try:
         async with asyncio.timeout(timeout):
             await client.set(key, secrets.token_bytes(32), nx=True)

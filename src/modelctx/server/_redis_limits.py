@@ -12,22 +12,21 @@ so an idle client costs no memory.
 the limit still holds per process). After a failure Redis is not asked again for
 ``retry_after`` seconds, so an outage costs each request nothing, not one deadline.
 
-``LoopRedis`` is the client both this and ``auth``'s DPoP replay cache use: made on
-first use, on the event loop that uses it (a worker forked after the app was built makes
-its own), through the bus's helper (no retries of its own, bounded connects and commands).
+Its calls go through ``redis.RedisCalls``, as those of ``auth``'s DPoP replay cache and
+OAuth proxy do: a client per event loop, made on first use, every call within the
+deadline, each outage logged once as it starts and once as it ends.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import logging
 import time
 from typing import Any
 
-from ._redis_bus import _client, redacted
+from .redis import RedisCalls
 
-__all__ = ["BucketsUnavailable", "LoopRedis", "SharedBuckets"]
+__all__ = ["BucketsUnavailable", "SharedBuckets"]
 
 log = logging.getLogger("modelctx.server")
 
@@ -54,33 +53,6 @@ class BucketsUnavailable(Exception):
     """Redis did not answer a bucket's question in time (or at all)."""
 
 
-class LoopRedis:
-    """A ``redis.asyncio`` client for ``url`` per event loop, made when first used.
-    Raises ``ValueError`` when the redis package is missing."""
-
-    def __init__(self, url: str, timeout: float) -> None:
-        try:
-            import redis.asyncio  # noqa: F401 - refused when configured, not at the first request
-        except ImportError:
-            raise ValueError(f"Redis ({redacted(url)}) is configured but the redis package is not installed: "
-                             "pip install 'modelctx[redis]'") from None
-        self.url = url
-        self.timeout = timeout
-        self._redis: Any = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    def get(self) -> Any:
-        loop = asyncio.get_running_loop()
-        if self._redis is None or self._loop is not loop:
-            self._redis, self._loop = _client(self.url, self.timeout), loop
-        return self._redis
-
-    async def close(self) -> None:
-        if self._redis is not None:
-            redis, self._redis = self._redis, None
-            await redis.aclose()
-
-
 class SharedBuckets:
     """``RateLimit``'s buckets in the Redis at ``url``: ``rate`` a second, bursts of
     ``burst``, keys under ``prefix`` (``<redis_prefix>ratelimit:<name>:``)."""
@@ -88,14 +60,17 @@ class SharedBuckets:
     def __init__(
         self, url: str, prefix: str, rate: float, burst: int, *, timeout: float = 0.25, retry_after: float = 1.0
     ) -> None:
-        self.redis = LoopRedis(url, timeout)
+        self.redis = RedisCalls(
+            url, timeout, log=log, unavailable=BucketsUnavailable,
+            down="RateLimit: Redis at %s unreachable (%s); each process counts on its own until it answers",
+            up="RateLimit: Redis at %s answers again; buckets are shared",
+        )
         self.prefix = prefix
         self.interval_us = 1_000_000 / rate
         self.burst = burst
         self.timeout = timeout
         self.retry_after = retry_after
         self._down_until = 0.0
-        self._down = False  # logged once per outage
         self._script: Any = None
         self._script_of: Any = None
 
@@ -106,26 +81,16 @@ class SharedBuckets:
         if time.monotonic() < self._down_until:
             raise BucketsUnavailable("Redis did not answer a moment ago")
         name = self.prefix + hashlib.sha256(repr(key).encode()).hexdigest()[:32]
-        from redis.exceptions import RedisError
-
         try:
-            async with asyncio.timeout(self.timeout):
-                wait_us = await self._gcra()(keys=[name], args=[repr(self.interval_us), self.burst])
-        except (TimeoutError, RedisError, OSError) as exc:
-            self._down_until = time.monotonic() + self.retry_after
-            reason = "no answer in time" if isinstance(exc, TimeoutError) else str(exc) or type(exc).__name__
-            if not self._down:
-                self._down = True
-                log.warning("RateLimit: Redis at %s unreachable (%s); each process counts on its own until it answers",
-                            redacted(self.redis.url), reason)
-            raise BucketsUnavailable(reason) from None
-        if self._down:
-            self._down = False
-            log.warning("RateLimit: Redis at %s answers again; buckets are shared", redacted(self.redis.url))
+            wait_us = await self.redis.call(
+                lambda client: self._gcra(client)(keys=[name], args=[repr(self.interval_us), self.burst])
+            )
+        except BucketsUnavailable:
+            self._down_until = time.monotonic() + self.retry_after  # not asked again meanwhile
+            raise
         return None if not wait_us else int(wait_us) / 1_000_000
 
-    def _gcra(self) -> Any:
-        client = self.redis.get()
+    def _gcra(self, client: Any) -> Any:
         if self._script is None or self._script_of is not client:
             self._script, self._script_of = client.register_script(_GCRA), client
         return self._script

@@ -66,8 +66,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ..errors import InternalError
-from ._redis_bus import redacted
 from ._task_store import TERMINAL, TaskRecord
+from .redis import redacted
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis

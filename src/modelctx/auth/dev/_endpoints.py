@@ -1,13 +1,14 @@
-"""The token and registration endpoints and the authorization error answer, over an
-``OAuthServer``: one implementation for the development authorization server and the
-OAuth proxy (``auth/_proxy.py``), which differ only in how a user is signed in."""
+"""The token and registration endpoints, the opening of ``/authorize`` (the request read,
+the consent form checked) and the authorization error answer, over an ``OAuthServer``:
+one implementation for the development authorization server and the OAuth proxy
+(``auth/_proxy.py``), which differ only in how a user is signed in."""
 
 from __future__ import annotations
 
 import base64
 from collections.abc import Awaitable, Callable
 from typing import Any
-from urllib.parse import unquote_plus
+from urllib.parse import parse_qsl, unquote_plus, urlsplit
 
 from authlib.common.urls import add_params_to_uri
 from authlib.oauth2.rfc6749 import OAuth2Error
@@ -19,7 +20,15 @@ from ._http import NO_STORE, bounded_body, bounded_form, error_page, named_clien
 from ._metadata import MetadataError, check_metadata, read_json
 from ._oauth import OAuthServer, Reply, form_request, json_request
 
-__all__ = ["authorization_error", "register", "token"]
+__all__ = [
+    "MAX_AUTHORIZATION_REQUEST", "authorization_error", "authorization_pairs", "consent_form", "consent_refused",
+    "register", "token",
+]
+
+# An authorization request's query string: a metadata document URL and a redirect URI
+# (2,000 characters each at most), a state, a challenge, a scope and a resource fit in
+# a quarter of it. It bounds what a pending consent and an unexchanged code hold.
+MAX_AUTHORIZATION_REQUEST = 8 * 1024
 
 #: Loads the client a token request names when it is not known yet (a Client ID
 #: Metadata Document): the reason it cannot be used, or None.
@@ -32,6 +41,38 @@ Runner = Callable[[str | None, str | None, Callable[[], Reply]], Awaitable[Reply
 
 async def _direct(client_id: str | None, credential: str | None, call: Callable[[], Reply]) -> Reply:
     return call()
+
+
+def authorization_pairs(request: Request) -> list[tuple[str, str]] | Response:
+    """The parameters of a GET ``/authorize``, or the 400 page when its query is longer
+    than ``MAX_AUTHORIZATION_REQUEST`` bytes."""
+    if len(request.url.query) > MAX_AUTHORIZATION_REQUEST:
+        return error_page(
+            400, "invalid_request", f"The authorization request is longer than {MAX_AUTHORIZATION_REQUEST} bytes"
+        )
+    return parse_qsl(request.url.query, keep_blank_values=True)
+
+
+async def consent_form(request: Request, issuer: str) -> dict[str, str] | Response:
+    """The fields of a consent form posted to ``/authorize``, or the answer: the body's
+    refusal (``bounded_form``), or ``consent_refused`` for a post from another origin than
+    the issuer's (CSRF: refused outright, its ticket never looked up)."""
+    body = await bounded_form(request)
+    if isinstance(body, Response):
+        return body
+    if request.headers.get("origin") not in (None, "{0.scheme}://{0.netloc}".format(urlsplit(issuer))):
+        return consent_refused()
+    return dict(body)
+
+
+def consent_refused() -> Response:
+    """The 403 page for a consent form that is expired, spent, forged or not this browser's."""
+    return error_page(
+        403,
+        "access_denied",
+        "This consent form is expired, already used, or was not shown to this browser; "
+        "start the authorization again from the application.",
+    )
 
 
 def authorization_error(oauth: OAuthServer, oauth_request: Any, error: OAuth2Error) -> Response:

@@ -8,7 +8,6 @@ The records implement Authlib's model mixins (``ClientMixin``, ``AuthorizationCo
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -17,6 +16,8 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from authlib.oauth2.rfc6749 import AuthorizationCodeMixin, ClientMixin, TokenMixin
+
+from .._loopback import is_loopback_host
 
 __all__ = ["AuthorizationCode", "DevClient", "RefreshToken", "Store", "is_loopback_http"]
 
@@ -36,12 +37,7 @@ def is_loopback_http(uri: str) -> bool:
         return False
     if parts.scheme != "http" or not host or parts.fragment:
         return False
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return is_loopback_host(host)
 
 
 @dataclass

@@ -1,4 +1,6 @@
-"""The OAuth provider for a configured server's ``"auth"`` block (``AuthSpec``).
+"""How the host signs in to a server: the OAuth provider for a configured server's
+``"auth"`` block (``provider_for`` an ``AuthSpec``) and the file that keeps the tokens
+(``token_store``). The host and the command line (``modelctx call --oauth``) both use it.
 
 Imported only for a server that has one: a host without OAuth servers never loads
 ``modelctx.auth``.
@@ -6,14 +8,28 @@ Imported only for a server that has one: a host without OAuth servers never load
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from ..auth import ClientCredentialsProvider, ClientMetadata, OAuthClientProvider, TokenStore, open_in_browser
-from ._config import AuthSpec, HostConfigError
+from ..auth import (
+    ClientCredentialsProvider,
+    ClientMetadata,
+    FileTokenStore,
+    OAuthClientProvider,
+    TokenStore,
+    open_in_browser,
+)
+from ._config import DEFAULT_TOKEN_STORE, AuthSpec, HostConfigError
 
-__all__ = ["provider_for"]
+__all__ = ["DEFAULT_TOKEN_STORE", "AuthSpec", "provider_for", "token_store"]
+
+
+def token_store(path: str | None = None) -> FileTokenStore:
+    """The file that keeps the host's OAuth tokens: ``path`` (``HostConfig.token_store``),
+    else ``DEFAULT_TOKEN_STORE``, ``~`` expanded."""
+    return FileTokenStore(os.path.expanduser(path or DEFAULT_TOKEN_STORE))
 
 
 def provider_for(
