@@ -49,9 +49,17 @@ import msgspec
 from ..client import Client, ClientHandlers, ListChanged, Target
 from ..errors import LocalError, MCPError, ProtocolError, RegistrationError, ToolError
 from ..server import Context, Server, ToolResult
-from ..server._registry import PromptDef, ResourceDef, TemplateDef, ToolDef
-from ..server._signature import Signature
-from ..server.dispatch import InputRequired, UriTemplate
+from ..server.definitions import (
+    PromptDef,
+    ResourceDef,
+    TemplateDef,
+    ToolDef,
+    prompt_entry,
+    resource_entry,
+    template_entry,
+    tool_entry,
+)
+from ..server.dispatch import InputRequired
 
 if TYPE_CHECKING:
     from ..client import Elicitation
@@ -244,9 +252,7 @@ class RemoteServer(Server):
             )
 
         # Arguments are not checked here: the remote checks them against its own schema.
-        tool = ToolDef.build(forward, Context, name=name, structured_output=False)
-        tool.definition = definition
-        return tool
+        return tool_entry(definition, forward)
 
     def _prompt(self, definition: dict[str, Any]) -> PromptDef:
         client, name = self.client, definition["name"]
@@ -255,7 +261,7 @@ class RemoteServer(Server):
             result = msgspec.to_builtins(await client.get_prompt(name, arguments or None))
             return {"messages": result.get("messages", [])}
 
-        return PromptDef(name, forward, Signature(forward, name, Context, "prompt"), definition, True)
+        return prompt_entry(definition, forward)
 
     def _resource(self, definition: dict[str, Any]) -> ResourceDef:
         uri = definition["uri"]
@@ -263,17 +269,10 @@ class RemoteServer(Server):
         async def forward() -> Any:
             return await self._read(uri)
 
-        signature = Signature(forward, uri, Context, "resource")
-        return ResourceDef(uri, forward, signature, definition, definition.get("mimeType"), True)
+        return resource_entry(definition, forward)
 
     def _template(self, definition: dict[str, Any]) -> TemplateDef:
-        template = UriTemplate(definition["uriTemplate"])
-
-        async def forward(**variables: Any) -> Any:
-            return await self._read(template.expand(variables))
-
-        signature = Signature(forward, template.template, Context, "resource template")
-        return TemplateDef(template, forward, signature, definition, definition.get("mimeType"), True)
+        return template_entry(definition, self._read)
 
     async def _read(self, uri: str) -> list[dict[str, Any]]:
         result = msgspec.to_builtins(await self.client.read_resource(uri))
