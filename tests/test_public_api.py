@@ -25,7 +25,7 @@ def test_client_names():
         [
             "Client", "ClientHandlers", "ClientOptions", "ClientSession", "ClientTransport",
             "Elicitation", "InputRoundsExceeded", "ListChanged", "OutputSchemaViolation", "Outgoing",
-            "RequestTimeout", "ResourceUpdated", "ResultCache", "SubscriptionEvent", "Target",
+            "ProgressCallback", "RequestTimeout", "ResourceUpdated", "ResultCache", "SubscriptionEvent", "Target",
             "TaskCancelled", "TaskHandle", "TransportEvents", "UrlPolicy", "UrlRefused", "fetch_json",
         ]
     )

@@ -10,7 +10,7 @@ from ..transports.fetch import UrlPolicy, fetch_json
 from ._cache import ResultCache
 from ._client import Client, ListChanged, ResourceUpdated, SubscriptionEvent, Target
 from ._options import ClientHandlers, ClientOptions, Elicitation
-from ._session import ClientSession
+from ._session import ClientSession, ProgressCallback
 from ._tasks import TaskCancelled, TaskHandle
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "ListChanged",
     "Outgoing",
     "OutputSchemaViolation",
+    "ProgressCallback",
     "RequestTimeout",
     "ResourceUpdated",
     "ResultCache",

@@ -81,7 +81,7 @@ from ._era import (
     Wanted,
     capabilities_for,
 )
-from ._input import answer_all, answer_input
+from ._input import answer_all, answer_input, for_call
 from ._options import ClientHandlers, ClientOptions
 from ._session import ClientSession, EventQueue, ProgressCallback
 from ._tasks import EXTENSION as TASKS_EXTENSION
@@ -513,15 +513,16 @@ class Client:
         if self.handlers.notification is not None:
             self.handlers.notification(note)
 
-    async def _on_server_request(self, request: Request) -> dict[str, Any]:
-        """Handshake-era server requests, answered by the same handlers as MRTR."""
+    async def _on_server_request(self, request: Request, handlers: ClientHandlers | None = None) -> dict[str, Any]:
+        """Handshake-era server requests, answered by the same handlers as MRTR: those of
+        the call the request relates to (``for_call``), else the client's."""
         if request.method == "ping":
             return {}
         if self.era.refuses(request.method):
             raise MethodNotFound(
                 f"Method not found: {request.method} (not part of protocol version {self.session.version})"
             )
-        answer = await answer_input(self.handlers, request.method, request.params, self.transport.name)
+        answer = await answer_input(handlers or self.handlers, request.method, request.params, self.transport.name)
         return self.era.answer(request.method, answer)
 
     # -- requests ----------------------------------------------------------------------------------
@@ -534,7 +535,10 @@ class Client:
         timeout: float | None = None,
         progress: ProgressCallback | None = None,
         param_paths: dict[str, tuple[str, ...]] | None = None,
+        handlers: ClientHandlers | None = None,
     ) -> dict[str, Any]:
+        """One request (its input rounds, retries and cache); ``handlers``: the call's
+        own, merged with the client's (``for_call``), for what the server asks about it."""
         params = params or {}
         credential = self.transport.credential_key
         use_cache = cacheable and self.options.cache and self.era.caches
@@ -544,7 +548,7 @@ class Client:
                 return hit
         try:
             result, retried = await self._with_input(
-                method, params, timeout=timeout, progress=progress, param_paths=param_paths
+                method, params, timeout=timeout, progress=progress, param_paths=param_paths, handlers=handlers
             )
         except MissingRequiredClientCapability as exc:
             raise _with_handler_hint(exc) from exc
@@ -560,7 +564,9 @@ class Client:
     ) -> tuple[dict[str, Any], bool]:
         """Drive multi round-trip requests (basic/patterns/mrtr.mdx, client rules).
 
-        Returns the final result and whether it came from a retry.
+        Returns the final result and whether it came from a retry. ``kwargs`` go to
+        ``session.request``; their ``handlers`` (a call's own) answer the rounds' input
+        requests, else the client's handlers do.
         """
         extra: dict[str, Any] = {}
         delay = 0.05
@@ -584,7 +590,8 @@ class Client:
             requests = result.get("inputRequests") or {}
             extra = {}
             if isinstance(requests, dict) and requests:
-                extra["inputResponses"] = await answer_all(self.handlers, requests, self.transport.name)
+                handlers = kwargs.get("handlers") or self.handlers
+                extra["inputResponses"] = await answer_all(handlers, requests, self.transport.name)
             elif "requestState" not in result:
                 raise self._malformed(method, "an input_required result that has neither inputRequests nor requestState")
             else:
@@ -696,8 +703,16 @@ class Client:
         *,
         progress: ProgressCallback | None = None,
         timeout: float | None = None,
+        handlers: ClientHandlers | None = None,
     ) -> CallToolResult:
-        """Call a tool. Input the server asks for is gathered through the handlers.
+        """Call a tool. Input the server asks for is gathered through the handlers:
+        ``handlers``, when given, for this call (each one it leaves unset is the
+        client's): the 2026-07-28 ``input_required`` rounds, a task's input requests,
+        and what a handshake-era server asks while the call runs when it relates the
+        question to the call (on its reply stream over HTTP, or by modelctx's
+        ``_meta`` key); a question the client cannot relate to a call goes to the
+        client's handlers. Several calls at once, each with its own handlers, are each
+        asked their own questions (a gateway answering each caller).
 
         ``structuredContent`` is checked against the tool's ``outputSchema`` when the
         tool was listed with one. Tool failures come back as ``isError`` results.
@@ -710,7 +725,7 @@ class Client:
         (``ClientOptions(tasks=True)``) is waited for up to ``timeout``, or without one
         up to ``max_timeout``, while polling finds it running.
         """
-        result = await self.call_tool_raw(name, arguments, progress=progress, timeout=timeout)
+        result = await self.call_tool_raw(name, arguments, progress=progress, timeout=timeout, handlers=handlers)
         return convert(result, wire.CallToolResult)
 
     async def call_tool_raw(
@@ -720,20 +735,22 @@ class Client:
         *,
         progress: ProgressCallback | None = None,
         timeout: float | None = None,
+        handlers: ClientHandlers | None = None,
     ) -> dict[str, Any]:
         """``call_tool``, but the complete result is the JSON object the server sent,
         not converted to ``CallToolResult`` (nor checked against that type; its
         ``structuredContent`` is still checked against the tool's ``outputSchema``).
         For relays that pass a result on as it came: a gateway saves two conversions.
         """
-        result = await self._send_tool_call(name, arguments, progress=progress, timeout=timeout)
+        handlers = for_call(handlers, self.handlers)
+        result = await self._send_tool_call(name, arguments, progress=progress, timeout=timeout, handlers=handlers)
         if result.get("resultType") == "task":
             # A client that takes tasks may get one for any task-capable tool: wait for it.
             # Each poll that finds it running is a sign of life, as progress is for a plain
             # call: without a timeout of the caller's, wait up to max_timeout (the request
             # timeout failed a 3 s task at 1 s that a plain call with progress outlived).
             wait = timeout if timeout is not None else max(self.session.timeout, self.session.max_timeout)
-            result = await TaskHandle(self, result).final(timeout=wait)
+            result = await TaskHandle(self, result, handlers=handlers).final(timeout=wait)
         await self._validate_tool_result(name, result)
         return result
 
@@ -744,6 +761,7 @@ class Client:
         *,
         progress: ProgressCallback | None = None,
         timeout: float | None = None,
+        handlers: ClientHandlers | None = None,
     ) -> dict[str, Any]:
         """One ``tools/call`` (re-sent once on a HeaderMismatch): a complete or task result."""
         params: dict[str, Any] = {"name": name}
@@ -752,7 +770,12 @@ class Client:
 
         async def send() -> dict[str, Any]:
             return await self._request(
-                "tools/call", params, timeout=timeout, progress=progress, param_paths=self._param_paths.get(name)
+                "tools/call",
+                params,
+                timeout=timeout,
+                progress=progress,
+                param_paths=self._param_paths.get(name),
+                handlers=handlers,
             )
 
         try:
@@ -787,15 +810,22 @@ class Client:
             )
 
     async def call_tool_as_task(
-        self, name: str, arguments: dict[str, Any] | None = None, *, timeout: float | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        handlers: ClientHandlers | None = None,
     ) -> TaskHandle:
         """Call a tool as a task: a ``TaskHandle`` as soon as the server has created it
         (``handle.result()`` waits for the outcome). A tool the server runs as a plain
-        call gives a handle that is already ``completed`` with its result."""
+        call gives a handle that is already ``completed`` with its result. ``handlers``:
+        as for ``call_tool``; they answer the task's input requests too."""
         self._require_tasks("call_tool_as_task")
-        result = await self._send_tool_call(name, arguments, timeout=timeout)
+        handlers = for_call(handlers, self.handlers)
+        result = await self._send_tool_call(name, arguments, timeout=timeout, handlers=handlers)
         if result.get("resultType") == "task":
-            return TaskHandle(self, result, tool=name, validate=self._validate_tool_result)
+            return TaskHandle(self, result, tool=name, validate=self._validate_tool_result, handlers=handlers)
         await self._validate_tool_result(name, result)
         return TaskHandle.completed(self, result)
 

@@ -4,11 +4,17 @@ The same answers serve both eras: a handshake-era server's own requests, and the
 ``inputRequests`` of a 2026-07-28 ``input_required`` result or of a task
 (``answer_all``). Each returns the JSON object the protocol carries; a question with no
 handler is ``MethodNotFound``.
+
+A call may bring handlers of its own (``Client.call_tool(..., handlers=)``): what the
+server asks about that call is answered by them (``for_call``), each handler the call
+leaves unset by the client's; the server's log messages about the call reach its
+``notification``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 import msgspec
@@ -16,10 +22,28 @@ import msgspec
 from ..errors import LocalError, MalformedResponse, MethodNotFound
 from ._options import ClientHandlers, Elicitation
 
-__all__ = ["MAX_INPUT_REQUESTS", "answer_all", "answer_input"]
+__all__ = ["MAX_INPUT_REQUESTS", "answer_all", "answer_input", "for_call"]
 
 #: Input requests (elicitation, sampling, roots) one input_required round may hold.
 MAX_INPUT_REQUESTS = 64
+
+
+def for_call(call: ClientHandlers | None, client: ClientHandlers) -> ClientHandlers | None:
+    """The handlers that answer what the server asks about one call: ``call``'s, each
+    one it leaves unset taken from ``client``'s; None when the call brings none. What the
+    client declares stays what its own handlers declare (a server that keeps to it never
+    asks a call for more; the call's ``elicitation_modes`` are not used). The call's
+    ``notification`` (only its own) hears the log messages about the call; the client's
+    still hears every notification."""
+    if call is None:
+        return None
+    return dataclasses.replace(
+        client,
+        elicitation=call.elicitation or client.elicitation,
+        sampling=call.sampling or client.sampling,
+        roots=call.roots or client.roots,
+        notification=call.notification,
+    )
 
 
 async def answer_input(handlers: ClientHandlers, method: str, params: dict[str, Any], server: str) -> dict[str, Any]:

@@ -19,7 +19,13 @@ Nothing here waits without a deadline.
 Messages the server sends on its own are routed by kind: notifications tagged with a
 subscription id go to that subscription's queue; other notifications to the
 ``on_notification`` hook; handshake-era server requests (elicitation, sampling, roots)
-to ``on_server_request``, whose answer is sent back as the response; at most
+to ``on_server_request``, with the handlers of the request they relate to when the
+request brought some (``request(..., handlers=)``) and the relation is known: the
+transport delivered the question on that request's own reply stream (Streamable HTTP),
+or its ``params._meta`` names the request (``RELATED_REQUEST``, which modelctx's
+servers add; stdio carries nothing else), never a guess from which requests are in
+flight; log messages so related go to those handlers' ``notification`` too. Its answer
+is sent back as the response; at most
 ``MAX_SERVER_REQUESTS`` are answered at once, those past it refused with an error (at
 most ``MAX_REFUSALS`` being sent), and the rest dropped. A timeout
 or a cancellation reaches the caller at once; the cancellation is sent in the background.
@@ -59,10 +65,10 @@ from ..protocol._connection import (
     with_progress_token,
 )
 from ..protocol._headers import request_headers
-from ..protocol._jsonrpc import Message, Notification, Request, error_response
+from ..protocol._jsonrpc import Message, Notification, Request, error_response, is_request_id
 from ..transports._base import ClientTransport, Outgoing
 from ..transports._session import resolve
-from ._options import _default_client_info
+from ._options import ClientHandlers, _default_client_info
 
 __all__ = ["ClientSession", "RequestTimeout", "ProgressCallback"]
 
@@ -248,7 +254,13 @@ class ClientSession:
         #: False for a server that must not be told (client/_era.py, ``tells_cancellation``).
         self.cancels_on_wire = True
         self.on_notification: Callable[[Notification], None] | None = None
-        self.on_server_request: Callable[[Request], Awaitable[dict[str, Any]]] | None = None
+        #: Answers a server request: (the request, the handlers of the request it relates
+        #: to, None when it relates to none that brought handlers).
+        self.on_server_request: (
+            Callable[[Request, ClientHandlers | None], Awaitable[dict[str, Any]]] | None
+        ) = None
+        # The handlers of requests in flight that brought their own, by request id.
+        self._handlers_of: dict[str | int, ClientHandlers] = {}
         #: Called once, with the cause, when the connection ends (a crash or ``aclose``).
         self.on_closed: Callable[[BaseException], None] | None = None
         self._timer: asyncio.TimerHandle | None = None
@@ -288,7 +300,9 @@ class ClientSession:
         self.connection.max_timeout = value
 
     # -- TransportEvents ------------------------------------------------------------
-    def message(self, message: Message) -> None:
+    def message(self, message: Message, related: str | int | None = None) -> None:
+        """One message from the server; ``related``: the request on whose reply stream
+        the transport received it, when it knows one."""
         event = self.connection.receive(message, self._running_loop().time())
         if isinstance(event, Answer):
             resolve(event.outbound.handle.future, event.response)
@@ -298,9 +312,9 @@ class ClientSession:
                 params = event.params
                 self._report(waiter, (params.get("progress", 0), params.get("total"), params.get("message")))
         elif isinstance(event, Notify):
-            self._notification(event.notification)
+            self._notification(event.notification, related)
         elif isinstance(event, Serve):
-            self._serve(event.inbound.request)
+            self._serve(event.inbound.request, related)
         elif isinstance(event, Ignore):
             log.debug("%s: %s", self.transport.name, event.why)
 
@@ -347,7 +361,7 @@ class ClientSession:
             self._arm(deadline)
 
     # -- routing ------------------------------------------------------------------------
-    def _notification(self, note: Notification) -> None:
+    def _notification(self, note: Notification, related: str | int | None = None) -> None:
         params = note.params
         meta = params.get("_meta")
         sub_id = meta.get(_meta.SUBSCRIPTION_ID) if isinstance(meta, dict) else None
@@ -361,6 +375,14 @@ class ClientSession:
                 self.on_notification(note)
             except Exception:
                 log.exception("notification handler failed for %s", note.method)
+        if note.method == "notifications/message" and self._handlers_of:
+            # A log message about a request that brought handlers: its own ``notification``.
+            handlers = self._related_handlers(params, related)
+            if handlers is not None and handlers.notification is not None:
+                try:
+                    handlers.notification(note)
+                except Exception:
+                    log.exception("a call's notification handler failed for %s", note.method)
 
     def _report(self, waiter: _Waiter | _Callback, update: tuple[Any, ...]) -> None:
         """Call the progress callback. An async one runs one update at a time, in order;
@@ -405,10 +427,21 @@ class ClientSession:
         finally:
             waiter.reporting = None
 
-    def _serve(self, request: Request) -> None:
+    def _related_handlers(self, params: dict[str, Any], related: str | int | None) -> ClientHandlers | None:
+        """The handlers of the request a server message (its ``params``) relates to (see
+        the module docstring)."""
+        if not self._handlers_of:
+            return None
+        if related is None:
+            meta = params.get("_meta")
+            named = meta.get(_meta.RELATED_REQUEST) if isinstance(meta, dict) else None
+            related = named if is_request_id(named) and not isinstance(named, bool) else None
+        return self._handlers_of.get(related) if related is not None else None
+
+    def _serve(self, request: Request, related: str | int | None = None) -> None:
         if self._answering < MAX_SERVER_REQUESTS:
             self._answering += 1
-            self._track(self._answer(request), self._answered)
+            self._track(self._answer(request, self._related_handlers(request.params, related)), self._answered)
         elif self._refusing < MAX_REFUSALS:
             self._refusing += 1
             self._track(self._refuse(request), self._refused)
@@ -443,15 +476,15 @@ class ClientSession:
         )
         await self._send_answer(error_response(request.id, error))
 
-    async def _answer(self, request: Request) -> None:
+    async def _answer(self, request: Request, handlers: ClientHandlers | None) -> None:
         """Answer a handshake-era server-to-client request."""
-        await self._send_answer(await self._answer_of(request))
+        await self._send_answer(await self._answer_of(request, handlers))
 
-    async def _answer_of(self, request: Request) -> dict[str, Any]:
+    async def _answer_of(self, request: Request, handlers: ClientHandlers | None = None) -> dict[str, Any]:
         try:
             if self.on_server_request is None:
                 raise MethodNotFound(f"Method not found: {request.method}")
-            result = await self.on_server_request(request)
+            result = await self.on_server_request(request, handlers)
             response: dict[str, Any] = {"jsonrpc": "2.0", "id": request.id, "result": result}
         except ProtocolError as exc:
             response = error_response(request.id, exc)
@@ -504,10 +537,13 @@ class ClientSession:
         param_paths: dict[str, tuple[str, ...]] | None = None,
         request_id: int | None = None,
         raw: bool = False,
+        handlers: ClientHandlers | None = None,
     ) -> dict[str, Any]:
         """Send a request and return its result; raise the server's error as ours.
 
         ``raw`` sends ``params`` as given (no ``_meta`` envelope): used for ``initialize`` and handshake-era requests.
+        ``handlers``: what answers the server's requests related to this one while it waits
+        (the module docstring), passed to ``on_server_request``.
         """
         if self._closed is not None:
             raise self._closed
@@ -524,6 +560,8 @@ class ClientSession:
         waiter = outbound.handle = _Waiter(loop.create_future(), progress, asyncio.current_task())
         future = waiter.future
         self._arm(outbound.deadline)
+        if handlers is not None:
+            self._handlers_of[request_id] = handlers
         try:
             try:
                 await self.transport.send(Outgoing(outbound.message, headers, request_id, handshake))
@@ -543,6 +581,8 @@ class ClientSession:
             raise
         finally:
             self._forget(outbound, future)
+            if handlers is not None:
+                self._handlers_of.pop(request_id, None)
 
     def _wire_params(self, params: dict[str, Any] | None, token: int | None, handshake: bool) -> dict[str, Any]:
         """``request``'s ``params`` as its era sends them: a copy, with the trace context,

@@ -6,7 +6,7 @@ task; for a plain result (a tool that does not run as a task) it is already comp
 ``handle.result()`` polls ``tasks/get`` until the task is terminal: never faster than
 the server's ``pollIntervalMs``, backing off (bounded by ``MAX_POLL_SECONDS``) while
 nothing changes; ``inputRequests`` of an ``input_required`` task are answered with the
-client's own handlers through ``tasks/update``, each key once. A task id outlives the
+handlers of the call that started it (``call_tool(..., handlers=)``), else the client's, through ``tasks/update``, each key once. A task id outlives the
 connection: ``client.task(task_id)`` resumes it from any client of the same principal.
 """
 
@@ -70,7 +70,13 @@ class TaskHandle:
     a dict as the server sent it: ``status``, ``pollIntervalMs``, ``result``, ...)."""
 
     def __init__(
-        self, client: TaskClient, task: dict[str, Any], *, tool: str | None = None, validate: Validator | None = None
+        self,
+        client: TaskClient,
+        task: dict[str, Any],
+        *,
+        tool: str | None = None,
+        validate: Validator | None = None,
+        handlers: ClientHandlers | None = None,
     ) -> None:
         task_id = task.get("taskId")
         if not isinstance(task_id, str):
@@ -81,6 +87,8 @@ class TaskHandle:
         self.task = task
         self.tool = tool  # known when this handle started the call: its output is checked
         self._validate = validate
+        #: What answers the task's input requests: the call's handlers, else the client's.
+        self.handlers = handlers
         self._answered: set[str] = set()  # input keys sent already: never asked twice
 
     @classmethod
@@ -216,7 +224,7 @@ class TaskHandle:
         )
 
     async def _answer(self, deadline: float) -> None:
-        """Answer the open input requests not answered yet, with the client's handlers."""
+        """Answer the open input requests not answered yet, with the call's handlers (else the client's)."""
         requests = self.task.get("inputRequests")
         if not isinstance(requests, dict):
             return
@@ -225,7 +233,8 @@ class TaskHandle:
             return
         left = max(deadline - time.monotonic(), 0.001)
         try:
-            answers = await asyncio.wait_for(answer_all(self.client.handlers, fresh, self.client.transport.name), left)
+            handlers = self.handlers or self.client.handlers
+            answers = await asyncio.wait_for(answer_all(handlers, fresh, self.client.transport.name), left)
         except TimeoutError:
             raise RequestTimeout(
                 f"{self.client.transport.name}: task {self.task_id}: the input handlers did not "

@@ -35,15 +35,16 @@ streams, errors, ``input_required`` sealing) is the ordinary server machinery.
   ``"resources"``/``"prompts"`` globs) are left out of the lists and refused on
   ``resources/read``, ``prompts/get``, ``completion/complete`` and subscriptions, with
   an error that says so; nothing is asked of the upstream.
-- **What an upstream asks** while one of our calls runs (elicitation, sampling) is
-  asked of the gateway's client the same way (``_gateway_ui.GatewayUI``).
+- **What an upstream asks** about one of our calls (elicitation, sampling) is asked of
+  that call's client the same way: the upstream call carries the call's own handlers
+  (``_gateway_ui.CallScope.handlers``, ``Client.call_tool_raw(..., handlers=)``).
 - **Changes**: the host tells its listeners when an upstream list changed; the gateway
   publishes it on its own bus, which ``subscriptions/listen`` streams and handshake
   sessions turn into ``notifications/*/list_changed``.
 - **Progress** of an upstream call is relayed to the gateway's client when it asked for
   progress; **cancellation** of a gateway call cancels the upstream request (the
-  client sends ``notifications/cancelled``); upstream **log messages** go to the call
-  they belong to (the one call to that server in flight), at the caller's level.
+  client sends ``notifications/cancelled``); upstream **log messages** about a call go
+  to its client (``CallScope.log``), at the caller's level.
 
 - **Completions and resource subscriptions** (``_gateway_relays.py``): ``completion/complete``
   goes to the server owning the prompt (name mapped back) or resource template; a URI
@@ -69,10 +70,15 @@ streams, errors, ``input_required`` sealing) is the ordinary server machinery.
   gateway's client asked for progress, so the upstream's reports push the gateway's own
   deadline on it (the host's ``request_timeout``) back, up to ``request_max_timeout``.
 
-Not relayed yet: a question a handshake-era upstream asks while the gateway's own client speaks
-2026-07-28 (the question arrives outside the call's task, where ``input_required``
-cannot be raised; it is declined). Several calls in flight to one handshake-era
-upstream: its questions and logs cannot be told apart and are declined / dropped.
+Which call an upstream's question or log message is about is what the upstream says:
+the call's own ``input_required`` rounds (2026-07-28), its reply stream (HTTP), or the
+call's request id in ``_meta`` (modelctx's servers, ``protocol._meta.RELATED_REQUEST``;
+stdio carries nothing else). Never guessed from the calls in flight: a question about no
+call is declined and such a log message dropped, however many calls are running (an
+installed-base handshake-era server over stdio names none). Not relayed yet: a question
+a handshake-era upstream asks while the gateway's own client speaks 2026-07-28 (it comes
+on the upstream's connection, outside the call's task, where ``input_required`` cannot
+be raised; it is declined).
 """
 
 from __future__ import annotations
@@ -111,7 +117,6 @@ from ._server import HostServer
 
 if TYPE_CHECKING:
     from ..client import Client, ClientSession
-    from ..protocol._jsonrpc import Notification
     from ..protocol.types.v2026_07_28 import Tool
     from ..transports._seam import Peer, Send
 
@@ -375,15 +380,11 @@ class Gateway(Server):
             if route is None:
                 raise InvalidParams(f"Unknown tool: {name}")
         load_answers(call)  # a retry: the approval it answered
-        ctx = Context(call)
-        scope = CallScope(ctx, route.server.name)
-        token = self.ui.enter(scope)
+        scope = CallScope(Context(call), route.server.name)
         try:
             return await self._forward(call, scope, route, dict(arguments or {}))
         except InputRequired as asked:
             return input_required(call, asked)
-        finally:
-            self.ui.leave(scope, token)
 
     async def _forward(self, call: Call, scope: CallScope, route: _Route, arguments: dict[str, Any]) -> dict[str, Any]:
         refused = await self._approve(route, arguments, CallAsker(scope.ctx, self.ui.client_scope(call)))
@@ -395,9 +396,11 @@ class Gateway(Server):
             if client not in self._hooked:
                 await self._hook(server.name, client)
             progress = _relay_progress(scope.ctx) if call.progress_token is not None else None
+            # What the upstream asks and logs about this call goes to this call's client.
+            handlers = scope.handlers(sample=self.host.sample == self.ui.sample, in_rounds=client.modern)
             # The result as the upstream sent it: converting it to a CallToolResult and
             # back cost as much as the rest of the gateway's work on a call.
-            result = await client.call_tool_raw(tool.name, arguments, progress=progress)
+            result = await client.call_tool_raw(tool.name, arguments, progress=progress, handlers=handlers)
         except ProtocolError:
             raise  # the upstream's JSON-RPC error, as it sent it
         except MCPError as exc:  # the upstream is down, timed out, answered garbage
@@ -485,8 +488,8 @@ class Gateway(Server):
         return task
 
     async def _hook(self, server: str, client: Client) -> None:
-        """Have ``client``'s server send its log messages, and relay each to the gateway
-        call it belongs to (the one call to that server in flight; none: dropped)."""
+        """Have ``client``'s server send its log messages (each call's handlers relay
+        those about it to its client: ``CallScope.log``; the others are dropped)."""
         if client.modern:
             self._hook_modern(server, client)
             return
@@ -498,7 +501,6 @@ class Gateway(Server):
                 await session.request("logging/setLevel", {"level": "debug"})
             except MCPError as exc:
                 log.info("server %r refused logging/setLevel: %s", server, exc)
-        self._relay_logs_of(server, client)
 
     def _hook_modern(self, server: str, client: Client) -> None:
         """``_hook`` for a 2026-07-28 upstream, where it needs no request."""
@@ -506,31 +508,6 @@ class Gateway(Server):
         self._hooked_by_id[id(client)] = weakref.ref(client)
         if client.session.log_level is None:
             client.session.log_level = "debug"  # every request asks for every level
-        self._relay_logs_of(server, client)
-
-    def _relay_logs_of(self, server: str, client: Client) -> None:
-        session = client.session
-        previous = session.on_notification
-
-        def on_notification(note: Notification) -> None:
-            if note.method == "notifications/message":
-                self._relay_log(server, note.params)
-            if previous is not None:
-                previous(note)
-
-        session.on_notification = on_notification
-
-    def _relay_log(self, server: str, params: dict[str, Any]) -> None:
-        scope = self.ui.scope_for(server)
-        level = params.get("level")
-        if scope is None or not isinstance(level, str):
-            return
-        logger = params.get("logger")
-        relay = asyncio.ensure_future(
-            scope.ctx.log(level, params.get("data"), logger if isinstance(logger, str) else None)
-        )
-        self._relays.add(relay)
-        relay.add_done_callback(self._relays.discard)
 
     async def _prompts_list(self, call: Call) -> dict[str, Any]:
         return {"prompts": [_wire(prompt) for prompt in await self.host.prompts()]}

@@ -61,8 +61,7 @@ from ._ui import DeclineUI, HostUI, SampleCallback, handlers_for
 
 if TYPE_CHECKING:
     from ..auth import TokenStore
-    from ..client import Client
-    from ..client._session import ProgressCallback
+    from ..client import Client, ProgressCallback
     from ..protocol.types.v2026_07_28 import (
         CallToolResult,
         GetPromptResult,

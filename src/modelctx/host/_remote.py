@@ -20,12 +20,15 @@ directly, and the forwarder makes the one request to the remote. Served on its o
 - **What the remote asks** while a call runs (elicitation, form or URL; sampling; roots)
   is asked of the parent's caller through the call's ``Context`` (``ctx.elicit``,
   ``ctx.sample``, ``ctx.list_roots``), and the answer goes back to the remote; its **log
-  messages** go to the caller at the caller's level. A 2026-07-28 remote asks within the
-  call's own task (``input_required``), so each question is the call's; a handshake-era
-  remote asks on its connection, and its question (or log) is the call's only while
-  that is the one call to the remote in flight (else declined, or dropped). A caller
-  that cannot answer gets the remote's question declined (roots: none). A ``Client``
-  handed in with handlers of its own keeps them.
+  messages** go to the caller at the caller's level. Each forwarded call brings handlers
+  of its own (``_Asking``, ``Client.call_tool_raw(..., handlers=)``), so a question is
+  the call's when the remote relates it to the call: a 2026-07-28 remote asks within the
+  call's own rounds (``input_required``); a handshake-era remote asks on the call's reply
+  stream (HTTP) or names the call in ``_meta`` (modelctx's servers, over stdio too).
+  Nothing is guessed from the calls in flight: a question about no call is declined
+  (roots: none) and such a log message dropped. A caller that cannot answer gets the
+  remote's question declined (roots: none). A ``Client`` handed in with handlers of its
+  own keeps them.
 - **Errors**: what the remote answers with a JSON-RPC error reaches the caller as that
   error; a remote that cannot be reached is a tool error naming the error's class only
   (its text, which may quote the remote's stderr, goes to the log).
@@ -38,7 +41,6 @@ directly, and the forwarder makes the one request to the remote. Served on its o
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -49,9 +51,17 @@ import msgspec
 from ..client import Client, ClientHandlers, ListChanged, Target
 from ..errors import LocalError, MCPError, ProtocolError, RegistrationError, ToolError
 from ..server import Context, Server, ToolResult
-from ..server._registry import PromptDef, ResourceDef, TemplateDef, ToolDef
-from ..server._signature import Signature
-from ..server.dispatch import InputRequired, UriTemplate
+from ..server.definitions import (
+    PromptDef,
+    ResourceDef,
+    TemplateDef,
+    ToolDef,
+    prompt_entry,
+    resource_entry,
+    template_entry,
+    tool_entry,
+)
+from ..server.dispatch import InputRequired
 
 if TYPE_CHECKING:
     from ..client import Elicitation
@@ -65,12 +75,21 @@ _SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 
 
 class _Asking:
-    """One forwarded call in flight: the parent's context, for what the remote asks."""
+    """One forwarded call in flight: the parent's context, asked what the remote asks
+    about the call (``handlers``: the call's own, given to ``call_tool_raw``)."""
 
-    __slots__ = ("ctx", "owner", "questions")
+    __slots__ = ("ctx", "owner", "questions", "in_rounds")
 
-    def __init__(self, ctx: Context, owner: RemoteServer) -> None:
+    def __init__(self, ctx: Context, owner: RemoteServer, in_rounds: bool) -> None:
         self.ctx, self.owner, self.questions = ctx, owner, 0
+        # A 2026-07-28 remote asks within the call's own rounds, where ``input_required``
+        # may unwind the call to ask a 2026-07-28 caller; a handshake-era one cannot.
+        self.in_rounds = in_rounds
+
+    def handlers(self) -> ClientHandlers:
+        return ClientHandlers(
+            elicitation=self.elicitation, sampling=self.sampling, roots=self.roots, notification=self.note
+        )
 
     def key(self) -> str:
         # The same question gets the same key when a 2026-07-28 caller's retry runs the
@@ -78,8 +97,68 @@ class _Asking:
         self.questions += 1
         return f"remote-{self.questions}"
 
+    async def _ask(self, what: str, ask: Callable[[Context, str], Any]) -> Any:
+        """``ask(ctx, key)`` of the call's caller; raises ``LookupError`` when it cannot
+        be asked (the log says why)."""
+        name = self.owner.name
+        try:
+            return await ask(self.ctx, self.key())
+        except ProtocolError as exc:  # the caller cannot elicit / sample / list roots
+            log.warning("remote server %r asked for %s; the caller cannot answer: %s", name, what, exc.message)
+            raise LookupError(what) from None
+        except InputRequired:
+            if self.in_rounds:
+                raise  # the parent answers input_required; the retry runs the call again
+            log.warning(
+                "remote server %r asked for %s on its connection while the caller speaks 2026-07-28; declined",
+                name, what,
+            )
+            raise LookupError(what) from None
 
-_asking: contextvars.ContextVar[_Asking | None] = contextvars.ContextVar("modelctx_remote_call", default=None)
+    async def elicitation(self, asked: Elicitation) -> dict[str, Any]:
+        def ask(ctx: Context, key: str) -> Any:
+            if asked.mode == "url" and asked.url is not None:
+                return ctx.elicit_url(asked.message, asked.url, key=key)
+            return ctx.elicit(asked.message, asked.requested_schema or {"type": "object", "properties": {}}, key=key)
+
+        try:
+            answer = await self._ask("elicitation", ask)
+        except LookupError:
+            return {"action": "decline"}
+        reply: dict[str, Any] = {"action": answer.action}
+        if answer.action == "accept" and isinstance(answer.content, dict):
+            reply["content"] = answer.content
+        return reply
+
+    async def sampling(self, params: dict[str, Any]) -> dict[str, Any]:
+        options = {k: v for k, v in params.items() if k not in ("messages", "maxTokens", "_meta")}
+        messages, max_tokens = params.get("messages") or [], int(params.get("maxTokens") or 1000)
+        try:
+            answer: dict[str, Any] = await self._ask(
+                "sampling", lambda ctx, key: ctx.sample(messages, max_tokens, key=key, **options)
+            )
+        except LookupError:
+            raise LocalError(f"the caller of {self.owner.name!r} cannot sample for it") from None
+        return answer
+
+    async def roots(self) -> list[dict[str, Any]]:
+        try:
+            roots: list[dict[str, Any]] = await self._ask("roots", lambda ctx, key: ctx.list_roots(key=key))
+        except LookupError:
+            return []
+        return roots
+
+    def note(self, note: Notification) -> None:
+        """A log message of the remote about this call, to its caller."""
+        level, logger = note.params.get("level"), note.params.get("logger")
+        if note.method != "notifications/message" or not isinstance(level, str):
+            return
+        relay = asyncio.ensure_future(
+            self.ctx.log(level, note.params.get("data"), logger if isinstance(logger, str) else None)
+        )
+        logs = self.owner.log_relays
+        logs.add(relay)
+        relay.add_done_callback(logs.discard)
 
 
 class RemoteServer(Server):
@@ -87,9 +166,8 @@ class RemoteServer(Server):
     command, a ``Client``), listed when it starts and again at each ``list_changed``."""
 
     def __init__(self, target: Client | Target, *, name: str | None = None, **options: Any) -> None:
-        handlers = ClientHandlers(
-            elicitation=self._elicit, sampling=self._sample, roots=self._roots, notification=self._note
-        )
+        # What the remote asks about no call of ours (each call brings its own handlers).
+        handlers = ClientHandlers(elicitation=self._elicit, sampling=self._sample, roots=self._roots)
         client = target if isinstance(target, Client) else Client(target)
         #: Whether what the remote asks and logs is relayed (not for a Client with handlers of its own).
         self.relays = client.handlers == ClientHandlers()
@@ -100,8 +178,8 @@ class RemoteServer(Server):
         super().__init__(name or client.name, lifespan=_connected, **options)
         self.client = client
         self._follower: asyncio.Task[None] | None = None
-        self._calls: list[_Asking] = []
-        self._logs: set[asyncio.Task[None]] = set()
+        #: Log messages being relayed to callers (a reference each until sent).
+        self.log_relays: set[asyncio.Task[None]] = set()
 
     async def refresh(self, kind: str) -> None:
         """List ``kind`` ("tools", "resources" with templates, "prompts") of the remote
@@ -129,82 +207,16 @@ class RemoteServer(Server):
                 self._add(registry.templates, template.uri_template, self._template, template)
         registry.changed(kind)
 
-    # -- what the remote asks while a call runs ------------------------------------------------
-    def _asker(self) -> tuple[_Asking | None, bool]:
-        """The call the remote's question belongs to, and whether it is asked from within
-        that call's task (a 2026-07-28 remote) rather than from the connection's."""
-        asking = _asking.get()
-        if asking is not None and asking.owner is self:
-            return asking, True
-        return (self._calls[0] if len(self._calls) == 1 else None), False
-
-    async def _ask(self, what: str, ask: Callable[[Context, str], Any]) -> Any:
-        """``ask(ctx, key)`` of the caller of the call the question belongs to; raises
-        ``LookupError`` when there is none, or it cannot be asked (the log says why)."""
-        asking, own_task = self._asker()
-        if asking is None:
-            log.warning("remote server %r asked for %s outside one call to it; declined", self.name, what)
-            raise LookupError(what)
-        try:
-            return await ask(asking.ctx, asking.key())
-        except ProtocolError as exc:  # the caller cannot elicit / sample / list roots
-            log.warning("remote server %r asked for %s; the caller cannot answer: %s", self.name, what, exc.message)
-            raise LookupError(what) from None
-        except InputRequired:
-            if own_task:
-                raise  # the parent answers input_required; the retry runs the call again
-            log.warning(
-                "remote server %r asked for %s on its connection while the caller speaks 2026-07-28; declined",
-                self.name, what,
-            )
-            raise LookupError(what) from None
-
+    # -- what the remote asks about no call (a call's own: ``_Asking``) ---------------------------
     async def _elicit(self, asked: Elicitation) -> dict[str, Any]:
-        def ask(ctx: Context, key: str) -> Any:
-            if asked.mode == "url" and asked.url is not None:
-                return ctx.elicit_url(asked.message, asked.url, key=key)
-            return ctx.elicit(asked.message, asked.requested_schema or {"type": "object", "properties": {}}, key=key)
-
-        try:
-            answer = await self._ask("elicitation", ask)
-        except LookupError:
-            return {"action": "decline"}
-        reply: dict[str, Any] = {"action": answer.action}
-        if answer.action == "accept" and isinstance(answer.content, dict):
-            reply["content"] = answer.content
-        return reply
+        log.warning("remote server %r asked %r about no call to it; declined", self.name, asked.message)
+        return {"action": "decline"}
 
     async def _sample(self, params: dict[str, Any]) -> dict[str, Any]:
-        options = {k: v for k, v in params.items() if k not in ("messages", "maxTokens", "_meta")}
-        messages, max_tokens = params.get("messages") or [], int(params.get("maxTokens") or 1000)
-        try:
-            answer: dict[str, Any] = await self._ask(
-                "sampling", lambda ctx, key: ctx.sample(messages, max_tokens, key=key, **options)
-            )
-        except LookupError:
-            raise LocalError(f"the caller of {self.name!r} cannot sample for it") from None
-        return answer
+        raise LocalError(f"remote server {self.name!r} asked for sampling about no call to it; no one to ask")
 
     async def _roots(self) -> list[dict[str, Any]]:
-        try:
-            roots: list[dict[str, Any]] = await self._ask("roots", lambda ctx, key: ctx.list_roots(key=key))
-        except LookupError:
-            return []
-        return roots
-
-    def _note(self, note: Notification) -> None:
-        """The remote's log messages, to the caller of the call they belong to."""
-        if note.method != "notifications/message":
-            return
-        asking, _ = self._asker()
-        level, logger = note.params.get("level"), note.params.get("logger")
-        if asking is None or not isinstance(level, str):
-            return
-        relay = asyncio.ensure_future(
-            asking.ctx.log(level, note.params.get("data"), logger if isinstance(logger, str) else None)
-        )
-        self._logs.add(relay)
-        relay.add_done_callback(self._logs.discard)
+        return []  # no caller to ask: none
 
     def _add(self, items: dict[str, Any], key: str, build: Callable[[dict[str, Any]], Any], item: Any) -> None:
         """``build(definition)`` registered under ``key``, or a warning saying why not."""
@@ -220,11 +232,9 @@ class RemoteServer(Server):
             async def progress(done: float, total: float | None, message: str | None) -> None:
                 await ctx.report_progress(done, total, message)
 
-            asking = _Asking(ctx, self)
-            token = _asking.set(asking)
-            self._calls.append(asking)
+            handlers = _Asking(ctx, self, client.modern).handlers() if self.relays else None
             try:
-                result = await client.call_tool_raw(name, arguments, progress=progress)
+                result = await client.call_tool_raw(name, arguments, progress=progress, handlers=handlers)
             except LocalError as exc:
                 # Its text may quote the remote's stderr: the log has it, the caller does not.
                 log.warning("remote server %r: calling %r failed: %s", self.name, name, exc)
@@ -232,9 +242,6 @@ class RemoteServer(Server):
                     f"the server behind {self.name!r} could not be reached ({type(exc).__name__}); "
                     "the server log says why"
                 ) from None
-            finally:
-                _asking.reset(token)
-                self._calls.remove(asking)
             meta = {k: v for k, v in (result.get("_meta") or {}).items() if k != _SERVER_INFO}
             return ToolResult(
                 content=result.get("content") or [],
@@ -244,9 +251,7 @@ class RemoteServer(Server):
             )
 
         # Arguments are not checked here: the remote checks them against its own schema.
-        tool = ToolDef.build(forward, Context, name=name, structured_output=False)
-        tool.definition = definition
-        return tool
+        return tool_entry(definition, forward)
 
     def _prompt(self, definition: dict[str, Any]) -> PromptDef:
         client, name = self.client, definition["name"]
@@ -255,7 +260,7 @@ class RemoteServer(Server):
             result = msgspec.to_builtins(await client.get_prompt(name, arguments or None))
             return {"messages": result.get("messages", [])}
 
-        return PromptDef(name, forward, Signature(forward, name, Context, "prompt"), definition, True)
+        return prompt_entry(definition, forward)
 
     def _resource(self, definition: dict[str, Any]) -> ResourceDef:
         uri = definition["uri"]
@@ -263,17 +268,10 @@ class RemoteServer(Server):
         async def forward() -> Any:
             return await self._read(uri)
 
-        signature = Signature(forward, uri, Context, "resource")
-        return ResourceDef(uri, forward, signature, definition, definition.get("mimeType"), True)
+        return resource_entry(definition, forward)
 
     def _template(self, definition: dict[str, Any]) -> TemplateDef:
-        template = UriTemplate(definition["uriTemplate"])
-
-        async def forward(**variables: Any) -> Any:
-            return await self._read(template.expand(variables))
-
-        signature = Signature(forward, template.template, Context, "resource template")
-        return TemplateDef(template, forward, signature, definition, definition.get("mimeType"), True)
+        return template_entry(definition, self._read)
 
     async def _read(self, uri: str) -> list[dict[str, Any]]:
         result = msgspec.to_builtins(await self.client.read_resource(uri))

@@ -42,9 +42,9 @@ class _ObservedEvents:
         self._inner = inner
         self._transport = transport
 
-    def message(self, message: Message) -> None:
+    def message(self, message: Message, related: str | int | None = None) -> None:
         self._transport.record("in", message_to_dict(message))
-        self._inner.message(message)
+        self._inner.message(message, related)
 
     def request_failed(self, request_id: str | int, exc: BaseException) -> None:
         self._inner.request_failed(request_id, exc)

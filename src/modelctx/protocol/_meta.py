@@ -11,6 +11,7 @@ __all__ = [
     "SERVER_INFO",
     "PROGRESS_TOKEN",
     "RELATED_TASK",
+    "RELATED_REQUEST",
     "LOG_LEVELS",
 ]
 
@@ -22,6 +23,9 @@ SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 PROGRESS_TOKEN = "progressToken"
 RELATED_TASK = "io.modelcontextprotocol/related-task"
+#: modelctx's own key (not the spec's): on a handshake-era server-to-client request, the id
+#: of the client request it is asked about, for transports that carry no relation (stdio).
+RELATED_REQUEST = "dev.modelctx/related-request"
 
 # RFC 5424 severities in increasing order (server/utilities/logging.mdx).
 LOG_LEVELS: dict[str, int] = {

@@ -318,6 +318,8 @@ class Context:
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
+        # Which request it is about, for a client relaying for several callers (stdio carries nothing else).
+        params["_meta"] = {_meta.RELATED_REQUEST: self._call.id}
         await self._call.send({"jsonrpc": "2.0", "method": "notifications/message", "params": params})
 
     async def debug(self, data: Any, logger: str | None = None) -> None:
@@ -390,10 +392,7 @@ class Context:
         # Answers are kept for the run's replays (retry_later): the user is asked once.
         keys = [k for k in requests if k not in call.answers]
         answers = await asyncio.gather(
-            *(
-                session.request(requests[k].method, requests[k].to_wire(call)["params"], call.send, timeout)
-                for k in keys
-            )
+            *(session.request(requests[k].method, _related(requests[k], call), call.send, timeout) for k in keys)
         )
         call.answers.update(zip(keys, answers, strict=True))
         return {k: _parse(k, r, call.answers[k], "answer") for k, r in requests.items()}
@@ -535,6 +534,15 @@ class InputRequest:
 
     def parse(self, answer: Any) -> Any:
         return answer
+
+
+def _related(request: InputRequest, call: Call) -> dict[str, Any]:
+    """The params of a handshake-era server-to-client request asked during ``call``, its
+    ``_meta`` naming the call's request id (``_meta.RELATED_REQUEST``): over stdio nothing
+    else tells the client which of its requests a question is about, so a client that
+    relays for several callers (modelctx's gateway) can ask the right one."""
+    params: dict[str, Any] = request.to_wire(call)["params"]
+    return {**params, "_meta": {**(params.get("_meta") or {}), _meta.RELATED_REQUEST: call.id}}
 
 
 def _parse(key: str, request: InputRequest, answer: Any, where: str) -> Any:

@@ -27,7 +27,9 @@ __all__ = ["ClientTransport", "TransportEvents", "Outgoing"]
 
 
 class TransportEvents(Protocol):
-    def message(self, message: Message) -> None: ...
+    def message(self, message: Message, related: str | int | None = None) -> None:
+        """A message from the peer; ``related``: the id of the request on whose reply
+        stream it came, when the transport knows one (Streamable HTTP)."""
 
     def request_failed(self, request_id: str | int, exc: BaseException) -> None: ...
 

@@ -587,7 +587,11 @@ class HttpClientTransport(ClientTransport):
         """Hand ``message`` to the session; True if it is the response to ``request_id``."""
         assert self._events is not None
         try:
-            self._events.message(message)
+            if request_id is not None and type(message) is not JsonRpcResponse:
+                # A server request or notification on a request's own stream: about that request.
+                self._events.message(message, request_id)
+            else:
+                self._events.message(message)
         except Exception:
             log.exception("%s: the session failed to take %r", self.name, message)
         if type(message) is not JsonRpcResponse or message.id is None:
