@@ -17,6 +17,40 @@ box (the hop alone, an echo): ``to_thread`` did 8,000-15,000 calls/s one at a ti
 time, what is left is the wake-ups of two threads per call, which a loaded machine makes
 slow: ``inline=True`` (see ``call_handler``) avoids them for handlers that never block.
 
+Where the rest of a ``def`` tool's cost goes, and why the hop stays the default (issue
+25; each thread's on-CPU time from ``/proc/PID/task/*/schedstat``, stdio handshake driver,
+one call at a time, 20,000 calls, medians of 5 rounds, the servers interleaved): the loop
+thread is scheduled 2.8-3.1 times a call against 1.0 for an ``async def`` tool, the worker
+2.0-2.6 times, and the def tool costs 85-102 us of CPU a call against 61 and 88 (async, two
+runs) and 46-48 (``inline``). The extra scheduling is the two wake-ups and, most likely
+(not traced: perf counters on this VM slow every context switch), a wait for the GIL on
+most calls: the worker's write to the eventfd releases the GIL, the woken loop takes it,
+and the worker sleeps until the loop lets it go again. Tried instead, the same tool
+interleaved with this code in the same rounds (load averages 1-5):
+
+- The loop waiting for the answer of its only call in flight (a lock taken with a 0.5 ms
+  timeout, the GIL released; the answer handed over without the eventfd): 29-31 us of CPU
+  a hop in process against 21-23 here; over stdio 106 [81-110] against 135 [121-152] us a
+  call at load 5 and 123 [113-144] against 134 [68-159] at load 1, still 2.4x the async
+  tool's 43; waiting at submission serialised pipelined calls (4,000 in flight: 9,400
+  against 20,100 calls/s), so the wait ran after the ready callbacks; it blocks the loop
+  up to the timeout for a handler not yet seen to be slow.
+- Putting calls on the queue after the loop's ready callbacks (so the worker wakes while
+  the loop sleeps, not while it holds the GIL): scheduling unchanged (3.2 / 2.6 a call),
+  30.8 against 21.3 us a hop in process, 87 [73-91] against 101 [88-128] us a call over
+  stdio at load 5: mixed, nowhere near 1.3x of async.
+- The worker spinning 0.2 ms for the next call before it sleeps (``time.sleep(0)``
+  between looks, the only way to spin without the GIL): 168 [168-210] against 135 us a
+  call and 2,000 against 2,700 calls/s: a spinning thread fights the loop for the GIL.
+- Waking the loop with the GIL held (``ctypes.PyDLL``'s ``eventfd_write``): more
+  scheduling (3.7-4.0 / 3.0 a call), CPU within the noise.
+
+Running the handler on the loop after it has been quick for a while (adaptive promotion)
+would reach the inline figures but stalls every other request when such a handler does
+block (a path that is a FIFO, a slow disk): a thread cannot be interrupted and a loop cannot
+move. So a ``def`` tool keeps paying for two hand-offs between threads (21-30 us of CPU in
+process, more under load); ``inline=True`` is the opt-in for handlers that never block.
+
 Workers start when needed, up to ``MAX_WORKERS`` (what asyncio's default executor would
 use): when a call arrives and no worker waits for one, and when a worker takes a call
 (which may block) while others wait behind it and no other worker is free. So handlers
