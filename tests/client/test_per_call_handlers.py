@@ -1,6 +1,6 @@
 """``Client.call_tool(..., handlers=)``: two calls at once on one connection, each with its
 own handlers, are each asked their own question and hear their own log message (no
-cross-talk), against a real server subprocess (tests/servers/per_call_server.py) in both
+cross-talk), against a real server subprocess (tests/fixtures/servers/per_call_server.py) in both
 eras: 2026-07-28 ``input_required`` rounds, and handshake-era ``elicitation/create``
 requests on stdio, related to their call by the ``_meta`` key modelctx's servers add."""
 
@@ -9,18 +9,18 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import async_test
 
 from modelctx import Client
 from modelctx.client import ClientHandlers, ClientOptions, Elicitation
 from modelctx.protocol import Notification
 from modelctx.transports.stdio_client import StdioClientTransport
+from tests.support.paths import SERVERS
+from tests.support.wire import async_test
 
-SERVER = Path(__file__).parent / "servers" / "per_call_server.py"
+SERVER = SERVERS / "per_call_server.py"
 ERAS = {"2026-07-28": None, "handshake": "2025-11-25"}
 
 
