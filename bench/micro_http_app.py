@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 
 from modelctx import Server
-from modelctx.protocol._versions import HANDSHAKE_VERSIONS, LATEST
+from modelctx.protocol.versions import HANDSHAKE_VERSIONS, LATEST
 from modelctx.transports.http import HttpApp
 
 server = Server("bench-echo", "1.0")

@@ -27,15 +27,15 @@ with atheris.instrument_imports():
         RegistrationError,
         UrlRefused,
     )
-    from modelctx.protocol._connection import ClientConnection, ServerConnection
-    from modelctx.protocol._framing import LineBuffer, LineTooLong, SSEParser, response_id
-    from modelctx.protocol._headers import check_headers, decode_value
-    from modelctx.protocol._jsonrpc import decode
     from modelctx.protocol._request_state import StateSealer
+    from modelctx.protocol.connection import ClientConnection, ServerConnection
+    from modelctx.protocol.framing import LineBuffer, LineTooLong, SSEParser, response_id
+    from modelctx.protocol.headers import check_headers, decode_value
+    from modelctx.protocol.jsonrpc import decode
     from modelctx.server._uri_reach import POSITIONS_PER_STEP, Cost, count_steps, match_steps
     from modelctx.server._uri_template import UriTemplate, _compile, _parse
-    from modelctx.transports._base import ClientTransport, Outgoing, TransportEvents
     from modelctx.transports._legacy_sse_client import endpoint_url
+    from modelctx.transports.client_seam import ClientTransport, Outgoing, TransportEvents
     from modelctx.transports.http import HttpApp
 
 

@@ -13,30 +13,30 @@ import pytest
 # The modules under modelctx (without the "modelctx." prefix) each facade import loads.
 SERVER = {
     "errors",
-    "protocol", "protocol._apps", "protocol._connection", "protocol._framing", "protocol._headers",
-    "protocol._jsonrpc", "protocol._meta", "protocol._request_state", "protocol._versions",
+    "protocol", "protocol.apps", "protocol.connection", "protocol.framing", "protocol.headers",
+    "protocol.jsonrpc", "protocol.meta", "protocol._request_state", "protocol.versions",
     "server", "server._apps", "server._bus", "server._compose", "server._constraints", "server._content",
     "server._context", "server._dispatch", "server._elicit_form", "server._files", "server._lifespan",
     "server._openapi", "server._openapi._routes", "server._registry", "server._schema_shape", "server._server",
     "server._shape", "server._signature", "server._task_store", "server._tasks", "server._threads",
     "server._transform", "server._uri_reach", "server._uri_template",
-    "transports", "transports._identity", "transports._seam", "transports._session",
+    "transports", "transports.identity", "transports.server_seam", "transports.session",
 }  # fmt: skip
 CLIENT = {
     "client", "client._cache", "client._client", "client._convert", "client._era", "client._input",
     "client._options", "client._session", "client._tasks",
     "errors",
-    "protocol", "protocol._connection", "protocol._framing", "protocol._headers", "protocol._jsonrpc",
-    "protocol._meta", "protocol._request_state", "protocol._versions",
-    "transports", "transports._auth_seam", "transports._base", "transports._http11", "transports._http_requests",
-    "transports._identity", "transports._seam", "transports._session", "transports._url_guard", "transports.fetch",
+    "protocol", "protocol.connection", "protocol.framing", "protocol.headers", "protocol.jsonrpc",
+    "protocol.meta", "protocol._request_state", "protocol.versions",
+    "transports", "transports.auth_seam", "transports.client_seam", "transports._http11", "transports._http_requests",
+    "transports.identity", "transports.server_seam", "transports.session", "transports._url_guard", "transports.fetch",
 }  # fmt: skip
 HOST = {
     "errors",
     "host", "host._approval", "host._config", "host._host", "host._model", "host._names", "host._server",
     "host._tool_search", "host._ui",
-    "protocol", "protocol._apps", "protocol._framing", "protocol._headers", "protocol._jsonrpc", "protocol._meta",
-    "protocol._request_state", "protocol._versions", "protocol.types", "protocol.types.v2026_07_28",
+    "protocol", "protocol.apps", "protocol.framing", "protocol.headers", "protocol.jsonrpc", "protocol.meta",
+    "protocol._request_state", "protocol.versions", "protocol.types", "protocol.types.v2026_07_28",
 }  # fmt: skip
 
 # Libraries none of the three may load: storage, HTTP servers and clients, model SDKs, auth, the CLI.

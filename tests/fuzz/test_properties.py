@@ -18,11 +18,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from modelctx.errors import InvalidParams, ProtocolError, RegistrationError
-from modelctx.protocol._connection import ClientConnection, ServerConnection
-from modelctx.protocol._framing import LineBuffer, LineTooLong, SSEParser, response_id
-from modelctx.protocol._headers import check_headers, decode_value, encode_value
-from modelctx.protocol._jsonrpc import Notification, Request, Response, decode, encode
 from modelctx.protocol._request_state import StateSealer, _unb64
+from modelctx.protocol.connection import ClientConnection, ServerConnection
+from modelctx.protocol.framing import LineBuffer, LineTooLong, SSEParser, response_id
+from modelctx.protocol.headers import check_headers, decode_value, encode_value
+from modelctx.protocol.jsonrpc import Notification, Request, Response, decode, encode
 from modelctx.server._methods import _decode_cursor, _encode_cursor
 from modelctx.server._uri_template import UriTemplate
 

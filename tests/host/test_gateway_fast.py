@@ -39,7 +39,7 @@ METERED_UPSTREAM = textwrap.dedent(
     from modelctx import Context, Server
     from modelctx.errors import InvalidParams
     from modelctx.server import ResourceLink, ToolResult
-    from modelctx.protocol._jsonrpc import error_response
+    from modelctx.protocol.jsonrpc import error_response
 
     SEEN = []  # the _meta of each tools/call, in order
 

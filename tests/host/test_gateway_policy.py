@@ -47,7 +47,7 @@ from modelctx.host import (
     ServerRules,
     Verdict,
 )
-from modelctx.protocol._connection import ServerConnection
+from modelctx.protocol.connection import ServerConnection
 from modelctx.protocol.types.v2026_07_28 import Tool, ToolAnnotations
 from tests.host.test_gateway import COUNTING, Person, _calls_reached, _text
 from tests.interop.test_gateway import HttpGateway

@@ -1,4 +1,4 @@
-"""The connection core without an event loop (protocol/_connection.py).
+"""The connection core without an event loop (protocol/connection.py).
 
 Each test drives ``ServerConnection`` or ``ClientConnection`` with messages and clock
 readings, as basic/utilities/cancellation.mdx and basic/index.mdx state the rules.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import weakref
 
-from modelctx.protocol._connection import (
+from modelctx.protocol.connection import (
     Answer,
     Cancel,
     ClientConnection,
@@ -19,7 +19,7 @@ from modelctx.protocol._connection import (
     Serve,
     ServerConnection,
 )
-from modelctx.protocol._jsonrpc import Notification, Request, Response
+from modelctx.protocol.jsonrpc import Notification, Request, Response
 
 
 def _request(request_id: int | str, method: str = "tools/list") -> Request:

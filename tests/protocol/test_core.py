@@ -25,7 +25,7 @@ from modelctx.protocol import (
     headers,
     sse_event,
 )
-from modelctx.protocol._versions import Feature, features, has, negotiate_handshake, offers
+from modelctx.protocol.versions import Feature, features, has, negotiate_handshake, offers
 
 
 def test_the_core_imports_without_asyncio_or_http():
@@ -116,7 +116,7 @@ class TestVersions:
         source = "".join(
             path.read_text()
             for path in pathlib.Path(modelctx.__file__).parent.rglob("*.py")
-            if path.name != "_versions.py"
+            if path.name != "versions.py"
         )
         unread = [f.name for f in Feature if f"Feature.{f.name}" not in source]
         # Features that gate a method are read through offers()'s method table.
@@ -132,7 +132,7 @@ class TestVersions:
         literal = re.compile(r"[\"']20[0-9]{2}-[0-9]{2}-[0-9]{2}[\"']")
         offenders = []
         for path in pathlib.Path(modelctx.__file__).parent.rglob("*.py"):
-            if path.name == "_versions.py" or "types" in path.parts:
+            if path.name == "versions.py" or "types" in path.parts:
                 continue
             for number, line in enumerate(path.read_text().splitlines(), 1):
                 code = line.split("#", 1)[0]

@@ -1,4 +1,4 @@
-"""Framing under a hostile or careless peer (protocol/_framing.py, no I/O): lines and
+"""Framing under a hostile or careless peer (protocol/framing.py, no I/O): lines and
 SSE events are bounded, SSE lines end in CR, LF or CRLF (the HTML standard's event
 stream), and a caller that stops reading early never sees a line twice."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from modelctx.protocol._framing import (
+from modelctx.protocol.framing import (
     EventTooLarge,
     LineBuffer,
     LineTooLong,

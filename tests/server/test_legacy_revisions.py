@@ -11,8 +11,8 @@ import json
 
 import pytest
 
-from modelctx.protocol._connection import MAX_BATCH
-from modelctx.protocol._versions import (
+from modelctx.protocol.connection import MAX_BATCH
+from modelctx.protocol.versions import (
     HANDSHAKE_VERSIONS,
     LATEST,
     LEGACY_HANDSHAKE_VERSIONS,

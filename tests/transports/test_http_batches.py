@@ -19,8 +19,8 @@ from typing import Any
 import httpx
 import pytest
 
-from modelctx.protocol._connection import MAX_BATCH
-from modelctx.protocol._versions import HANDSHAKE_VERSIONS, LEGACY_HANDSHAKE_VERSIONS
+from modelctx.protocol.connection import MAX_BATCH
+from modelctx.protocol.versions import HANDSHAKE_VERSIONS, LEGACY_HANDSHAKE_VERSIONS
 from tests.support.wire import DEADLINE, wait_until
 from tests.transports.test_limits import LimitsServer
 

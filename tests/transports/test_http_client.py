@@ -25,11 +25,11 @@ import pytest
 import uvicorn
 
 from modelctx.errors import ConnectionClosed, HttpStatusError, RequestLost, SessionExpired
-from modelctx.protocol import _meta
-from modelctx.protocol._headers import header_paths, request_headers
-from modelctx.protocol._jsonrpc import Notification, Response
-from modelctx.protocol._versions import HANDSHAKE_VERSIONS, LATEST
-from modelctx.transports._base import Outgoing
+from modelctx.protocol import meta as _meta
+from modelctx.protocol.headers import header_paths, request_headers
+from modelctx.protocol.jsonrpc import Notification, Response
+from modelctx.protocol.versions import HANDSHAKE_VERSIONS, LATEST
+from modelctx.transports.client_seam import Outgoing
 from modelctx.transports.http_client import HttpClientTransport
 
 DEADLINE = 15.0  # seconds any single wait may take before the test fails

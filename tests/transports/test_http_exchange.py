@@ -19,11 +19,11 @@ import pytest
 
 from modelctx import Server
 from modelctx.errors import HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION
-from modelctx.protocol._jsonrpc import decode
-from modelctx.protocol._versions import HANDSHAKE_VERSIONS, LATEST
+from modelctx.protocol.jsonrpc import decode
+from modelctx.protocol.versions import HANDSHAKE_VERSIONS, LATEST
 from modelctx.transports._exchange import Confirm, HttpExchange, Named, OneWay, Refuse, ServeRequest
-from modelctx.transports._session import HandshakeSession
 from modelctx.transports._session_store import MemorySessions
+from modelctx.transports.session import HandshakeSession
 
 HOST = {"host": "127.0.0.1:8000"}
 POST = {**HOST, "content-type": "application/json", "accept": "application/json, text/event-stream"}

@@ -703,7 +703,7 @@ async def test_an_oauth_protected_server_checks_the_token_on_the_stream_and_on_e
 @async_test()
 async def test_closed_streams_leave_no_session_connection_or_task_behind():
     from modelctx.transports._duplex import DuplexServer
-    from modelctx.transports._session import HandshakeSession
+    from modelctx.transports.session import HandshakeSession
 
     server = Server("leaks")
 

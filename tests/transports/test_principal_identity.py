@@ -1,4 +1,4 @@
-"""Who a principal is, for everything keyed by it: one rule (``transports._identity``).
+"""Who a principal is, for everything keyed by it: one rule (``transports.identity``).
 
 A principal is its issuer, subject and client id, each kept as typed: a token without
 ``sub`` is not the token whose ``sub`` is ``"None"``, and two tokens without ``sub`` of two
@@ -26,7 +26,7 @@ from joserfc import jwt
 from modelctx import Context, Server, ServerConfig
 from modelctx.auth import JwtVerifier, ProtectedResource
 from modelctx.server.middleware import RateLimit
-from modelctx.transports._identity import principal_key
+from modelctx.transports.identity import principal_key
 from tests.auth.test_resource import KEY, Issuer, served
 from tests.support.wire import DEADLINE, async_test, free_port, request
 

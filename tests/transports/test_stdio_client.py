@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 
 from modelctx.errors import ConnectionClosed
-from modelctx.protocol._jsonrpc import Notification, Response
+from modelctx.protocol.jsonrpc import Notification, Response
 from modelctx.transports import stdio_client
-from modelctx.transports._base import Outgoing
+from modelctx.transports.client_seam import Outgoing
 from modelctx.transports.stdio_client import ServerNotStarted, StdioClientTransport
 
 DEADLINE = 10.0  # seconds any single wait may take

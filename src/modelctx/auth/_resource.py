@@ -22,7 +22,7 @@ handler sees (``ctx.principal``) has no field for it, so a tool cannot pass the
 client's token on to another service (security best practices, Token Passthrough).
 Only a token that names neither a subject nor a client carries its SHA-256
 (``token_digest``), which cannot be turned back into the token: what its sessions and
-limits are keyed by (``transports._identity``), since nothing else names who it is.
+limits are keyed by (``transports.identity``), since nothing else names who it is.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ..errors import InsufficientScope, InvalidToken
-from ..transports._identity import identity
+from ..transports.identity import identity
 
 if TYPE_CHECKING:
     from ._dpop import DPoPVerifier
@@ -58,7 +58,7 @@ class AccessToken:
     itself is deliberately absent. ``token_digest``: the SHA-256 (hex) of the token
     text, set by ``ProtectedResource.authenticate`` only on a token that names neither
     a subject nor a client: such a token is no one but itself, so a handshake session,
-    quota or ``requestState`` is bound to the token (``transports._identity``).
+    quota or ``requestState`` is bound to the token (``transports.identity``).
     """
 
     subject: str | None

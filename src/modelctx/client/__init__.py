@@ -5,7 +5,7 @@ its methods return the typed results of ``modelctx.protocol.types.v2026_07_28``.
 """
 
 from ..errors import InputRoundsExceeded, OutputSchemaViolation, RequestTimeout, UrlRefused
-from ..transports._base import ClientTransport, Outgoing, TransportEvents
+from ..transports.client_seam import ClientTransport, Outgoing, TransportEvents
 from ..transports.fetch import UrlPolicy, fetch_json
 from ._cache import ResultCache
 from ._client import Client, ListChanged, ResourceUpdated, SubscriptionEvent, Target

@@ -54,10 +54,10 @@ from ..errors import (
     SessionExpired,
     UnsupportedProtocolVersion,
 )
-from ..protocol import _meta
-from ..protocol._headers import header_paths
-from ..protocol._jsonrpc import Notification, Request
-from ..protocol._versions import (
+from ..protocol import meta as _meta
+from ..protocol.headers import header_paths
+from ..protocol.jsonrpc import Notification, Request
+from ..protocol.versions import (
     HANDSHAKE_VERSIONS,
     LATEST,
     MODERN_VERSIONS,
@@ -65,9 +65,9 @@ from ..protocol._versions import (
     accepts_handshake_version,
     features,
 )
-from ..transports._auth_seam import HttpAuth
-from ..transports._base import ClientTransport
-from ..transports._seam import ServerApp
+from ..transports.auth_seam import HttpAuth
+from ..transports.client_seam import ClientTransport
+from ..transports.server_seam import ServerApp
 from ._cache import ResultCache
 from ._convert import convert
 from ._era import (

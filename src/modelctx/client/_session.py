@@ -1,6 +1,6 @@
 """The client session: ids, deadlines, progress and cancellation over one transport.
 
-Theory of operation. The bookkeeping is ``ClientConnection``'s (protocol/_connection.py):
+Theory of operation. The bookkeeping is ``ClientConnection``'s (protocol/connection.py):
 ids, deadlines as numbers, progress tokens, which response answers which request. This
 module adds the event loop: ``request`` registers a future for the request, sends it
 and waits; one timer, set for the earliest deadline the connection reports, fails the
@@ -53,8 +53,8 @@ from ..errors import (
     RequestTimeout,
     UnsendableMessage,
 )
-from ..protocol import _meta
-from ..protocol._connection import (
+from ..protocol import meta as _meta
+from ..protocol.connection import (
     Answer,
     ClientConnection,
     Ignore,
@@ -64,10 +64,10 @@ from ..protocol._connection import (
     Serve,
     with_progress_token,
 )
-from ..protocol._headers import request_headers
-from ..protocol._jsonrpc import Message, Notification, Request, error_response, is_request_id
-from ..transports._base import ClientTransport, Outgoing
-from ..transports._session import resolve
+from ..protocol.headers import request_headers
+from ..protocol.jsonrpc import Message, Notification, Request, error_response, is_request_id
+from ..transports.client_seam import ClientTransport, Outgoing
+from ..transports.session import resolve
 from ._options import ClientHandlers, _default_client_info
 
 __all__ = ["ClientSession", "RequestTimeout", "ProgressCallback"]

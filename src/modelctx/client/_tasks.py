@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import LocalError, MalformedResponse, MCPError, RequestTimeout, error_from_wire
-from ..protocol._jsonrpc import Notification
+from ..protocol.jsonrpc import Notification
 from ._convert import convert
 from ._input import answer_all
 from ._options import ClientHandlers

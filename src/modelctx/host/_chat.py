@@ -35,7 +35,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from ..errors import MCPError, ProtocolError
-from ..protocol._apps import tool_ui
+from ..protocol.apps import tool_ui
 from ..protocol.types.v2026_07_28 import EmbeddedResource, TextContent
 from ._approval import ApprovalConfigError, ApprovalPolicy, ApprovalRequest, Approvals, Decision
 from ._chat_file import ConversationFileError

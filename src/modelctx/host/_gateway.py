@@ -72,7 +72,7 @@ streams, errors, ``input_required`` sealing) is the ordinary server machinery.
 
 Which call an upstream's question or log message is about is what the upstream says:
 the call's own ``input_required`` rounds (2026-07-28), its reply stream (HTTP), or the
-call's request id in ``_meta`` (modelctx's servers, ``protocol._meta.RELATED_REQUEST``;
+call's request id in ``_meta`` (modelctx's servers, ``protocol.meta.RELATED_REQUEST``;
 stdio carries nothing else). Never guessed from the calls in flight: a question about no
 call is declined and such a log message dropped, however many calls are running (an
 installed-base handshake-era server over stdio names none). Not relayed yet: a question
@@ -103,9 +103,9 @@ from ..errors import (
     ProtocolError,
     ResourceNotFound,
 )
-from ..protocol import _meta
-from ..protocol._apps import UI_EXTENSION, UI_MIME_TYPE, client_shows_ui, tool_ui, visible_to
-from ..protocol._jsonrpc import Request, is_request_id, result_response
+from ..protocol import meta as _meta
+from ..protocol.apps import UI_EXTENSION, UI_MIME_TYPE, client_shows_ui, tool_ui, visible_to
+from ..protocol.jsonrpc import Request, is_request_id, result_response
 from ..server import Context, Event, Server, ServerConfig, StartupError
 from ..server.dispatch import Call, Caller, InputRequired, error_reply, input_required, load_answers
 from ._approval import ApprovalPolicy, Approvals, Verdict
@@ -118,7 +118,7 @@ from ._server import HostServer
 if TYPE_CHECKING:
     from ..client import Client, ClientSession
     from ..protocol.types.v2026_07_28 import Tool
-    from ..transports._seam import Peer, Send
+    from ..transports.server_seam import Peer, Send
 
 __all__ = ["Gateway", "GatewayUI", "serve_gateway"]
 

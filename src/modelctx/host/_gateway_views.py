@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 import msgspec
 
-from ..protocol._apps import tool_ui
+from ..protocol.apps import tool_ui
 
 if TYPE_CHECKING:
     from ..protocol.types.v2026_07_28 import Tool

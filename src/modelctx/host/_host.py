@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Self
 import msgspec
 
 from ..errors import LocalError, MCPError
-from ..protocol._apps import visible_to
+from ..protocol.apps import visible_to
 from ._approval import ApprovalPolicy, Approvals, Kind, Verdict
 from ._config import HostConfig, ServerSpec, load_config
 from ._names import NameMap, _clean

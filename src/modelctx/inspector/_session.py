@@ -20,7 +20,7 @@ import msgspec
 
 from ..client import Client, ClientHandlers, ClientOptions, ClientTransport, Elicitation, ListChanged
 from ..errors import MCPError, ProtocolError
-from ..protocol._apps import UI_EXTENSION, UI_MIME_TYPE
+from ..protocol.apps import UI_EXTENSION, UI_MIME_TYPE
 from ._observer import ObservedTransport
 from ._views import Views
 

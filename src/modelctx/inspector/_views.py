@@ -24,7 +24,7 @@ from typing import Any
 
 from ..client import Client
 from ..errors import MCPError
-from ..protocol._apps import ORIGIN, UI_MIME_TYPE, tool_ui, visible_to
+from ..protocol.apps import ORIGIN, UI_MIME_TYPE, tool_ui, visible_to
 
 __all__ = ["View", "Views", "view_policy"]
 

@@ -4,10 +4,10 @@ No I/O happens here: bytes or dicts in, checked values or bytes out. Transports 
 participants (server, client) build on it.
 """
 
-from . import _headers as headers
-from . import _meta as meta
-from ._framing import LineBuffer, SSEParser, sse_event
-from ._jsonrpc import (
+from . import headers, meta
+from ._request_state import StateSealer
+from .framing import LineBuffer, SSEParser, sse_event
+from .jsonrpc import (
     Message,
     Notification,
     Request,
@@ -20,8 +20,7 @@ from ._jsonrpc import (
     request,
     result_response,
 )
-from ._request_state import StateSealer
-from ._versions import (
+from .versions import (
     HANDSHAKE_VERSIONS,
     LATEST,
     MODERN_VERSIONS,

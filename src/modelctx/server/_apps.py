@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RegistrationError
-from ..protocol._apps import ORIGIN, UI_EXTENSION, UI_MIME_TYPE, VISIBILITIES, client_shows_ui, visible_to
+from ..protocol.apps import ORIGIN, UI_EXTENSION, UI_MIME_TYPE, VISIBILITIES, client_shows_ui, visible_to
 
 if TYPE_CHECKING:
     from ._server import Server

@@ -95,7 +95,7 @@ class ListenSlots:
     Each stream holds a bus subscription (a queue of up to 256 events) and a
     connection for as long as the client keeps it, so their number is bounded:
     ``per_principal`` streams for each authenticated principal (by key, see
-    ``transports._identity.principal_key``; None is the unauthenticated caller, which
+    ``transports.identity.principal_key``; None is the unauthenticated caller, which
     only the total bounds) and ``total`` for the whole server.
     """
 

@@ -39,13 +39,14 @@ from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, overload
 import msgspec
 
 from ..errors import InsufficientScope, InvalidParams, InvalidRequest, MissingRequiredClientCapability
-from ..protocol import Request, _meta
-from ..protocol._versions import Feature, features, first_with
-from ..transports._seam import ResponseStream, Send
+from ..protocol import Request
+from ..protocol import meta as _meta
+from ..protocol.versions import Feature, features, first_with
+from ..transports.server_seam import ResponseStream, Send
 from ._elicit_form import FormSchema
 
 if TYPE_CHECKING:
-    from ..transports._session import HandshakeSession
+    from ..transports.session import HandshakeSession
     from ._server import Server
 
 __all__ = [

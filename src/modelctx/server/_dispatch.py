@@ -51,11 +51,11 @@ from ..errors import (
     ProtocolError,
     UnsupportedProtocolVersion,
 )
-from ..protocol import _meta
-from ..protocol._jsonrpc import Notification, Request, error_response, result_response
-from ..protocol._versions import LATEST, Feature, features, is_modern, negotiate_handshake, offers
-from ..transports._seam import Peer, ResponseStream, Send
-from ..transports._session import HandshakeSession
+from ..protocol import meta as _meta
+from ..protocol.jsonrpc import Notification, Request, error_response, result_response
+from ..protocol.versions import LATEST, Feature, features, is_modern, negotiate_handshake, offers
+from ..transports.server_seam import Peer, ResponseStream, Send
+from ..transports.session import HandshakeSession
 from ._context import Call, Caller
 from ._shape import needs_shape, shape, shape_initialize
 
@@ -267,7 +267,7 @@ class Dispatcher:
 
     def notify(self, notification: Notification, peer: Peer) -> None:
         """Act on a client notification (never answered). ``notifications/cancelled``
-        never gets here: the connection acts on it (protocol/_connection.py)."""
+        never gets here: the connection acts on it (protocol/connection.py)."""
         if notification.method == "notifications/initialized":
             session = peer.session
             if session is not None and not session.initialized:

@@ -1,6 +1,6 @@
 """The server's methods, one coroutine each: ``async (call) -> result``.
 
-They are written once for both eras; the few differences ask ``call.features`` (protocol/_versions.py). Results
+They are written once for both eras; the few differences ask ``call.features`` (protocol/versions.py). Results
 are plain dicts; the dispatcher adds the modern era's ``resultType``, ``serverInfo``
 and cache hints.
 """
@@ -16,10 +16,10 @@ from typing import Any
 import msgspec
 
 from ..errors import InternalError, InvalidParams, ProtocolError, ResourceNotFound, ToolError
-from ..protocol import _meta
-from ..protocol._versions import Feature
-from ..transports._identity import principal_key
-from ..transports._session import HandshakeSession
+from ..protocol import meta as _meta
+from ..protocol.versions import Feature
+from ..transports.identity import principal_key
+from ..transports.session import HandshakeSession
 from ._apps import tool_filter
 from ._bus import Event
 from ._content import (
@@ -115,7 +115,7 @@ async def discover(call: Call) -> dict[str, Any]:
 
 # -- multi round-trip plumbing --------------------------------------------------------
 def caller_identity(call: Call) -> str | None:
-    """Who sent ``call`` by the one identity rule (transports._identity): its principal's
+    """Who sent ``call`` by the one identity rule (transports.identity): its principal's
     typed issuer, subject and client id as JSON (a token naming no one: its digest), or
     None without one. A round of ``requestState`` is sealed for it; a relay keys what
     it keeps per client by it too (the gateway's "always" answers)."""
@@ -138,7 +138,7 @@ def load_answers(call: Call) -> None:
         raise InvalidParams("Invalid params: inputResponses must be an object")
     if "requestState" not in params:
         return
-    # A round is bound to who asked: the one identity rule (transports._identity), so a
+    # A round is bound to who asked: the one identity rule (transports.identity), so a
     # token without sub and one with sub "None" cannot open each other's state.
     sealed = call.server.sealer.open_round(
         params["requestState"], call.method, params, caller_identity(call)

@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import RegistrationError
 from ..protocol import SERVED_VERSIONS, Notification, Request, StateSealer
-from ..transports._seam import Peer, ResponseStream, Send
-from ..transports._session import HandshakeSession
+from ..transports.server_seam import Peer, ResponseStream, Send
+from ..transports.session import HandshakeSession
 from ._apps import bind_tool_ui
 from ._bus import Event, ListenSlots, LocalBus, SubscriptionBus
 from ._compose import Mount
@@ -769,7 +769,7 @@ class Server:
             )
         return self._lifespan.context
 
-    # -- what transports call (transports/_seam.py, ServerApp) ---------------------------
+    # -- what transports call (transports/server_seam.py, ServerApp) ---------------------------
     def handle(
         self, request: Request, peer: Peer, send: Send, stream: ResponseStream | None = None
     ) -> Awaitable[dict[str, Any] | None]:

@@ -48,7 +48,7 @@ from ..errors import (
     ProtocolError,
     RateLimited,
 )
-from ..transports._identity import identity, identity_key
+from ..transports.identity import identity, identity_key
 from ._context import Call, InputRequired
 from ._task_store import TaskRecord, TaskStore
 
@@ -108,7 +108,7 @@ def require_declared(call: Call, what: str) -> None:
         )
 
 
-# The stored owner of a task: the principal's identity (``transports._identity``, the one
+# The stored owner of a task: the principal's identity (``transports.identity``, the one
 # rule sessions, requestState and rate limits key by too): a JSON object of its issuer,
 # subject and client id, each a string or null (never a stringified None), keys sorted.
 # Records written before (``[iss, sub]`` or the bare subject) are still read: see ``owns``.

@@ -22,7 +22,7 @@ steps, named here so that nothing outside ``server/`` imports its private module
 - ``UriTemplate``: how ``resources/read`` matches a URI to a resource template
   (RFC 6570), for a relay that routes a URI to the server whose template it matches;
 - ``caller_identity(call)``: who sent the call by the one identity rule
-  (transports/_identity.py), what ``requestState`` is sealed for; a relay keys its own
+  (transports/identity.py), what ``requestState`` is sealed for; a relay keys its own
   per-client state (the gateway's "always" answers) by it too.
 """
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RATE_LIMITED, ProtocolError, RateLimited
-from ..transports._identity import principal_key
+from ..transports.identity import principal_key
 from ._telemetry import Tracing, target_of
 
 if TYPE_CHECKING:
@@ -179,7 +179,7 @@ class RequestLog(_Observer):
 
 def _default_key(call: Any) -> Any:
     """Who a request counts against: the authenticated principal, by the one identity
-    rule (``transports._identity.principal_key``: issuer, subject and client id, so two
+    rule (``transports.identity.principal_key``: issuer, subject and client id, so two
     clients without a subject of one issuer are two buckets; a token naming neither is
     its own); else the handshake session; else the client's declared name (anyone can
     claim one: rate limit unauthenticated HTTP traffic by address in front of the

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..protocol import encode
-from ..protocol._framing import SSE_KEEPALIVE
+from ..protocol.framing import SSE_KEEPALIVE
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]

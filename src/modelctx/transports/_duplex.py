@@ -1,6 +1,6 @@
 """Serving one duplex connection (stdio pipes, an in-process pair) on the event loop.
 
-The rules of the conversation live in ``ServerConnection`` (protocol/_connection.py);
+The rules of the conversation live in ``ServerConnection`` (protocol/connection.py);
 this is the part that needs a loop: a request runs as its own task (so requests are
 served concurrently and a cancellation can stop one), unless the app's fast lane takes
 it, which serves it from loop callbacks and holds it as a ``_FastCall``; what the
@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 from ..errors import ConnectionClosed
-from ..protocol._connection import (
+from ..protocol.connection import (
     Batch,
     Event,
     Inbound,
@@ -24,10 +24,10 @@ from ..protocol._connection import (
     Serve,
     ServerConnection,
 )
-from ..protocol._jsonrpc import Notification
-from ..protocol._versions import Feature, features
-from ._seam import FastLane, Peer, ServerApp
-from ._session import HandshakeSession, Send, act, fail
+from ..protocol.jsonrpc import Notification
+from ..protocol.versions import Feature, features
+from .server_seam import FastLane, Peer, ServerApp
+from .session import HandshakeSession, Send, act, fail
 
 __all__ = ["DuplexServer"]
 

@@ -59,16 +59,16 @@ from ..errors import (
     ProtocolError,
     UnsupportedProtocolVersion,
 )
-from ..protocol import _meta
-from ..protocol._connection import Inbound, Reject, Serve
-from ..protocol._headers import check_headers, header_paths
-from ..protocol._jsonrpc import Message, Notification, Request, decode, error_response
-from ..protocol._versions import HTTP_HANDSHAKE_HEADER_VERSIONS, Feature, features, has, is_modern
+from ..protocol import meta as _meta
+from ..protocol.connection import Inbound, Reject, Serve
+from ..protocol.headers import check_headers, header_paths
+from ..protocol.jsonrpc import Message, Notification, Request, decode, error_response
+from ..protocol.versions import HTTP_HANDSHAKE_HEADER_VERSIONS, Feature, features, has, is_modern
 from ._asgi import METADATA_HEADERS, accepts, fold_headers, is_json_type, split_host
 from ._redis_sessions import SessionStoreUnavailable
-from ._seam import ServerApp
-from ._session import HandshakeSession, SessionTable
 from ._session_store import SessionStore
+from .server_seam import ServerApp
+from .session import HandshakeSession, SessionTable
 
 __all__ = [
     "Confirm",

@@ -31,12 +31,12 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InternalError
-from ..protocol._connection import Batch, Inbound, Reject, Serve
-from ..protocol._jsonrpc import error_response
+from ..protocol.connection import Batch, Inbound, Reject, Serve
+from ..protocol.jsonrpc import error_response
 from ._asgi import ASGISend, Receive, send_empty, send_json, wait_disconnect
 from ._http_reply import Reply
-from ._seam import Peer
-from ._session import HandshakeSession, act
+from .server_seam import Peer
+from .session import HandshakeSession, act
 
 if TYPE_CHECKING:
     from .http import HttpApp

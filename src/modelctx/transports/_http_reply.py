@@ -13,8 +13,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from ..protocol._framing import SSE_KEEPALIVE, sse_event
-from ..protocol._jsonrpc import encode
+from ..protocol.framing import SSE_KEEPALIVE, sse_event
+from ..protocol.jsonrpc import encode
 from ._asgi import KEEPALIVE_SECONDS, SSE_HEADERS, ASGISend, Receive, wait_disconnect
 from ._redis_sessions import SessionStoreUnavailable
 from ._redis_streams import StreamMirror

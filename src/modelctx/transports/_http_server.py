@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidRequest
-from ..protocol._jsonrpc import encode, error_response
+from ..protocol.jsonrpc import encode, error_response
 from ._siblings import Siblings
 
 if TYPE_CHECKING:

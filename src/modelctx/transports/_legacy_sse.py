@@ -72,9 +72,9 @@ from typing import Any
 from urllib.parse import parse_qs, quote
 
 from ..errors import InternalError, InvalidRequest, ProtocolError
-from ..protocol._framing import SSE_KEEPALIVE, sse_event
-from ..protocol._jsonrpc import Message, Notification, Request, decode, encode, error_response
-from ..protocol._versions import Feature, features
+from ..protocol.framing import SSE_KEEPALIVE, sse_event
+from ..protocol.jsonrpc import Message, Notification, Request, decode, encode, error_response
+from ..protocol.versions import Feature, features
 from ._asgi import (
     KEEPALIVE_SECONDS,
     SSE_HEADERS,
@@ -87,10 +87,10 @@ from ._asgi import (
     wait_disconnect,
 )
 from ._duplex import DuplexServer
-from ._identity import principal_key
 from ._redis_sessions import RedisSessionStore, SessionStoreUnavailable, principal_digest
-from ._seam import ServerApp
 from ._siblings import Siblings
+from .identity import principal_key
+from .server_seam import ServerApp
 
 __all__ = ["MESSAGES_PATH", "QUEUE_EVENTS", "SSE_PATH", "LegacySse"]
 

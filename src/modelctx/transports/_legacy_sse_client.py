@@ -33,7 +33,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
 from ..errors import ConnectionClosed, HttpStatusError, MalformedResponse, MCPError, UrlRefused
-from ..protocol._framing import EventTooLarge, SSEParser
+from ..protocol.framing import EventTooLarge, SSEParser
 from ._http11 import HttpError, Response
 
 __all__ = ["LegacySseSession", "LegacyWire", "endpoint_url"]

@@ -56,9 +56,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..protocol._connection import ServerConnection
-from ._identity import principal_key
-from ._session import HandshakeSession, SessionTable
+from ..protocol.connection import ServerConnection
+from .identity import principal_key
+from .session import HandshakeSession, SessionTable
 
 __all__ = [
     "RedisSessionStore",

@@ -24,12 +24,12 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from ..protocol._connection import ServerConnection
-from ..protocol._jsonrpc import Message, Notification
+from ..protocol.connection import ServerConnection
+from ..protocol.jsonrpc import Message, Notification
 from ._asgi import ASGISend, Receive
 from ._redis_sessions import RedisSessionStore, SessionStoreUnavailable, principal_digest
-from ._session import HandshakeSession, SessionTable
 from ._sse_resume import parse_event_id, resume_shared
+from .session import HandshakeSession, SessionTable
 
 __all__ = [
     "WRITTEN",

@@ -29,7 +29,7 @@ from collections import deque
 from typing import Any
 
 from ..protocol import encode
-from ..protocol._framing import SSE_KEEPALIVE, sse_event
+from ..protocol.framing import SSE_KEEPALIVE, sse_event
 from ._asgi import KEEPALIVE_SECONDS, SSE_HEADERS, ASGISend, Receive, wait_disconnect, wait_or_keepalive
 
 __all__ = [

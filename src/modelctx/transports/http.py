@@ -71,9 +71,9 @@ from ..errors import (
     InvalidToken,
     ProtocolError,
 )
-from ..protocol._connection import Ignore, Inbound
-from ..protocol._headers import name_source
-from ..protocol._jsonrpc import Message, Notification, Request, decode, error_response
+from ..protocol.connection import Ignore, Inbound
+from ..protocol.headers import name_source
+from ..protocol.jsonrpc import Message, Notification, Request, decode, error_response
 from ._asgi import ASGISend, BodyDeadlines, BodyTimeout, Receive, Scope, send_empty, send_json, send_plain
 from ._exchange import Confirm, HttpExchange, Named, OneWay, Refuse, ServeBatch, ServeRequest, refuse, status_for
 from ._http_batch import serve_batch
@@ -81,12 +81,12 @@ from ._http_reply import CancelGuard, Reply
 from ._http_server import serve_http
 from ._legacy_sse import LegacySse
 from ._redis_sessions import RedisSessionStore, SessionStoreUnavailable, apply_fields
-from ._seam import Peer, ServerApp
-from ._session import HandshakeSession, act
 from ._session_store import WRITTEN, SessionGone, SessionsFull, store_for
 from ._siblings import BUSY, Siblings
 from ._sse_resume import kept_after, parse_event_id, resume, standalone
 from ._tuning import settle_heap
+from .server_seam import Peer, ServerApp
+from .session import HandshakeSession, act
 
 __all__ = ["HttpApp", "ResourceAuth", "serve_http", "status_for"]
 

@@ -62,15 +62,15 @@ from ..errors import (
     RequestLost,
     SessionExpired,
 )
-from ..protocol._framing import EventTooLarge, SSEParser, response_id
-from ..protocol._jsonrpc import Message, decode, encode, from_object
-from ..protocol._jsonrpc import Response as JsonRpcResponse
-from ._auth_seam import AuthHook, HttpAuth
-from ._base import ClientTransport, Outgoing, TransportEvents
+from ..protocol.framing import EventTooLarge, SSEParser, response_id
+from ..protocol.jsonrpc import Message, decode, encode, from_object
+from ..protocol.jsonrpc import Response as JsonRpcResponse
 from ._http11 import HttpError, Response
 from ._http_requests import Http11Client, hide_password
 from ._legacy_sse_client import LegacySseSession
 from ._url_guard import UrlPolicy
+from .auth_seam import AuthHook, HttpAuth
+from .client_seam import ClientTransport, Outgoing, TransportEvents
 
 __all__ = ["HttpAuth", "HttpClientTransport", "HttpStatusError", "SessionExpired"]
 

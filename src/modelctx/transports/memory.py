@@ -13,9 +13,9 @@ from typing import Any
 
 from ..errors import ConnectionClosed
 from ..protocol import decode, encode, notification
-from ._base import ClientTransport, Outgoing, TransportEvents
 from ._duplex import DuplexServer
-from ._seam import ServerApp
+from .client_seam import ClientTransport, Outgoing, TransportEvents
+from .server_seam import ServerApp
 
 __all__ = ["MemoryTransport"]
 

@@ -31,11 +31,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO, cast
 
 from ..errors import InvalidRequest
-from ..protocol._framing import LineBuffer, LineTooLong, request_id
-from ..protocol._jsonrpc import encode, error_response
+from ..protocol.framing import LineBuffer, LineTooLong, request_id
+from ..protocol.jsonrpc import encode, error_response
 from ._duplex import DuplexServer
-from ._seam import ServerApp
 from ._tuning import settle_heap
+from .server_seam import ServerApp
 
 __all__ = ["serve_stdio", "serve_stdio_async"]
 

@@ -34,8 +34,8 @@ from typing import Any, cast
 
 from ..errors import ConnectionClosed, ParseError
 from ..protocol import decode, encode, notification
-from ..protocol._framing import LineBuffer, LineTooLong, response_id
-from ._base import ClientTransport, Outgoing, TransportEvents
+from ..protocol.framing import LineBuffer, LineTooLong, response_id
+from .client_seam import ClientTransport, Outgoing, TransportEvents
 
 __all__ = ["ServerNotStarted", "StdioClientTransport"]
 

@@ -13,8 +13,8 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol, runtime_checkable
 
 from ..protocol import Notification, Request
-from ..protocol._connection import ServerConnection
-from ._session import HandshakeSession, Send
+from ..protocol.connection import ServerConnection
+from .session import HandshakeSession, Send
 
 __all__ = ["FastLane", "ServerApp", "Peer", "ResponseStream", "Send"]
 

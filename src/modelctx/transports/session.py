@@ -19,8 +19,8 @@ from typing import Any
 
 from ..errors import ConnectionClosed, RequestTimeout, error_from_wire
 from ..protocol import Notification, Response
-from ..protocol._connection import Answer, Cancel, Event, Ignore, Notify, Outbound, ServerConnection
-from ._identity import principal_key
+from ..protocol.connection import Answer, Cancel, Event, Ignore, Notify, Outbound, ServerConnection
+from .identity import principal_key
 
 __all__ = [
     "HandshakeSession",

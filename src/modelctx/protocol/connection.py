@@ -32,8 +32,8 @@ import itertools
 from typing import Any
 
 from ..errors import InvalidRequest, ProtocolError
-from . import _meta
-from ._jsonrpc import (
+from . import meta as _meta
+from .jsonrpc import (
     Message,
     Notification,
     Request,
