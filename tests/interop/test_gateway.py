@@ -290,7 +290,7 @@ def test_the_gateway_serves_http_sse_beside_the_endpoint_and_no_sse_turns_it_off
 
 
 def test_the_gateway_refuses_no_sse_without_http(sample_config):
-    from cli_run import modelctx
+    from tests.support.cli_run import modelctx
 
     refused = modelctx("gateway", "--config", str(sample_config), "--no-sse")
 

@@ -149,7 +149,7 @@ class Events:
         self.failures: dict[str | int, BaseException] = {}
         self.closed_with: BaseException | None = None
 
-    def message(self, message: Any) -> None:
+    def message(self, message: Any, related: str | int | None = None) -> None:
         self.messages.append(message)
 
     def request_failed(self, request_id: str | int, exc: BaseException) -> None:
