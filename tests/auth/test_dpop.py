@@ -285,11 +285,6 @@ async def test_a_proof_sent_to_an_http_sse_endpoint_is_checked_against_that_url(
         assert why == "The DPoP proof is for another URL (htu)", (name, why)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="transports/http.py hands ResourceAuth.authenticate no path, so every proof is checked against the "
-    "endpoint URL; passing path=root_path+path for /sse and /messages makes this pass (then drop this mark)",
-)
 @run
 async def test_a_dpop_bound_token_opens_an_http_sse_stream_and_posts_its_messages(issuer: str):
     key = ECKey.generate_key("P-256", private=True)

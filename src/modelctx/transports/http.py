@@ -110,9 +110,11 @@ class ResourceAuth(Protocol):
     def metadata_document(self, path: str) -> dict[str, Any] | None:
         """The RFC 9728 document served at ``path`` (GET, no token needed), or None."""
 
-    async def authenticate(self, headers: Mapping[str, str], method: str = "POST") -> Any:
-        """The principal of a ``method`` request to the endpoint; raises ``InvalidToken``
-        (whose ``challenge_headers`` go on the 401) or ``InsufficientScope``."""
+    async def authenticate(self, headers: Mapping[str, str], method: str = "POST", path: str | None = None) -> Any:
+        """The principal of a ``method`` request to the endpoint (``path``: the one it was
+        sent to when not the endpoint's own, as HTTP+SSE's ``/sse`` and ``/messages``: a
+        DPoP proof names that URL); raises ``InvalidToken`` (whose ``challenge_headers`` go
+        on the 401) or ``InsufficientScope``."""
 
     def challenge(self, refusal: Exception) -> tuple[int, str]:
         """The HTTP status and ``WWW-Authenticate`` value answering a refusal."""
@@ -304,7 +306,7 @@ class HttpApp:
             return
         principal = None
         if self.auth is not None or self.authenticate is not None:
-            principal = await self._principal(scope, headers, send)
+            principal = await self._principal(scope, headers, send, legacy is not None)
             if principal is _REFUSED:
                 return
         if legacy is not None:
@@ -334,11 +336,13 @@ class HttpApp:
             return
         await send_plain(send, 404, b"Not Found")
 
-    async def _principal(self, scope: Scope, headers: dict[str, str], send: ASGISend) -> Any:
-        """Who sends the request (None: anonymous); ``_REFUSED`` once answered 401/403."""
+    async def _principal(self, scope: Scope, headers: dict[str, str], send: ASGISend, legacy: bool) -> Any:
+        """Who sends the request (None: anonymous); ``_REFUSED`` once answered 401/403.
+        ``legacy``: an HTTP+SSE path beside the endpoint, whose URL a DPoP proof names."""
         if self.auth is not None:
+            where = scope.get("root_path", "") + scope["path"] if legacy else None
             try:
-                return await self.auth.authenticate(headers, scope["method"])
+                return await self.auth.authenticate(headers, scope["method"], where)
             except (InvalidToken, InsufficientScope) as denied:
                 await self._challenge(send, denied, None)
                 return _REFUSED
