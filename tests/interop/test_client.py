@@ -287,6 +287,23 @@ def test_official_form_and_url_elicitation_reach_the_handler(official):
     assert any(a.url == "https://example.com/login" for a in official.user.asked)
 
 
+def test_official_a_calls_own_handlers_answer_what_the_server_asks_while_it_runs(official):
+    # The official SDK names no related request on stdio: the call is the only one in
+    # flight, so its question is about it and goes to its handlers, not the client's.
+    asked: list[str] = []
+
+    async def elicit(request: Elicitation) -> dict[str, Any]:
+        asked.append(request.message)
+        return {"action": "accept", "content": {"name": "per-call"}}
+
+    before = len(official.user.asked)
+    greeted = official.call(official.client.call_tool("greet", handlers=ClientHandlers(elicitation=elicit)))
+
+    assert greeted.content[0].text == "Hello, per-call!"
+    assert asked == ["What is your name?"]
+    assert len(official.user.asked) == before  # the client's own handlers were not asked
+
+
 def test_official_sampling_and_roots_reach_their_handlers(official):
     client = official.client
     sampled = official.call(client.call_tool("sample_it"))

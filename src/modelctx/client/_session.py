@@ -23,8 +23,9 @@ to ``on_server_request``, with the handlers of the request they relate to when t
 request brought some (``request(..., handlers=)``) and the relation is known: the
 transport delivered the question on that request's own reply stream (Streamable HTTP),
 or its ``params._meta`` names the request (``RELATED_REQUEST``, which modelctx's
-servers add; stdio carries nothing else), never a guess from which requests are in
-flight; log messages so related go to those handlers' ``notification`` too. Its answer
+servers add; stdio carries nothing else), or it is the only request in flight (a
+server asks while handling a request: other SDKs' servers on stdio name none), never a
+guess among several; log messages so related go to those handlers' ``notification`` too. Its answer
 is sent back as the response; at most
 ``MAX_SERVER_REQUESTS`` are answered at once, those past it refused with an error (at
 most ``MAX_REFUSALS`` being sent), and the rest dropped. A timeout
@@ -438,10 +439,21 @@ class ClientSession:
             related = named if is_request_id(named) and not isinstance(named, bool) else None
         return self._handlers_of.get(related) if related is not None else None
 
+    def _asking_handlers(self, request: Request, related: str | int | None) -> ClientHandlers | None:
+        """The handlers that answer a server request: those of the request it relates to,
+        else those of the only request in flight. Servers of other SDKs name none on stdio
+        (the official SDKs keep the related id for HTTP routing), and a server asks while it
+        handles a request, so with one in flight the question is about that one; with two
+        or more there is no guess. (Logs are not attributed so: a server logs on its own.)"""
+        handlers = self._related_handlers(request.params, related)
+        if handlers is None and self._handlers_of and len(self.connection.pending) == 1:
+            handlers = self._handlers_of.get(next(iter(self.connection.pending)))
+        return handlers
+
     def _serve(self, request: Request, related: str | int | None = None) -> None:
         if self._answering < MAX_SERVER_REQUESTS:
             self._answering += 1
-            self._track(self._answer(request, self._related_handlers(request.params, related)), self._answered)
+            self._track(self._answer(request, self._asking_handlers(request, related)), self._answered)
         elif self._refusing < MAX_REFUSALS:
             self._refusing += 1
             self._track(self._refuse(request), self._refused)
