@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 import modelctx
+from tests.support.cli_run import SAMPLE_STDIO
 from tests.support.wire import DEADLINE, SAMPLE_SERVER, free_port, request, stderr_lines, wait_until
 
 SERVER_MODULE = '''
@@ -212,4 +213,7 @@ def test_a_limit_of_zero_is_a_usage_error():
 @pytest.mark.parametrize("value", ["nan", "inf", "1e400"])
 def test_a_limit_that_is_not_a_finite_number_is_a_usage_error(value):
     result = run("serve", str(SAMPLE_SERVER), "--http", "--body-timeout", value)
+    assert result.returncode == 2 and f"{value} is not a finite number" in result.stderr
+    # A client command's deadline too: nan would be a request that never times out.
+    result = run("tools", "--timeout", value, "--stdio", SAMPLE_STDIO)
     assert result.returncode == 2 and f"{value} is not a finite number" in result.stderr

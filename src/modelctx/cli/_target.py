@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ._exit import ExitCode, quiet_stdout, stdout_reader_gone
+from ._params import POSITIVE_FLOAT
 from ._screen import Screen
 
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ _OPTIONS = (
     click.option("--env", "env", multiple=True, metavar="K=V", help="an environment variable for --stdio (repeatable)"),
     click.option("--cwd", type=click.Path(file_okay=False), help="the working directory of --stdio"),
     click.option("--json", "as_json", is_flag=True, help="print the result object as JSON on stdout, nothing else"),
-    click.option("--timeout", type=float, metavar="SECONDS",
+    click.option("--timeout", type=POSITIVE_FLOAT, metavar="SECONDS",
                  help=f"seconds to connect and for each request (default {DEFAULT_TIMEOUT:g})"),
     click.option("--mode", default="auto", show_default=True, metavar="auto|handshake|VERSION",
                  help="the protocol era: probe (auto), the initialize handshake, or a pinned modern version"),
