@@ -4,7 +4,7 @@ basic/transports/streamable-http.mdx (2026-07-28) and the 2025-11-25 transport p
 ``HttpExchange`` holds an endpoint's rules and its ``SessionStore``; the ASGI adapter
 (``http.HttpApp``) feeds it the request head (``head``, ``guard``, ``route``), then the
 body (``post``), and does what the decision says. Nothing here awaits, reads a socket or
-needs an event loop: a test drives it with plain calls (tests/test_http_exchange.py).
+needs an event loop: a test drives it with plain calls (tests/transports/test_http_exchange.py).
 
 Decisions (each a small value, never changed once made; not frozen: a frozen
 dataclass costs two ``object.__setattr__`` calls per request on the hot path):
