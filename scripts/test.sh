@@ -99,5 +99,7 @@ export MODELCTX_MCP_1_9_4_PYTHON="$ROOT/.tools/mcp-1.9.4/bin/python"
 # Lint and types first: both are part of the test run (and of CI).
 .venv/bin/ruff check src tests bench examples scripts fuzz soak
 .venv/bin/mypy  # --strict on src/modelctx ([tool.mypy] in pyproject.toml)
+# Small units: no function of the package over 80 lines (it prints the longest on failure).
+.venv/bin/python scripts/long_functions.py --over 80 --fail-over 80
 
 exec .venv/bin/python -m pytest "$@"

@@ -12,10 +12,13 @@ of that call, as a form elicitation or a sampling request on the call's ``Contex
   (``CallScope.handlers``, ``Client.call_tool_raw(..., handlers=)``), and the client
   answers with them what the upstream relates to that call: a 2026-07-28 upstream's
   ``input_required`` rounds, a handshake-era upstream's requests on the call's own reply
-  stream (HTTP) or naming it in ``_meta`` (modelctx's servers, any transport).
-  Nothing is guessed from which calls are in flight: what an upstream asks that it
-  relates to no call comes to ``GatewayUI.elicit``/``sample`` (the host's client-wide
-  handlers) and is declined there.
+  stream (HTTP) or naming it in ``_meta`` (modelctx's servers, any transport), or, when
+  it names none (other SDKs' servers on stdio), the one call in flight on that upstream
+  connection (``ClientSession``: a server asks while it handles a request). With several
+  in flight, what an upstream relates to no call comes to ``GatewayUI.elicit``/``sample``
+  (the host's client-wide handlers) and is declined there; so is a handshake-era
+  upstream's question to a 2026-07-28 client, which is asked in stateless rounds that the
+  gateway cannot hold the upstream call across.
 """
 
 from __future__ import annotations
