@@ -73,9 +73,10 @@ streams, errors, ``input_required`` sealing) is the ordinary server machinery.
 Which call an upstream's question or log message is about is what the upstream says:
 the call's own ``input_required`` rounds (2026-07-28), its reply stream (HTTP), or the
 call's request id in ``_meta`` (modelctx's servers, ``protocol.meta.RELATED_REQUEST``;
-stdio carries nothing else). Never guessed from the calls in flight: a question about no
-call is declined and such a log message dropped, however many calls are running (an
-installed-base handshake-era server over stdio names none). Not relayed yet: a question
+stdio carries nothing else); a question that names none (other SDKs' servers on stdio)
+is about the one call in flight on that upstream connection, if only one is
+(``ClientSession``). With several in flight nothing is guessed: such a question is
+declined, and a log message naming no call is never relayed to a call. Not relayed yet: a question
 a handshake-era upstream asks while the gateway's own client speaks 2026-07-28 (it comes
 on the upstream's connection, outside the call's task, where ``input_required`` cannot
 be raised; it is declined).
