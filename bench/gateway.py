@@ -13,8 +13,9 @@ shared machine's load falls on all of them alike; every process runs this checko
 - **direct**: the client talks to the upstream itself;
 - **modelctx**: through ``modelctx gateway --config CFG --bare-names`` (the tool keeps
   its name ``echo``, so every request is byte for byte the same);
-- **fastmcp**: through ``fastmcp.server.create_proxy(...)`` (fastmcp from PyPI), run by
-  this file (``--fastmcp-proxy stdio|http``);
+- **fastmcp**: through ``fastmcp.server.create_proxy(...)`` (fastmcp from PyPI, in the venv
+  scripts/test.sh makes, ``.tools/fastmcp``; ``MODELCTX_FASTMCP_PYTHON`` names another),
+  run by ``servers/fastmcp_proxy.py``;
 - **relay** (stdio only): the floor of any stdio gateway, a process that copies each line
   to the upstream and its answer back with blocking reads and writes, parsing nothing
   (``--relay-floor``). What it adds is the cost of one more process hop on this machine.
@@ -48,6 +49,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import (  # noqa: E402 - the bench folder is put on the path first
+    BENCH,
+    FASTMCP_PYTHON,
     HTTP_HEADERS,
     IO_TIMEOUT,
     MODELCTX_CLI,
@@ -66,6 +69,7 @@ from harness import (  # noqa: E402 - the bench folder is put on the path first
     stdio_command,
 )
 
+FASTMCP_PROXY = BENCH / "servers" / "fastmcp_proxy.py"
 FRONTS = ("direct", "relay", "looprelay", "modelctx", "baseline", "fastmcp")
 #: Calls a stdio front makes in one turn (the fronts take turns).
 STDIO_BLOCK = 100
@@ -102,7 +106,7 @@ def stdio_front(front: str, folder: Path) -> list[str]:
         return [PYTHON, __file__, "--relay-floor", "--target", json.dumps(upstream)]
     if front == "looprelay":
         return [PYTHON, __file__, "--loop-relay-floor", "--target", json.dumps(upstream)]
-    return [PYTHON, __file__, "--fastmcp-proxy", "stdio", "--target", json.dumps(upstream)]
+    return [FASTMCP_PYTHON, str(FASTMCP_PROXY), "stdio", json.dumps(upstream)]
 
 
 def run_relay_floor(target: str) -> None:
@@ -181,24 +185,7 @@ def http_front(front: str, folder: Path, upstream_url: str, port: int) -> list[s
     if front == "modelctx":
         config = _gateway_config(folder, {"url": upstream_url})
         return [MODELCTX_CLI, "gateway", "--config", str(config), "--bare-names", "--http", "--port", str(port)]
-    return [PYTHON, __file__, "--fastmcp-proxy", "http", "--target", upstream_url, "--port", str(port)]
-
-
-def run_fastmcp_proxy(kind: str, target: str, port: int | None) -> None:
-    """The fastmcp proxy in front of ``target`` (an argv as JSON for stdio, a URL for HTTP),
-    served on stdio or on HTTP ``port``: fastmcp's documented ``create_proxy``."""
-    from fastmcp.client.transports import StdioTransport
-    from fastmcp.server import create_proxy
-
-    if kind == "stdio":
-        argv = json.loads(target)
-        proxy = create_proxy(StdioTransport(command=argv[0], args=argv[1:], env=dict(os.environ)), name="fastmcp-proxy")
-    else:
-        proxy = create_proxy(target, name="fastmcp-proxy")
-    if kind == "stdio":
-        proxy.run("stdio", show_banner=False)
-    else:
-        proxy.run("http", host="127.0.0.1", port=port, show_banner=False, log_level="warning")
+    return [FASTMCP_PYTHON, str(FASTMCP_PROXY), "http", upstream_url, str(port)]
 
 
 # -- one client, one call at a time ----------------------------------------------------------
@@ -446,20 +433,15 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="another checkout whose gateway runs as the 'baseline' stdio front, taking turns with ours (A/B)",
     )
-    parser.add_argument("--fastmcp-proxy", choices=["stdio", "http"], help=argparse.SUPPRESS)
     parser.add_argument("--relay-floor", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--loop-relay-floor", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--target", help=argparse.SUPPRESS)
-    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.relay_floor:
         run_relay_floor(args.target)
         return 0
     if args.loop_relay_floor:
         run_loop_relay_floor(args.target)
-        return 0
-    if args.fastmcp_proxy:
-        run_fastmcp_proxy(args.fastmcp_proxy, args.target, args.port)
         return 0
     if args.baseline is not None:
         BASELINE_ENV["PYTHONPATH"] = str(args.baseline.resolve() / "src")

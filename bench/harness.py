@@ -35,6 +35,8 @@ REPO = BENCH.parent
 # some sandboxes) would compile every module of ours on every start, which no user pays.
 CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 PYTHON = sys.executable
+#: FastMCP's venv (scripts/test.sh makes it: fastmcp pins another mcp than ours).
+FASTMCP_PYTHON = os.environ.get("MODELCTX_FASTMCP_PYTHON", str(REPO / ".tools" / "fastmcp" / "bin" / "python"))
 MODELCTX_CLI = str(Path(PYTHON).with_name("modelctx"))
 
 PROTOCOL = "2026-07-28"

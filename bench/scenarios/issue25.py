@@ -29,6 +29,7 @@ from typing import Any
 from harness import (
     BENCH,
     CHILD_ENV,
+    FASTMCP_PYTHON,
     IO_TIMEOUT,
     MODELCTX_CLI,
     PYTHON,
@@ -50,7 +51,6 @@ from .stdio_pipelined import check_all, pipeline
 
 SERVERS = BENCH / "servers"
 TS_SDK_DIR = Path(os.environ.get("MODELCTX_TS_SDK_DIR", REPO / ".tools" / "ts-sdk"))
-FASTMCP_PYTHON = os.environ.get("MODELCTX_FASTMCP_PYTHON", str(REPO / ".tools" / "fastmcp" / "bin" / "python"))
 HANDSHAKE = "2025-06-18"  # a revision every peer here speaks
 HS_CALL = b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}\n'
 MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
