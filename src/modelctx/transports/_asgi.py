@@ -42,6 +42,27 @@ SINGLE_HEADERS = frozenset(
 METADATA_HEADERS = frozenset({"mcp-method", "mcp-name", "mcp-protocol-version"})
 
 
+def app_path(scope: Scope) -> str:
+    """The request's path inside this app, without a trailing slash ("/" at least).
+
+    ASGI's ``path`` holds the whole path, ``root_path`` included (the spec; Starlette's
+    ``Mount`` since 0.35, uvicorn's ``--root-path``), but older mounts strip the prefix
+    from ``path``: a ``root_path`` is taken off only when ``path`` starts with it as whole
+    segments. The URL the client sent is ``root_path`` followed by this.
+    """
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "").rstrip("/")
+    if root and (path == root or path.startswith(root + "/")):
+        path = path[len(root):]
+    return path.rstrip("/") or "/"
+
+
+def sent_path(scope: Scope) -> str:
+    """The path the client sent this request to: the app's ``root_path`` and ``app_path``."""
+    root: str = scope.get("root_path", "")
+    return root.rstrip("/") + app_path(scope)
+
+
 def fold_headers(raw: list[tuple[bytes, bytes]]) -> tuple[dict[str, str], str | None]:
     """The request's headers as a dict (names lower case, values stripped), and the
     name of a header the spec defines once that came more than once (else None).

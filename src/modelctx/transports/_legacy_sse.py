@@ -81,6 +81,7 @@ from ._asgi import (
     ASGISend,
     Receive,
     Scope,
+    app_path,
     is_json_type,
     send_empty,
     send_json,
@@ -173,7 +174,7 @@ class LegacySse:
         self, scope: Scope, receive: Receive, send: ASGISend, principal: Any, read_body: ReadBody,
         headers: dict[str, str],
     ) -> None:
-        path = scope["path"].rstrip("/")
+        path = app_path(scope)
         method = scope["method"]
         if path == SSE_PATH and method == "GET":
             await self.stream(scope, receive, send, principal)

@@ -74,7 +74,18 @@ from ..errors import (
 from ..protocol.connection import Ignore, Inbound
 from ..protocol.headers import name_source
 from ..protocol.jsonrpc import Message, Notification, Request, decode, error_response
-from ._asgi import ASGISend, BodyDeadlines, BodyTimeout, Receive, Scope, send_empty, send_json, send_plain
+from ._asgi import (
+    ASGISend,
+    BodyDeadlines,
+    BodyTimeout,
+    Receive,
+    Scope,
+    app_path,
+    send_empty,
+    send_json,
+    send_plain,
+    sent_path,
+)
 from ._exchange import Confirm, HttpExchange, Named, OneWay, Refuse, ServeBatch, ServeRequest, refuse, status_for
 from ._http_batch import serve_batch
 from ._http_reply import CancelGuard, Reply
@@ -286,7 +297,7 @@ class HttpApp:
         self.end_legacy_streams()
 
     async def _http(self, scope: Scope, receive: Receive, send: ASGISend) -> None:
-        path = scope["path"].rstrip("/") or "/"
+        path = app_path(scope)
         legacy = self._legacy if self._legacy is not None and self._legacy.serves(path) else None
         if path != self.path and legacy is None:
             await self._elsewhere(path, scope, receive, send)
@@ -340,7 +351,7 @@ class HttpApp:
         """Who sends the request (None: anonymous); ``_REFUSED`` once answered 401/403.
         ``legacy``: an HTTP+SSE path beside the endpoint, whose URL a DPoP proof names."""
         if self.auth is not None:
-            where = scope.get("root_path", "") + scope["path"] if legacy else None
+            where = sent_path(scope) if legacy else None
             try:
                 return await self.auth.authenticate(headers, scope["method"], where)
             except (InvalidToken, InsufficientScope) as denied:
