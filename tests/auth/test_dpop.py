@@ -36,6 +36,8 @@ from modelctx.auth import (
     OAuthClientProvider,
     ProtectedResource,
 )
+from modelctx.errors import AuthorizationError
+from modelctx.transports.http_client import HttpClientTransport
 from tests.auth.test_dev_server import auth_server
 from tests.auth.test_resource import make_server, served
 from tests.support.wire import DEADLINE, McpHttp, async_test, free_port, request
@@ -133,6 +135,26 @@ async def test_client_credentials_with_dpop_and_a_server_nonce(issuer: str):
             await client.call_tool("echo", {"text": "service"})
             await client.call_tool("echo", {"text": "again"})
     assert server.ran == ["echo", "echo"]
+
+
+@run
+@pytest.mark.parametrize("flow", ["user", "client credentials"])
+async def test_our_client_asks_no_token_for_an_http_sse_url_the_servers_metadata_does_not_name(issuer: str, flow: str):
+    # A server's HTTP+SSE paths sit beside its endpoint, and its protected resource
+    # metadata names the endpoint (/mcp). A client connecting to /sse is using another
+    # resource identifier, and RFC 9728 3.3 forbids it the metadata: on a shared host
+    # /a/mcp and /b/sse may be two tenants. So no token is asked for and nothing is sent;
+    # the error names both URLs. (A DPoP-bound client of another kind, which asks for the
+    # /mcp resource itself, is served on /sse: the test above with its own proofs.)
+    auth = user_provider(DPoPKey()) if flow == "user" else ClientCredentialsProvider(
+        "backend", client_secret=SECRET, dpop=True
+    )
+    async with protected(issuer, dpop="required") as server:
+        sse = server.url.removesuffix("/mcp") + "/sse"
+        with pytest.raises(AuthorizationError) as refused:
+            await Client(HttpClientTransport(sse, transport="sse", auth=auth), timeout=DEADLINE).connect()
+    assert f"is for '{server.url}', not for {sse}" in str(refused.value)
+    assert server.ran == []
 
 
 @run
