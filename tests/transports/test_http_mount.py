@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from modelctx import Client
+from modelctx.transports._asgi import app_path, sent_path
 from modelctx.transports.http_client import HttpClientTransport
 from tests.support.paths import SERVERS
 from tests.support.serve import free_port
@@ -72,3 +73,20 @@ async def test_the_app_outside_the_mount_is_not_the_servers(site):
     async with httpx.AsyncClient(timeout=10) as http:
         outside = await http.post(f"{site}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
     assert outside.status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("path", "root", "inside", "sent"),
+    [
+        ("/mcp", "", "/mcp", "/mcp"),  # served at the top
+        ("/api/mcp", "/api", "/mcp", "/api/mcp"),  # the ASGI spec: path keeps the prefix
+        ("/mcp", "/api", "/mcp", "/api/mcp"),  # older mounts took the prefix off path
+        ("/api/sse/", "/api/", "/sse", "/api/sse"),  # trailing slashes are not significant
+        ("/apiary/mcp", "/api", "/apiary/mcp", "/api/apiary/mcp"),  # a prefix is whole segments
+        ("/api", "/api", "/", "/api/"),
+    ],
+)
+def test_the_path_inside_the_app_and_the_path_the_client_sent(path, root, inside, sent):
+    scope = {"type": "http", "path": path, "root_path": root}
+    assert app_path(scope) == inside
+    assert sent_path(scope) == sent
